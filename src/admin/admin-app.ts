@@ -1,0 +1,61 @@
+// The admin listener: liveness, readiness and metrics, never on the public port.
+import express, { type Express } from 'express';
+
+export interface ReadinessCheck {
+  name: string;
+  /** A failing critical check makes the gateway not ready; others are reported only. */
+  critical: boolean;
+  check(): Promise<boolean>;
+}
+
+export interface AdminAppOptions {
+  /** False once shutdown has begun. */
+  isAcceptingTraffic: () => boolean;
+  checks: readonly ReadinessCheck[];
+  /** Renders the metrics exposition; absent until metrics are wired. */
+  metrics?: { contentType: string; render(): Promise<string> };
+}
+
+async function runCheck(check: ReadinessCheck): Promise<boolean> {
+  try {
+    return await check.check();
+  } catch {
+    return false;
+  }
+}
+
+export function createAdminApp(options: AdminAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.get('/healthz', function liveness(_req, res) {
+    res.set('Cache-Control', 'no-store').json({ status: 'alive' });
+  });
+
+  app.get('/readyz', async function readiness(_req, res) {
+    const results = await Promise.all(options.checks.map(async (check) => ({ check, ok: await runCheck(check) })));
+    const accepting = options.isAcceptingTraffic();
+    const ready = accepting && results.every(({ check, ok }) => ok || !check.critical);
+    res
+      .status(ready ? 200 : 503)
+      .set('Cache-Control', 'no-store')
+      .json({
+        status: ready ? 'ready' : 'not_ready',
+        shuttingDown: !accepting,
+        checks: Object.fromEntries(results.map(({ check, ok }) => [check.name, ok ? 'ok' : 'failing'])),
+      });
+  });
+
+  const { metrics } = options;
+  if (metrics) {
+    app.get('/metrics', async function exposeMetrics(_req, res) {
+      res.set('Content-Type', metrics.contentType).send(await metrics.render());
+    });
+  }
+
+  app.use(function adminNotFound(_req, res) {
+    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics', status: 404 });
+  });
+  return app;
+}

@@ -1,0 +1,69 @@
+// createApp: the gateway's request pipeline, in the order every request meets it.
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import type { KeyHasher } from './auth/key-hash.ts';
+import type { KeyStore } from './auth/key-store.ts';
+import { createAuthenticate, type AuthRefusalReason } from './auth/authenticate.ts';
+import type { GatewayConfig } from './config/schema.ts';
+import type { Contract } from './contract/compile-contract.ts';
+import { createMatchOperation, createRequireOperation } from './contract/match-operation.ts';
+import { createValidateRequest } from './contract/validate-request.ts';
+import { createErrorHandler, notFound } from './errors/error-handler.ts';
+import type { Clock } from './http/clock.ts';
+import { createRequestId } from './http/request-id.ts';
+import { createAccessLog } from './observability/logger.ts';
+import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
+import type { Proxy } from './proxy/create-proxy.ts';
+
+export interface AppDependencies {
+  config: GatewayConfig;
+  contract: Contract;
+  keyStore: KeyStore;
+  hashKey: KeyHasher;
+  clock: Clock;
+  logger: Logger;
+  proxy: Proxy;
+  onAuthRefusal?: (reason: AuthRefusalReason) => void;
+}
+
+export function createApp(deps: AppDependencies): Express {
+  const { config, contract, clock, logger } = deps;
+  const notices = compileDeprecationNotices({
+    contract,
+    policies: config.deprecations,
+    basePath: contract.basePath,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
+
+  app.use(createRequestId());
+  app.use(createAccessLog(logger, config.environment));
+
+  const api = express.Router({ caseSensitive: true, strict: true });
+  api.use(
+    // Which operation is this? Nothing is refused yet: an unauthenticated caller learns nothing.
+    createMatchOperation(contract),
+    // Deprecated operations say so on every response, refusals included.
+    createDeprecationNotice(notices),
+    createAuthenticate({
+      keyStore: deps.keyStore,
+      hashKey: deps.hashKey,
+      environment: config.environment,
+      clock,
+      ...(deps.onAuthRefusal ? { onRefusal: deps.onAuthRefusal } : {}),
+    }),
+    createRequireOperation(contract),
+    createSunsetEnforcement(notices, clock),
+    createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes }),
+    deps.proxy.handler,
+  );
+  app.use(contract.basePath, api);
+
+  app.use(notFound);
+  app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));
+  return app;
+}

@@ -1,0 +1,78 @@
+// Authenticates the bearer API key: every request on /v1 passes here before anything else is decided.
+import type { RequestHandler } from 'express';
+import type { Environment } from '../config/schema.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { Clock } from '../http/clock.ts';
+import { hasApiKeyShape } from './api-key.ts';
+import { readBearer } from './bearer.ts';
+import type { KeyHasher } from './key-hash.ts';
+import type { KeyRecord, KeyStore } from './key-store.ts';
+
+export type AuthRefusalReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_environment';
+
+export interface AuthenticateOptions {
+  keyStore: KeyStore;
+  hashKey: KeyHasher;
+  /** The environment this gateway serves: keys not valid in it are refused. */
+  environment: Environment;
+  clock: Clock;
+  /** Told of every refusal, for metrics; never given the key. */
+  onRefusal?: (reason: AuthRefusalReason) => void;
+  /** How long clients should wait before retrying when the key store is down. */
+  retryAfterSeconds?: number;
+}
+
+const CHALLENGE = 'Bearer realm="petstore"';
+
+const MESSAGES: Record<AuthRefusalReason, string> = {
+  missing: 'An API key is required: send it as "Authorization: Bearer <API key>"',
+  malformed: 'The Authorization header must have the form "Bearer <API key>"',
+  unknown: 'The API key is not valid',
+  revoked: 'The API key has been revoked',
+  expired: 'The API key has expired',
+  wrong_environment: 'The API key is not valid in this environment',
+};
+
+/** Decides a stored record against the gateway's environment and the clock. */
+export function refusalFor(record: KeyRecord | undefined, environment: Environment, now: number): AuthRefusalReason | undefined {
+  if (!record) return 'unknown';
+  if (record.revoked) return 'revoked';
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) return 'expired';
+  if (!record.environments.includes(environment)) return 'wrong_environment';
+  return undefined;
+}
+
+/** Creates the authentication stage. Fails closed: a key store that cannot answer gives 503, never a pass. */
+export function createAuthenticate(options: AuthenticateOptions): RequestHandler {
+  const { keyStore, hashKey, environment, clock, onRefusal, retryAfterSeconds = 1 } = options;
+
+  function refuse(reason: AuthRefusalReason): GatewayError {
+    onRefusal?.(reason);
+    const error = reason === 'missing' ? CHALLENGE : `${CHALLENGE}, error="${reason === 'malformed' ? 'invalid_request' : 'invalid_token'}"`;
+    return new GatewayError('unauthorized', MESSAGES[reason], { headers: { 'WWW-Authenticate': error } });
+  }
+
+  return async function authenticate(req, res, next) {
+    const bearer = readBearer(req.headers.authorization);
+    if (bearer.kind !== 'token') throw refuse(bearer.kind);
+    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown');
+    let record: KeyRecord | undefined;
+    try {
+      record = await keyStore.findByHash(hashKey(bearer.token));
+    } catch (cause) {
+      // Whatever went wrong, the key was not checked: fail closed.
+      throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
+        cause,
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      });
+    }
+    const reason = refusalFor(record, environment, clock.now());
+    if (reason || !record) throw refuse(reason ?? 'unknown');
+    res.locals.gateway.consumer = {
+      keyId: record.id,
+      name: record.consumer,
+      ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+    };
+    next();
+  };
+}

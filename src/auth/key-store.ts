@@ -1,0 +1,33 @@
+// What the gateway knows about an API key, and the interface every key store implements.
+import type { Environment } from '../config/schema.ts';
+
+/** A key as stored: never the key itself, only its hash (the lookup handle) and what it grants. */
+export interface KeyRecord {
+  /** Stable identifier, safe to log and to show operators. */
+  id: string;
+  /** Who holds the key. */
+  consumer: string;
+  environments: readonly Environment[];
+  createdAt: string;
+  expiresAt?: string;
+  revoked: boolean;
+  /** Per-key override of the rate limit, requests per minute. */
+  rateLimitPerMinute?: number;
+}
+
+/** The authenticated caller as the rest of the pipeline sees it. */
+export interface Consumer {
+  keyId: string;
+  name: string;
+  rateLimitPerMinute?: number;
+}
+
+/** Raised by a store that cannot answer (Redis unreachable, timed out). Authentication fails closed on it. */
+export class KeyStoreUnavailableError extends Error {
+  override name = 'KeyStoreUnavailableError';
+}
+
+export interface KeyStore {
+  /** The record stored under this key hash, or undefined when there is none. Throws KeyStoreUnavailableError. */
+  findByHash(keyHash: string): Promise<KeyRecord | undefined>;
+}

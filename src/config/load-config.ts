@@ -1,0 +1,91 @@
+// Reads config/gateway.yaml, lays the environment variables over it, validates once, freezes.
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { configSchema, type GatewayConfig } from './schema.ts';
+
+export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/gateway.yaml');
+
+/** Environment variables and the config key each one sets. */
+export const ENV_KEYS = {
+  PORT: ['listen', 'port'],
+  ADMIN_PORT: ['listen', 'adminPort'],
+  GATEWAY_ENVIRONMENT: ['environment'],
+  UPSTREAM_URL: ['upstreamUrl'],
+  UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
+  LOG_LEVEL: ['logging', 'level'],
+} as const satisfies Record<string, readonly string[]>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Loads the configuration. `GATEWAY_CONFIG` names another file; `overrides` (used by tests and the
+ * demo) are laid over the file before the environment variables.
+ */
+export function loadConfig(env: Env = process.env, overrides: Record<string, unknown> = {}): GatewayConfig {
+  const file = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : DEFAULT_CONFIG_FILE;
+  let fromFile: unknown;
+  try {
+    fromFile = parseYaml(readFileSync(file, 'utf8')) ?? {};
+  } catch (cause) {
+    throw new ConfigError(`config file ${file} could not be read: ${(cause as Error).message}`, { cause });
+  }
+  const merged = deepMerge(structuredClone(fromFile) as Record<string, unknown>, overrides);
+  const fromEnv = new Map<string, string>();
+  for (const [name, path] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(merged, path, value);
+    fromEnv.set(path.join('.'), name);
+  }
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = issue.path.join('.');
+      const envName = fromEnv.get(key);
+      return `${envName ? `${envName} (${key})` : key || '(root)'}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration in ${file}:\n  ${problems.join('\n  ')}`);
+  }
+  const config = parsed.data;
+  return deepFreeze({
+    ...config,
+    upstreamBaseUrl: (config.upstreamUrl ?? config.environments[config.environment].upstream).replace(/\/$/, ''),
+    contractPath: resolve(dirname(file), config.contract),
+  });
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path.at(-1)!] = value;
+}
+
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (isPlainObject(value) && isPlainObject(existing)) deepMerge(existing, value);
+    else target[key] = value;
+  }
+  return target;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value) && !(value instanceof Date)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,79 @@
+// The shape of the gateway's configuration: every key typed, described and defaulted.
+import { z } from 'zod';
+
+export const ENVIRONMENTS = ['production', 'staging'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveMs = z.coerce.number().int().positive();
+const baseUrl = z
+  .url({ protocol: /^https?$/ })
+  .refine((value) => new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
+
+export const configSchema = z.object({
+  /** The interface document, relative to the config file. */
+  contract: z.string().min(1).default('petstore.openapi.yaml'),
+  /** Which backend this deployment fronts. */
+  environment: z.enum(ENVIRONMENTS).default('staging'),
+  environments: z
+    .object({
+      production: z.object({ upstream: baseUrl }),
+      staging: z.object({ upstream: baseUrl }),
+    })
+    .strict(),
+  /** Overrides the selected environment's upstream base address. */
+  upstreamUrl: baseUrl.optional(),
+  listen: z
+    .object({
+      host: z.string().default('0.0.0.0'),
+      port: port.default(8080),
+      adminHost: z.string().default('0.0.0.0'),
+      adminPort: port.default(9090),
+      keepAliveTimeoutMs: positiveMs.default(5000),
+      headersTimeoutMs: positiveMs.default(10_000),
+      requestTimeoutMs: positiveMs.default(30_000),
+    })
+    .strict()
+    .prefault({}),
+  upstream: z
+    .object({
+      timeoutMs: positiveMs.default(10_000),
+      maxSockets: z.coerce.number().int().positive().default(256),
+      maxFreeSockets: z.coerce.number().int().positive().default(64),
+    })
+    .strict()
+    .prefault({}),
+  requests: z
+    .object({ maxBodyBytes: z.coerce.number().int().positive().default(65_536) })
+    .strict()
+    .prefault({}),
+  deprecations: z
+    .record(
+      z.string(),
+      z
+        .object({
+          deprecatedAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+          documentationUrl: z.url().nullable().default(null),
+        })
+        .strict(),
+    )
+    .default({}),
+  shutdown: z
+    .object({
+      gracePeriodMs: positiveMs.default(20_000),
+      drainDelayMs: z.coerce.number().int().min(0).default(5000),
+    })
+    .strict()
+    .prefault({}),
+  logging: z
+    .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+    .strict()
+    .prefault({}),
+}).strict();
+
+export type GatewayConfig = z.output<typeof configSchema> & {
+  /** The upstream base address in force: the override, or the environment's. */
+  readonly upstreamBaseUrl: string;
+  /** Absolute path of the interface document. */
+  readonly contractPath: string;
+};

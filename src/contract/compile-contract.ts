@@ -1,0 +1,149 @@
+// Compiles the OpenAPI document into the operations, matcher and validators the pipeline runs on.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { HttpMethod, Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
+import { createParameterParser } from './parameters.ts';
+import { createPathMatcher } from './path-matcher.ts';
+import { createSchemaValidator, rewriteRefs } from './schema-validator.ts';
+
+const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'];
+
+export interface Contract {
+  title: string;
+  /** The path the interface is served under, from the first server's address (e.g. `/v1`). */
+  basePath: string;
+  version: string;
+  operations: readonly Operation[];
+  /** Operations by operationId. */
+  byId: ReadonlyMap<string, Operation>;
+  matchPath: ReturnType<typeof createPathMatcher>;
+}
+
+type Json = Record<string, unknown>;
+
+function asObject(value: unknown, where: string): Json {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`interface document: ${where} must be an object`);
+  }
+  return value as Json;
+}
+
+export function loadContract(file: string): Contract {
+  let document: unknown;
+  try {
+    document = parseYaml(readFileSync(file, 'utf8'));
+  } catch (cause) {
+    throw new Error(`interface document ${file} could not be read: ${(cause as Error).message}`, { cause });
+  }
+  return compileContract(document);
+}
+
+/** Every malformed part of the document stops start-up with a message that says where it is. */
+export function compileContract(document: unknown): Contract {
+  const root = asObject(document, 'the document');
+  if (typeof root.openapi !== 'string' || !root.openapi.startsWith('3.1')) {
+    throw new Error('interface document: openapi must be a 3.1.x version');
+  }
+  const info = asObject(root.info, 'info');
+  const schemas = asObject(asObject(root.components ?? {}, 'components').schemas ?? {}, 'components.schemas');
+  const ajv = createSchemaValidator(schemas);
+  const resolve = (schema: unknown): unknown => {
+    const ref = (schema as { $ref?: unknown } | undefined)?.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+      return schemas[ref.slice('#/components/schemas/'.length)];
+    }
+    return schema;
+  };
+
+  const operations: Operation[] = [];
+  for (const [pathTemplate, pathItemValue] of Object.entries(asObject(root.paths, 'paths'))) {
+    if (!pathTemplate.startsWith('/')) throw new Error(`interface document: path ${pathTemplate} must start with /`);
+    const pathItem = asObject(pathItemValue, `paths.${pathTemplate}`);
+    const shared = (pathItem.parameters ?? []) as unknown[];
+    for (const method of METHODS) {
+      const raw = pathItem[method.toLowerCase()];
+      if (raw === undefined) continue;
+      const where = `paths.${pathTemplate}.${method.toLowerCase()}`;
+      const operation = asObject(raw, where);
+      if (typeof operation.operationId !== 'string') throw new Error(`interface document: ${where}.operationId is required`);
+      const parameters = [...shared, ...((operation.parameters ?? []) as unknown[])].map((parameter, index) =>
+        compileParameter(asObject(parameter, `${where}.parameters[${index}]`), `${where}.parameters[${index}]`),
+      );
+      const compiled: Operation = {
+        id: operation.operationId,
+        method,
+        pathTemplate,
+        parameters,
+        ...(operation.requestBody === undefined
+          ? {}
+          : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),
+        ...(operation.deprecated === true ? { deprecation: compileDeprecation(operation, where) } : {}),
+      };
+      operations.push(compiled);
+    }
+  }
+
+  function compileParameter(parameter: Json, where: string): ParameterSpec {
+    if (typeof parameter.name !== 'string') throw new Error(`interface document: ${where}.name is required`);
+    if (parameter.in !== 'query' && parameter.in !== 'path') {
+      throw new Error(`interface document: ${where}.in must be query or path (the gateway validates no other kind)`);
+    }
+    const schema = parameter.schema ?? {};
+    return {
+      name: parameter.name,
+      in: parameter.in,
+      required: parameter.in === 'path' || parameter.required === true,
+      parse: createParameterParser(resolve(schema)),
+      validate: ajv.compile(rewriteRefs(schema) as object),
+    };
+  }
+
+  function compileRequestBody(body: Json, where: string): RequestBodySpec {
+    const content = asObject(body.content, `${where}.content`);
+    const mediaTypes = Object.keys(content).map((type) => type.toLowerCase());
+    const jsonType = mediaTypes.find((type) => type === 'application/json' || type.endsWith('+json'));
+    if (!jsonType) throw new Error(`interface document: ${where} must accept a JSON media type`);
+    const schema = asObject(content[Object.keys(content)[mediaTypes.indexOf(jsonType)]!], `${where}.content`).schema ?? {};
+    return { required: body.required === true, mediaTypes, validate: ajv.compile(rewriteRefs(schema) as object) };
+  }
+
+  const byId = new Map<string, Operation>();
+  for (const operation of operations) {
+    if (byId.has(operation.id)) throw new Error(`interface document: operationId ${operation.id} is used twice`);
+    byId.set(operation.id, operation);
+  }
+  for (const operation of operations) {
+    const replacement = operation.deprecation?.replacement;
+    if (replacement !== undefined && !byId.has(replacement)) {
+      throw new Error(`interface document: ${operation.id} x-replacement names unknown operation ${replacement}`);
+    }
+  }
+
+  return {
+    title: String(info.title),
+    basePath: basePathOf(root.servers),
+    version: String(info.version),
+    operations,
+    byId,
+    matchPath: createPathMatcher(operations),
+  };
+}
+
+function compileDeprecation(operation: Json, where: string): Operation['deprecation'] {
+  const deprecation: NonNullable<Operation['deprecation']> = {};
+  if (operation['x-sunset'] !== undefined) {
+    const sunset = new Date(String(operation['x-sunset']));
+    if (Number.isNaN(sunset.getTime())) throw new Error(`interface document: ${where}.x-sunset must be an RFC 3339 date-time`);
+    deprecation.sunset = sunset;
+  }
+  if (operation['x-replacement'] !== undefined) deprecation.replacement = String(operation['x-replacement']);
+  return deprecation;
+}
+
+function basePathOf(servers: unknown): string {
+  const first = Array.isArray(servers) ? (servers[0] as { url?: unknown } | undefined) : undefined;
+  if (typeof first?.url !== 'string') throw new Error('interface document: servers[0].url is required (it carries the version path)');
+  const path = new URL(first.url, 'http://base.invalid').pathname.replace(/\/$/, '');
+  if (!path.startsWith('/')) throw new Error('interface document: servers[0].url must have a path such as /v1');
+  return path;
+}

@@ -1,0 +1,50 @@
+// What an operation of the interface document becomes once compiled: everything the pipeline needs.
+import type { ValidateFunction } from 'ajv';
+
+export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'OPTIONS' | 'HEAD' | 'PATCH' | 'TRACE';
+
+export interface ParameterSpec {
+  name: string;
+  in: 'query' | 'path';
+  required: boolean;
+  /** Turns the raw text into a value of the schema's type, or says why it cannot. */
+  parse: (raw: string) => { ok: true; value: unknown } | { ok: false; reason: string };
+  /** Checks the parsed value against the schema's bounds, enum and format. */
+  validate: ValidateFunction;
+}
+
+export interface RequestBodySpec {
+  required: boolean;
+  /** Media types the document accepts, lower case, without parameters. */
+  mediaTypes: readonly string[];
+  validate: ValidateFunction;
+}
+
+export interface DeprecationSpec {
+  /** When the operation stops being served; absent when no date is set. */
+  sunset?: Date;
+  /** The operationId clients should move to, when the document names one. */
+  replacement?: string;
+}
+
+export interface Operation {
+  id: string;
+  method: HttpMethod;
+  /** The path template relative to the base address, e.g. `/pets/{petId}`. */
+  pathTemplate: string;
+  parameters: readonly ParameterSpec[];
+  requestBody?: RequestBodySpec;
+  /** Present when the document marks the operation deprecated. */
+  deprecation?: DeprecationSpec;
+}
+
+/** An operation resolved for one request path. */
+export interface OperationMatch {
+  operation: Operation;
+  pathParams: Readonly<Record<string, string>>;
+}
+
+/** What the path alone says: no operation, or the operations served there by method. */
+export type PathMatch =
+  | { kind: 'none' }
+  | { kind: 'path'; byMethod: ReadonlyMap<string, Operation>; pathParams: Readonly<Record<string, string>> };

@@ -1,0 +1,116 @@
+// Checks a request against its operation's parameters and body before anything is sent upstream.
+import type { Request, RequestHandler } from 'express';
+import express from 'express';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
+import { describeSchemaError, parseJsonPreservingInt64 } from './schema-validator.ts';
+
+export interface ValidateRequestOptions {
+  /** Bodies larger than this are refused with 413. */
+  maxBodyBytes: number;
+}
+
+function invalid(message: string): GatewayError {
+  return new GatewayError('invalid_request', message);
+}
+
+function checkParameter(spec: ParameterSpec, raw: string, label: string): void {
+  const parsed = spec.parse(raw);
+  if (!parsed.ok) throw invalid(`${label} '${spec.name}' ${parsed.reason}`);
+  if (!spec.validate(parsed.value)) {
+    throw invalid(describeSchemaError(spec.validate.errors?.[0], `${label} '${spec.name}'`));
+  }
+}
+
+function checkQuery(operation: Operation, url: string): void {
+  const questionMark = url.indexOf('?');
+  const query = new URLSearchParams(questionMark === -1 ? '' : url.slice(questionMark + 1));
+  const declared = operation.parameters.filter((spec) => spec.in === 'query');
+  for (const name of new Set(query.keys())) {
+    if (!declared.some((spec) => spec.name === name)) throw invalid(`Query parameter '${name}' is not accepted by ${operation.id}`);
+  }
+  for (const spec of declared) {
+    const values = query.getAll(spec.name);
+    if (values.length === 0) {
+      if (spec.required) throw invalid(`Query parameter '${spec.name}' is required`);
+      continue;
+    }
+    if (values.length > 1) throw invalid(`Query parameter '${spec.name}' must be given once`);
+    checkParameter(spec, values[0]!, 'Query parameter');
+  }
+}
+
+function checkPath(operation: Operation, pathParams: Readonly<Record<string, string>>): void {
+  for (const spec of operation.parameters) {
+    if (spec.in !== 'path') continue;
+    checkParameter(spec, pathParams[spec.name] ?? '', 'Path parameter');
+  }
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function checkMediaType(req: Request, spec: RequestBodySpec): void {
+  const declared = req.headers['content-type'];
+  const mediaType = declared?.split(';', 1)[0]!.trim().toLowerCase();
+  if (!mediaType || !spec.mediaTypes.includes(mediaType)) {
+    throw new GatewayError('unsupported_media_type', `Request body must be sent as ${spec.mediaTypes.join(' or ')}`);
+  }
+  const charset = /;\s*charset=("?)([^";]+)\1/i.exec(declared ?? '')?.[2]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new GatewayError('unsupported_media_type', 'Request body must be encoded as UTF-8');
+  }
+}
+
+function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
+  if (!raw || raw.length === 0) {
+    if (spec.required) throw invalid('Request body is required');
+    return;
+  }
+  let value: unknown;
+  try {
+    value = parseJsonPreservingInt64(raw.toString('utf8'));
+  } catch {
+    throw invalid('Request body is not valid JSON');
+  }
+  if (!spec.validate(value)) throw invalid(describeSchemaError(spec.validate.errors?.[0], 'Request body'));
+}
+
+/**
+ * Validates parameters, then reads and validates the body. The body is kept as the bytes received
+ * (res.locals.gateway.rawBody) so the upstream gets exactly what the client sent.
+ */
+export function createValidateRequest(options: ValidateRequestOptions): RequestHandler {
+  // Compressed bodies are refused (inflate: false): the gateway forwards the bytes it validated.
+  const readBody = express.raw({ type: () => true, limit: options.maxBodyBytes, inflate: false });
+
+  return function validateRequest(req, res, next) {
+    const context = res.locals.gateway;
+    const operation = context.operation!;
+    checkPath(operation, context.pathParams ?? {});
+    checkQuery(operation, req.url);
+    const spec = operation.requestBody;
+    if (!spec) {
+      if (hasBody(req)) throw invalid(`${operation.id} takes no request body`);
+      return next();
+    }
+    if (!hasBody(req)) {
+      checkBody(spec, undefined);
+      return next();
+    }
+    checkMediaType(req, spec);
+    readBody(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      try {
+        const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
+        checkBody(spec, raw);
+        if (raw) context.rawBody = raw;
+        next();
+      } catch (refusal) {
+        next(refusal);
+      }
+    });
+  };
+}

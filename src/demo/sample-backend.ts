@@ -1,0 +1,116 @@
+// An in-memory pet store that implements the interface document: the upstream for demos, tests and benchmarks.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Pet {
+  id: number;
+  name: string;
+  categoryId: number;
+  status?: 'available' | 'pending' | 'sold';
+}
+
+const STATUSES = new Set(['available', 'pending', 'sold']);
+
+export const SAMPLE_PETS: readonly Pet[] = [
+  { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+  { id: 2, name: 'Mittens', categoryId: 2, status: 'pending' },
+  { id: 3, name: 'Goldie', categoryId: 3, status: 'sold' },
+  { id: 4, name: 'Biscuit', categoryId: 1, status: 'available' },
+  { id: 5, name: 'Shadow', categoryId: 2 },
+];
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload), ...headers });
+  res.end(payload);
+}
+
+function fail(res: ServerResponse, status: number, code: string, message: string): void {
+  send(res, status, { code, message, status });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+export interface SampleBackend {
+  server: Server;
+  port: number;
+  /** Base address as the gateway's UPSTREAM_URL wants it. */
+  baseUrl: string;
+  /** Requests received, newest last: tests read what the gateway forwarded. */
+  received: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }>;
+  close(): Promise<void>;
+}
+
+export interface SampleBackendOptions {
+  port?: number;
+  host?: string;
+  pets?: readonly Pet[];
+  /** Keep every received request in `received` (tests); off by default so a long demo does not grow. */
+  record?: boolean;
+}
+
+/** Behaves as the interface says; it does no authentication of its own, the gateway does that. */
+export async function startSampleBackend(options: SampleBackendOptions = {}): Promise<SampleBackend> {
+  const pets = new Map((options.pets ?? SAMPLE_PETS).map((pet) => [pet.id, { ...pet }]));
+  let nextId = Math.max(0, ...pets.keys()) + 1;
+  const received: SampleBackend['received'] = [];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://backend.invalid');
+    const body = req.method === 'POST' ? await readBody(req) : '';
+    if (options.record) received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+
+    if (url.pathname === '/v1/pets' && req.method === 'GET') {
+      const limit = Number(url.searchParams.get('limit') ?? '20');
+      const status = url.searchParams.get('status');
+      const page = [...pets.values()].filter((pet) => status === null || pet.status === status).slice(0, limit);
+      return send(res, 200, page);
+    }
+    if (url.pathname === '/v1/pets' && req.method === 'POST') {
+      let input: Partial<Pet>;
+      try {
+        input = JSON.parse(body) as Partial<Pet>;
+      } catch {
+        return fail(res, 400, 'invalid_request', 'Body is not JSON');
+      }
+      if (typeof input.name !== 'string' || !Number.isInteger(input.categoryId)) {
+        return fail(res, 400, 'invalid_request', 'name and categoryId are required');
+      }
+      if (input.status !== undefined && !STATUSES.has(input.status)) return fail(res, 400, 'invalid_request', 'unknown status');
+      const pet: Pet = { id: nextId++, name: input.name, categoryId: input.categoryId!, ...(input.status ? { status: input.status } : {}) };
+      pets.set(pet.id, pet);
+      return send(res, 201, pet, { Location: `/v1/pets/${pet.id}` });
+    }
+    const byId = /^\/v1\/pets\/(-?\d+)$/.exec(url.pathname);
+    if (byId && req.method === 'GET') {
+      const pet = pets.get(Number(byId[1]));
+      return pet ? send(res, 200, pet) : fail(res, 404, 'not_found', `No pet with id ${byId[1]}`);
+    }
+    return fail(res, 404, 'not_found', 'No such resource');
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => fail(res, 500, 'internal_error', 'sample backend failed'));
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    received,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

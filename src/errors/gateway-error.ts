@@ -1,0 +1,68 @@
+// The one error type of the gateway: a stable code, the HTTP status it maps to, and the cause.
+
+/** Every code the gateway can answer with, and its usual status. Stable, snake_case, documented in README.md. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  bad_gateway: 502,
+  service_unavailable: 503,
+  upstream_unavailable: 503,
+  gateway_timeout: 504,
+  /** An upstream error answer that was not Error-shaped; the status is the upstream's. */
+  upstream_error: 502,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The interface's Error body. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  status: number;
+}
+
+export interface GatewayErrorOptions {
+  /** Response headers that belong to this refusal (Allow, WWW-Authenticate, Retry-After...). */
+  headers?: Readonly<Record<string, string>>;
+  cause?: unknown;
+  /** Overrides the status implied by the code (used when wrapping an upstream error). */
+  status?: number;
+}
+
+/** A refusal or failure the gateway answers with an Error body. */
+export class GatewayError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = options.status ?? ERROR_STATUS[code];
+    this.headers = options.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status };
+  }
+}
+
+export function isErrorBody(value: unknown): value is ErrorBody {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const candidate = value as Record<string, unknown>;
+  return (
+    typeof candidate.code === 'string' &&
+    typeof candidate.message === 'string' &&
+    Number.isInteger(candidate.status)
+  );
+}

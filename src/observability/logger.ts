@@ -1,0 +1,74 @@
+// The process logger and the one-line-per-request access log; neither ever sees a credential.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler, Response } from 'express';
+import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 'pino';
+import { pinoHttp } from 'pino-http';
+
+/**
+ * Headers are never logged (the Authorization header carries the key); redaction is the second line
+ * of defence for anything that logs a request or headers object by mistake.
+ */
+const REDACT = [
+  'authorization',
+  'headers.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'apiKey',
+  'key',
+  'secret',
+  'pepper',
+];
+
+export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
+  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'petstore-gateway' } };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+function outcomeOf(res: Response, environment: string): Record<string, unknown> {
+  const context = res.locals.gateway;
+  return {
+    environment,
+    operation: context.operation?.id ?? null,
+    ...(context.operation?.deprecation ? { deprecated: true } : {}),
+    keyId: context.consumer?.keyId ?? null,
+    consumer: context.consumer?.name ?? null,
+    upstreamMs: context.upstreamMs ?? null,
+    errorCode: context.error?.code ?? null,
+  };
+}
+
+function pathOf(url: string | undefined): string {
+  const query = url?.indexOf('?') ?? -1;
+  return url === undefined ? '' : query === -1 ? url : url.slice(0, query);
+}
+
+/**
+ * One JSON line per request: request id, operation, status, durations, the consumer (key id and
+ * name, never the key). The query string is left out: a client may put a secret there by mistake.
+ */
+export function createAccessLog(logger: Logger, environment: string): RequestHandler {
+  const middleware = pinoHttp({
+    logger,
+    quietReqLogger: true,
+    genReqId: (_req: IncomingMessage, res: ServerResponse) => (res as Response).locals.gateway.requestId,
+    serializers: {
+      req: (req: { method: string; url: string; raw: IncomingMessage }) => ({
+        method: req.method,
+        path: pathOf((req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url),
+        remoteAddress: req.raw.socket?.remoteAddress,
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+    // Added once, when the response is done: the operation and consumer are known only by then.
+    customSuccessObject: (_req: IncomingMessage, res: ServerResponse, line: object) => ({ ...line, ...outcomeOf(res as Response, environment) }),
+    customErrorObject: (_req: IncomingMessage, res: ServerResponse, _error: Error, line: object) => ({
+      ...line,
+      ...outcomeOf(res as Response, environment),
+    }),
+    customLogLevel: (_req: IncomingMessage, res: ServerResponse, error?: Error) =>
+      error || res.statusCode >= 500 ? 'error' : 'info',
+    customSuccessMessage: () => 'request completed',
+    customErrorMessage: () => 'request failed',
+  });
+  return middleware as unknown as RequestHandler;
+}

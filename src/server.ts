@@ -1,0 +1,71 @@
+// Starts the public and admin listeners around an app, and shuts both down gracefully on SIGTERM.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+import type { Logger } from 'pino';
+import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
+import type { GatewayConfig } from './config/schema.ts';
+import { makeDrainable } from './http/graceful-shutdown.ts';
+
+export interface RunningGateway {
+  port: number;
+  adminPort: number;
+  /** Readiness turns false, listeners drain and close, then `onClosed` resources are released. */
+  shutdown(reason: string): Promise<void>;
+}
+
+export interface StartOptions {
+  app: Express;
+  config: GatewayConfig;
+  logger: Logger;
+  admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
+  /** Released after the listeners have closed (upstream pool, Redis connections...). */
+  onClosed?: () => Promise<void> | void;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export async function startGateway(options: StartOptions): Promise<RunningGateway> {
+  const { config, logger } = options;
+  let accepting = true;
+  const publicServer = createServer(
+    {
+      keepAliveTimeout: config.listen.keepAliveTimeoutMs,
+      headersTimeout: config.listen.headersTimeoutMs,
+      requestTimeout: config.listen.requestTimeoutMs,
+    },
+    options.app,
+  );
+  const adminServer = createServer(createAdminApp({ ...options.admin, isAcceptingTraffic: () => accepting }));
+  const drainable = makeDrainable(publicServer);
+  const port = await listen(publicServer, config.listen.port, config.listen.host);
+  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost);
+  logger.info({ port, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');
+
+  let shuttingDown: Promise<void> | undefined;
+  async function shutdown(reason: string): Promise<void> {
+    accepting = false;
+    logger.info({ reason, inFlight: drainable.inFlight() }, 'shutting down: readiness is now false');
+    await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainDelayMs));
+    const { forced } = await drainable.drain(config.shutdown.gracePeriodMs);
+    if (forced) logger.warn({ gracePeriodMs: config.shutdown.gracePeriodMs }, 'grace period over: remaining connections closed');
+    adminServer.closeAllConnections();
+    await new Promise<void>((resolve) => adminServer.close(() => resolve()));
+    await options.onClosed?.();
+    logger.info('gateway stopped');
+  }
+
+  return {
+    port,
+    adminPort,
+    shutdown: (reason) => (shuttingDown ??= shutdown(reason)),
+  };
+}
