@@ -15,6 +15,10 @@ export const ENV_KEYS = {
   UPSTREAM_URL: ['upstreamUrl'],
   UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
   LOG_LEVEL: ['logging', 'level'],
+  REDIS_URL: ['redis', 'url'],
+  API_KEY_PEPPER_FILE: ['auth', 'pepperFile'],
+  SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
+  SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
 } as const satisfies Record<string, readonly string[]>;
 
 export class ConfigError extends Error {

@@ -65,6 +65,36 @@ export const configSchema = z.object({
     })
     .strict()
     .prefault({}),
+  redis: z
+    .object({
+      /** redis://[:password@]host:port/db, or rediss:// for TLS. */
+      url: z
+        .string()
+        .refine((value) => /^rediss?:\/\//.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL')
+        .default('redis://127.0.0.1:6379'),
+      /** Prefix of every Redis key and channel the gateway uses, so it can share a Redis. */
+      keyPrefix: z.string().min(1).default('petstore-gateway:'),
+      /** A Redis command that takes longer fails (auth then answers 503). */
+      commandTimeoutMs: positiveMs.default(500),
+      connectTimeoutMs: positiveMs.default(2000),
+    })
+    .strict()
+    .prefault({}),
+  auth: z
+    .object({
+      /** File holding the pepper for HMAC-SHA-256 key hashes; without one keys are stored as SHA-256. */
+      pepperFile: z.string().min(1).nullable().default(null),
+      cache: z
+        .object({
+          maxEntries: z.coerce.number().int().positive().default(10_000),
+          ttlMs: positiveMs.default(30_000),
+          negativeTtlMs: positiveMs.default(5000),
+        })
+        .strict()
+        .prefault({}),
+    })
+    .strict()
+    .prefault({}),
   logging: z
     .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .strict()

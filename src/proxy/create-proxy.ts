@@ -2,7 +2,7 @@
 import { Agent, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Request, RequestHandler, Response } from 'express';
-import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
+import { createProxyMiddleware, proxyEventsPlugin, type Plugin } from 'http-proxy-middleware';
 import { sendError } from '../errors/send-error.ts';
 import { REQUEST_ID_HEADER } from '../http/request-id.ts';
 import { UPSTREAM_TIMEOUT, upstreamFailureError, type UpstreamFailureKind, classifyUpstreamFailure } from './upstream-failure.ts';
@@ -20,7 +20,7 @@ export interface ProxyOptions {
 }
 
 /** Request headers that describe the client's connection or credentials, never the upstream's business. */
-const NOT_FORWARDED = ['authorization', 'proxy-authorization', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade'];
+const NOT_FORWARDED = ['authorization', 'proxy-authorization', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade'];
 
 function forwardedFor(req: Request): string {
   const previous = req.headers['x-forwarded-for'];
@@ -52,6 +52,8 @@ export function createProxy(options: ProxyOptions): Proxy {
     for (const name of NOT_FORWARDED) proxyReq.removeHeader(name);
     const connectionTokens = req.headers.connection?.split(',') ?? [];
     for (const token of connectionTokens) proxyReq.removeHeader(token.trim());
+    // The upstream connection is the pool's, whatever the client asked of its own.
+    proxyReq.setHeader('connection', 'keep-alive');
     proxyReq.setHeader(REQUEST_ID_HEADER, context.requestId);
     proxyReq.setHeader('x-forwarded-for', forwardedFor(req));
     proxyReq.setHeader('x-forwarded-proto', req.protocol);
@@ -73,7 +75,8 @@ export function createProxy(options: ProxyOptions): Proxy {
     agent,
     // Only the plugin that wires `on`: errors are answered below, and logging is the gateway's own.
     ejectPlugins: true,
-    plugins: [proxyEventsPlugin],
+    // Declared for node's request types only; it just forwards events, whatever the request type.
+    plugins: [proxyEventsPlugin as unknown as Plugin<Request, Response>],
     selfHandleResponse: true,
     pathRewrite: (_path, req, res) => (res ? canonicalPath(req, res) : undefined),
     on: {

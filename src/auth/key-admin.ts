@@ -1,0 +1,123 @@
+// What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Used by the CLI.
+import type { Redis } from 'ioredis';
+import type { Environment } from '../config/schema.ts';
+import type { Clock } from '../http/clock.ts';
+import { generateApiKey, generateKeyId } from './api-key.ts';
+import { publishKeyEvent } from './key-events.ts';
+import type { KeyHasher } from './key-hash.ts';
+import { fromHashFields, keyLayout, toHashFields, type KeyLayout } from './key-records.ts';
+import type { KeyRecord } from './key-store.ts';
+
+export class KeyAdminError extends Error {
+  override name = 'KeyAdminError';
+}
+
+export interface NewKey {
+  consumer: string;
+  environments: readonly Environment[];
+  expiresAt?: string;
+  rateLimitPerMinute?: number;
+}
+
+/** A created key: the only time the secret exists outside the caller's hands. */
+export interface IssuedKey {
+  key: string;
+  record: KeyRecord;
+}
+
+export class KeyAdmin {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #layout: KeyLayout;
+  readonly #hashKey: KeyHasher;
+  readonly #clock: Clock;
+
+  constructor(redis: Redis, options: { keyPrefix: string; hashKey: KeyHasher; clock: Clock }) {
+    this.#redis = redis;
+    this.#prefix = options.keyPrefix;
+    this.#layout = keyLayout(options.keyPrefix);
+    this.#hashKey = options.hashKey;
+    this.#clock = options.clock;
+  }
+
+  async create(input: NewKey): Promise<IssuedKey> {
+    if (input.consumer.trim() === '') throw new KeyAdminError('a key needs a consumer name');
+    if (input.environments.length === 0) throw new KeyAdminError('a key needs at least one environment');
+    const key = generateApiKey(input.environments);
+    const keyHash = this.#hashKey(key);
+    const record: KeyRecord = {
+      id: generateKeyId(),
+      consumer: input.consumer,
+      environments: [...new Set(input.environments)],
+      createdAt: new Date(this.#clock.now()).toISOString(),
+      revoked: false,
+      ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
+      ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
+    };
+    await this.#redis
+      .multi()
+      .hset(this.#layout.record(keyHash), toHashFields(record))
+      .set(this.#layout.byId(record.id), keyHash)
+      .sadd(this.#layout.ids, record.id)
+      .exec();
+    // A replica may hold "no such key" for this hash in its negative cache; tell it.
+    await publishKeyEvent(this.#redis, this.#prefix, { type: 'created', keyHash });
+    return { key, record };
+  }
+
+  async show(id: string): Promise<KeyRecord> {
+    const { record } = await this.#find(id);
+    return record;
+  }
+
+  async list(): Promise<KeyRecord[]> {
+    const ids = await this.#redis.smembers(this.#layout.ids);
+    const records = await Promise.all(ids.map((id) => this.#find(id).then(({ record }) => record, () => undefined)));
+    return records
+      .filter((record): record is KeyRecord => record !== undefined)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  async revoke(id: string): Promise<KeyRecord> {
+    return this.#update(id, { revoked: '1' }, 'revoked');
+  }
+
+  async setRateLimit(id: string, perMinute: number): Promise<KeyRecord> {
+    return this.#update(id, { rateLimitPerMinute: String(perMinute) }, 'changed');
+  }
+
+  /**
+   * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
+   * overlap, expires after it so clients can switch without an outage.
+   */
+  async rotate(id: string, overlapSeconds = 0): Promise<{ issued: IssuedKey; previous: KeyRecord }> {
+    const { record } = await this.#find(id);
+    if (record.revoked) throw new KeyAdminError(`key ${id} is revoked; create a new one instead`);
+    const issued = await this.create({
+      consumer: record.consumer,
+      environments: record.environments,
+      ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+      ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+    });
+    const previous =
+      overlapSeconds > 0
+        ? await this.#update(id, { expiresAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() }, 'changed')
+        : await this.revoke(id);
+    return { issued, previous };
+  }
+
+  async #find(id: string): Promise<{ keyHash: string; record: KeyRecord }> {
+    const keyHash = await this.#redis.get(this.#layout.byId(id));
+    if (!keyHash) throw new KeyAdminError(`no key with id ${id}`);
+    const record = fromHashFields(await this.#redis.hgetall(this.#layout.record(keyHash)));
+    if (!record) throw new KeyAdminError(`the record of key ${id} is damaged`);
+    return { keyHash, record };
+  }
+
+  async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed'): Promise<KeyRecord> {
+    const { keyHash } = await this.#find(id);
+    await this.#redis.hset(this.#layout.record(keyHash), fields);
+    await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash });
+    return (await this.#find(id)).record;
+  }
+}

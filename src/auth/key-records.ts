@@ -1,0 +1,60 @@
+// How key records are laid out in Redis: one hash per key hash, an id index, and the events channel.
+import type { Environment } from '../config/schema.ts';
+import { ENVIRONMENTS } from '../config/schema.ts';
+import type { KeyRecord } from './key-store.ts';
+
+export interface KeyLayout {
+  /** HASH: the record of the key with this hash. */
+  record(keyHash: string): string;
+  /** STRING: the key hash of the record with this id. */
+  byId(id: string): string;
+  /** SET: every key id. */
+  ids: string;
+  /** Pub/sub channel on which key changes are announced to every gateway replica. */
+  events: string;
+}
+
+export function keyLayout(prefix: string): KeyLayout {
+  return {
+    record: (keyHash) => `${prefix}key:${keyHash}`,
+    byId: (id) => `${prefix}key-id:${id}`,
+    ids: `${prefix}key-ids`,
+    events: `${prefix}key-events`,
+  };
+}
+
+/** Announced on the events channel; carries the key hash (the lookup handle), never the key. */
+export interface KeyEvent {
+  type: 'created' | 'revoked' | 'changed';
+  keyHash: string;
+}
+
+export function toHashFields(record: KeyRecord): Record<string, string> {
+  return {
+    id: record.id,
+    consumer: record.consumer,
+    environments: record.environments.join(','),
+    createdAt: record.createdAt,
+    revoked: record.revoked ? '1' : '0',
+    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: String(record.rateLimitPerMinute) }),
+  };
+}
+
+/** A record that does not read back whole is treated as absent: authentication then refuses the key. */
+export function fromHashFields(fields: Record<string, string>): KeyRecord | undefined {
+  if (!fields.id || !fields.consumer || !fields.createdAt || fields.revoked === undefined) return undefined;
+  const environments = (fields.environments ?? '')
+    .split(',')
+    .filter((value): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value));
+  const limit = fields.rateLimitPerMinute === undefined ? undefined : Number(fields.rateLimitPerMinute);
+  return {
+    id: fields.id,
+    consumer: fields.consumer,
+    environments,
+    createdAt: fields.createdAt,
+    revoked: fields.revoked === '1',
+    ...(fields.expiresAt ? { expiresAt: fields.expiresAt } : {}),
+    ...(limit !== undefined && Number.isInteger(limit) && limit > 0 ? { rateLimitPerMinute: limit } : {}),
+  };
+}

@@ -1,0 +1,175 @@
+// npm run keys -- <command>: operators create, list, show, revoke and rotate API keys in Redis.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Redis } from 'ioredis';
+import { KeyAdmin, KeyAdminError, type IssuedKey } from '../auth/key-admin.ts';
+import { createKeyHasher } from '../auth/key-hash.ts';
+import type { KeyRecord } from '../auth/key-store.ts';
+import { loadPepper } from '../auth/pepper.ts';
+import { ConfigError, loadConfig } from '../config/load-config.ts';
+import { ENVIRONMENTS, type Environment } from '../config/schema.ts';
+import { systemClock } from '../http/clock.ts';
+import { createRedisClient } from '../redis/connect.ts';
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError('must be a positive integer');
+  return parsed;
+}
+
+function futureInstant(value: string): string {
+  const at = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at)) throw new InvalidArgumentError('must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z');
+  if (at <= systemClock.now()) throw new InvalidArgumentError('must be in the future');
+  return new Date(at).toISOString();
+}
+
+function collectEnvironment(value: string, previous: Environment[] = []): Environment[] {
+  if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${ENVIRONMENTS.join(', ')}`);
+  return [...previous, value as Environment];
+}
+
+/** The URL without its password, for messages. */
+function safeUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+function describe(record: KeyRecord): string {
+  const state = record.revoked ? 'revoked' : record.expiresAt && Date.parse(record.expiresAt) <= systemClock.now() ? 'expired' : 'active';
+  return [
+    `${record.id}  ${state}`,
+    `  consumer:      ${record.consumer}`,
+    `  environments:  ${record.environments.join(', ')}`,
+    `  created:       ${record.createdAt}`,
+    `  expires:       ${record.expiresAt ?? 'never'}`,
+    `  rate limit:    ${record.rateLimitPerMinute === undefined ? 'environment default' : `${record.rateLimitPerMinute}/min`}`,
+  ].join('\n');
+}
+
+function printIssued(issued: IssuedKey, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key })}\n`);
+    return;
+  }
+  process.stdout.write(`${describe(issued.record)}\n\nAPI key (shown this once; it cannot be recovered):\n  ${issued.key}\n`);
+}
+
+function printRecord(record: KeyRecord, json: boolean): void {
+  process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${describe(record)}\n`);
+}
+
+async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const redis: Redis = createRedisClient(config.redis, { role: 'tool', name: 'petstore-gateway-keys' });
+  redis.on('error', () => {
+    /* reported below, once, as the command's failure */
+  });
+  try {
+    await redis.ping();
+  } catch (cause) {
+    redis.disconnect();
+    throw new KeyAdminError(`Redis at ${safeUrl(config.redis.url)} is unreachable (${(cause as Error).message}); set REDIS_URL`);
+  }
+  try {
+    const admin = new KeyAdmin(redis, {
+      keyPrefix: config.redis.keyPrefix,
+      hashKey: createKeyHasher(loadPepper(config.auth.pepperFile)),
+      clock: systemClock,
+    });
+    return await work(admin);
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}
+
+const program = new Command('keys')
+  .description('Manage the gateway\'s API keys in Redis (REDIS_URL). Secrets are shown once, at creation.')
+  .showHelpAfterError();
+
+program
+  .command('create')
+  .description('create a key and print it once')
+  .requiredOption('--name <consumer>', 'who the key is for')
+  .addOption(
+    new Option('--environment <environment>', 'where the key is valid; repeat for both (default: GATEWAY_ENVIRONMENT, or staging)')
+      .argParser(collectEnvironment),
+  )
+  .option('--expires-at <iso>', 'when the key stops working', futureInstant)
+  .option('--rate-limit-per-minute <n>', 'this key\'s own rate limit', positiveInteger)
+  .option('--json', 'print one JSON line {"id", "key", ...}')
+  .action(async (options: { name: string; environment?: Environment[]; expiresAt?: string; rateLimitPerMinute?: number; json?: boolean }) => {
+    const environments = options.environment ?? [loadConfig().environment];
+    const issued = await withAdmin((admin) =>
+      admin.create({
+        consumer: options.name,
+        environments,
+        ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+        ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+      }),
+    );
+    printIssued(issued, options.json === true);
+  });
+
+program
+  .command('list')
+  .description('list keys (never their secrets)')
+  .option('--json', 'one JSON line per key')
+  .action(async (options: { json?: boolean }) => {
+    const records = await withAdmin((admin) => admin.list());
+    if (options.json) for (const record of records) process.stdout.write(`${JSON.stringify(record)}\n`);
+    else process.stdout.write(records.length === 0 ? 'no keys\n' : `${records.map(describe).join('\n\n')}\n`);
+  });
+
+program
+  .command('show <id>')
+  .description('show one key')
+  .option('--json', 'print JSON')
+  .action(async (id: string, options: { json?: boolean }) => {
+    printRecord(await withAdmin((admin) => admin.show(id)), options.json === true);
+  });
+
+program
+  .command('revoke <id>')
+  .description('revoke a key; every gateway refuses it within a second')
+  .option('--json', 'print JSON')
+  .action(async (id: string, options: { json?: boolean }) => {
+    printRecord(await withAdmin((admin) => admin.revoke(id)), options.json === true);
+  });
+
+program
+  .command('rotate <id>')
+  .description('issue a new secret for the same consumer; the old key is revoked, or expires after the overlap')
+  .option('--overlap-seconds <n>', 'keep the old key working this long', positiveInteger)
+  .option('--json', 'print one JSON line for the new key, with "previous"')
+  .action(async (id: string, options: { overlapSeconds?: number; json?: boolean }) => {
+    const { issued, previous } = await withAdmin((admin) => admin.rotate(id, options.overlapSeconds ?? 0));
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key, previous })}\n`);
+      return;
+    }
+    printIssued(issued, false);
+    process.stdout.write(`\nprevious key:\n${describe(previous)}\n`);
+  });
+
+program
+  .command('set-limit <id> <perMinute>')
+  .description('set a key\'s own rate limit, requests per minute')
+  .option('--json', 'print JSON')
+  .action(async (id: string, perMinute: string, options: { json?: boolean }) => {
+    let limit: number;
+    try {
+      limit = positiveInteger(perMinute);
+    } catch (error) {
+      program.error(`error: perMinute ${(error as Error).message}`, { exitCode: 2 });
+    }
+    printRecord(await withAdmin((admin) => admin.setRateLimit(id, limit)), options.json === true);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  const known = error instanceof KeyAdminError || error instanceof ConfigError;
+  process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+}

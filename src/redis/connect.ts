@@ -1,0 +1,57 @@
+// Creates the ioredis clients the gateway and the CLI use, with bounded timeouts so a stuck Redis cannot hang a request.
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+
+export interface RedisSettings {
+  /** redis://[:password@]host:port/db or rediss:// for TLS. */
+  url: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+/**
+ * - `request-path`: commands fail at once while disconnected, so a request gets 503 instead of waiting;
+ * - `subscriber`: commands wait for the connection, however long (the key-events subscription);
+ * - `tool`: commands wait for one connection attempt, then fail (the operators' CLI).
+ */
+export type RedisClientRole = 'request-path' | 'subscriber' | 'tool';
+
+export interface RedisClientOptions {
+  role: RedisClientRole;
+  logger?: Logger;
+  /** Names the connection in logs and in Redis (CLIENT LIST). */
+  name: string;
+}
+
+export function createRedisClient(settings: RedisSettings, options: RedisClientOptions): Redis {
+  const redisOptions: RedisOptions = {
+    connectionName: options.name,
+    commandTimeout: settings.commandTimeoutMs,
+    connectTimeout: settings.connectTimeoutMs,
+    maxRetriesPerRequest: { 'request-path': 0, subscriber: null, tool: 0 }[options.role],
+    enableOfflineQueue: options.role !== 'request-path',
+    // Reconnect forever, backing off to one attempt every two seconds; a tool gives up at once.
+    retryStrategy: (attempt) => (options.role === 'tool' ? null : Math.min(50 * 2 ** attempt, 2000)),
+    lazyConnect: false,
+  };
+  const client = new Redis(settings.url, redisOptions);
+  let lastError: string | undefined;
+  client.on('error', (error: Error) => {
+    // Reconnect attempts raise the same error over and over: log each kind once per outage.
+    if (error.message === lastError) return;
+    lastError = error.message;
+    options.logger?.warn({ redis: options.name, err: error }, 'redis connection error');
+  });
+  client.on('ready', () => {
+    if (lastError !== undefined) options.logger?.info({ redis: options.name }, 'redis connection restored');
+    lastError = undefined;
+  });
+  return client;
+}
+
+/** PING with its own deadline: for readiness, which must answer even when Redis does not. */
+export async function pingRedis(client: Redis, timeoutMs = 1000): Promise<boolean> {
+  if (client.status !== 'ready') return false;
+  const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, timeoutMs, false).unref());
+  return Promise.race([client.ping().then((reply) => reply === 'PONG', () => false), timeout]);
+}

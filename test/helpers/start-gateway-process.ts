@@ -1,0 +1,57 @@
+// Runs the real gateway (npm start's entry point) as a child process, as production does.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface GatewayProcess {
+  port: number;
+  adminPort: number;
+  child: ChildProcess;
+  /** Everything written to stdout and stderr so far. */
+  output(): string;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', ADMIN_PORT: '0', SHUTDOWN_DRAIN_DELAY_MS: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const deadline = Date.now() + 15_000;
+  let ports: { port: number; adminPort: number } | undefined;
+  while (!ports) {
+    const line = output.split('\n').find((entry) => entry.includes('"gateway listening"'));
+    if (line) ports = JSON.parse(line) as { port: number; adminPort: number };
+    else if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway did not start:\n${output}`);
+    else await sleep(25);
+  }
+  return {
+    port: ports.port,
+    adminPort: ports.adminPort,
+    child,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Polls until `probe` holds or the deadline passes; returns how long it took. */
+export async function waitFor(probe: () => Promise<boolean>, deadlineMs = 10_000, everyMs = 20): Promise<number> {
+  const started = Date.now();
+  while (!(await probe())) {
+    if (Date.now() - started > deadlineMs) throw new Error(`condition not met within ${deadlineMs} ms`);
+    await sleep(everyMs);
+  }
+  return Date.now() - started;
+}

@@ -1,0 +1,83 @@
+// A private redis-server for one test file: its own free port and temp dir, stopped by PID. Never a shared Redis.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { unusedPort } from './start-upstream.ts';
+
+export interface PrivateRedis {
+  port: number;
+  url: string;
+  /** A plain client for assertions; closed by stop(). */
+  client: Redis;
+  /** Kills the server (SIGKILL: as a crash would). */
+  kill(): Promise<void>;
+  /** Starts it again on the same port, empty. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function waitForPing(port: number, deadlineMs = 5000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      if ((await probe.ping()) === 'PONG') return;
+    } catch {
+      /* not up yet */
+    } finally {
+      probe.disconnect();
+    }
+    await sleep(20);
+  }
+  throw new Error(`redis-server on port ${port} did not answer PING`);
+}
+
+function launch(port: number, dir: string): ChildProcess {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', ''],
+    { stdio: 'ignore' },
+  );
+  child.on('error', (error) => {
+    throw new Error(`could not start redis-server (is it installed?): ${error.message}`);
+  });
+  return child;
+}
+
+export async function startRedis(): Promise<PrivateRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
+  const port = await unusedPort();
+  let child = launch(port, dir);
+  await waitForPing(port);
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+
+  async function kill(): Promise<void> {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    client,
+    kill,
+    async restart() {
+      await kill();
+      child = launch(port, dir);
+      await waitForPing(port);
+    },
+    async stop() {
+      client.disconnect();
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,152 @@
+// The operators' key CLI against a real Redis: keys are shown once and stored only as hashes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runKeysCli } from '../helpers/run-keys-cli.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { unusedPort } from '../helpers/start-upstream.ts';
+
+let redis: PrivateRedis;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  env = { REDIS_URL: redis.url, API_KEY_PEPPER: 'cli-test-pepper-0123456789' };
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+async function createKey(...args: string[]) {
+  const result = await runKeysCli(['create', '--name', 'acme', '--json', ...args], env);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return JSON.parse(result.stdout) as { id: string; key: string; consumer: string; environments: string[]; revoked: boolean; expiresAt?: string; rateLimitPerMinute?: number };
+}
+
+describe('keys create', () => {
+  it('prints one JSON line with the id and the key', async () => {
+    const created = await createKey('--environment', 'production');
+    expect(created.id).toMatch(/^key_[A-Za-z0-9_-]{12}$/);
+    expect(created.key).toMatch(/^psk_live_[A-Za-z0-9_-]{43}$/);
+    expect(created).toMatchObject({ consumer: 'acme', environments: ['production'], revoked: false });
+  });
+
+  it('gives staging-only keys the test prefix', async () => {
+    const created = await createKey('--environment', 'staging');
+    expect(created.key).toMatch(/^psk_test_/);
+  });
+
+  it('takes both environments, an expiry and a rate limit', async () => {
+    const created = await createKey('--environment', 'production', '--environment', 'staging', '--expires-at', '2099-01-01T00:00:00Z', '--rate-limit-per-minute', '120');
+    expect(created).toMatchObject({ environments: ['production', 'staging'], expiresAt: '2099-01-01T00:00:00.000Z', rateLimitPerMinute: 120 });
+  });
+
+  it('prints the key once in human form too', async () => {
+    const result = await runKeysCli(['create', '--name', 'human', '--environment', 'staging'], env);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/API key \(shown this once; it cannot be recovered\):\n {2}psk_test_[A-Za-z0-9_-]{43}\n/);
+  });
+
+  it.each([
+    [['create'], /required option '--name <consumer>' not specified/],
+    [['create', '--name', 'x', '--environment', 'prod'], /must be one of production, staging/],
+    [['create', '--name', 'x', '--expires-at', 'tomorrow'], /must be an ISO 8601 date-time/],
+    [['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'], /must be in the future/],
+    [['create', '--name', 'x', '--rate-limit-per-minute', '0'], /must be a positive integer/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('refuses %j with a clear message and a non-zero exit', async (args, message) => {
+    const result = await runKeysCli(args, env);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+describe('keys list, show, revoke, rotate, set-limit', () => {
+  it('lists keys without their secrets', async () => {
+    const created = await createKey('--environment', 'staging');
+    const result = await runKeysCli(['list', '--json'], env);
+    expect(result.code).toBe(0);
+    const records = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as { id: string });
+    expect(records.map((record) => record.id)).toContain(created.id);
+    expect(result.stdout).not.toContain(created.key);
+    expect(result.stdout).not.toContain('psk_');
+  });
+
+  it('shows one key', async () => {
+    const created = await createKey('--environment', 'staging');
+    const result = await runKeysCli(['show', created.id, '--json'], env);
+    expect(JSON.parse(result.stdout)).toMatchObject({ id: created.id, consumer: 'acme', revoked: false });
+    expect(result.stdout).not.toContain(created.key);
+  });
+
+  it('revokes a key', async () => {
+    const created = await createKey('--environment', 'staging');
+    const result = await runKeysCli(['revoke', created.id, '--json'], env);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ id: created.id, revoked: true });
+  });
+
+  it('rotates a key: new secret, same consumer, old one revoked', async () => {
+    const created = await createKey('--environment', 'staging', '--rate-limit-per-minute', '30');
+    const result = await runKeysCli(['rotate', created.id, '--json'], env);
+    expect(result.code).toBe(0);
+    const rotated = JSON.parse(result.stdout) as { id: string; key: string; consumer: string; rateLimitPerMinute: number; previous: { id: string; revoked: boolean } };
+    expect(rotated.id).not.toBe(created.id);
+    expect(rotated.key).not.toBe(created.key);
+    expect(rotated).toMatchObject({ consumer: 'acme', rateLimitPerMinute: 30, previous: { id: created.id, revoked: true } });
+  });
+
+  it('rotates with an overlap: the old key expires later instead of being revoked', async () => {
+    const created = await createKey('--environment', 'staging');
+    const result = await runKeysCli(['rotate', created.id, '--overlap-seconds', '3600', '--json'], env);
+    const rotated = JSON.parse(result.stdout) as { previous: { revoked: boolean; expiresAt: string } };
+    expect(rotated.previous.revoked).toBe(false);
+    const remaining = Date.parse(rotated.previous.expiresAt) - Date.now();
+    expect(remaining).toBeGreaterThan(3500_000);
+    expect(remaining).toBeLessThanOrEqual(3600_000);
+  });
+
+  it('sets a per-key rate limit', async () => {
+    const created = await createKey('--environment', 'staging');
+    const result = await runKeysCli(['set-limit', created.id, '45', '--json'], env);
+    expect(JSON.parse(result.stdout)).toMatchObject({ id: created.id, rateLimitPerMinute: 45 });
+  });
+
+  it.each([['show'], ['revoke'], ['rotate']])('%s of an unknown id fails clearly', async (command) => {
+    const result = await runKeysCli([command, 'key_doesnotexist'], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('keys: no key with id key_doesnotexist\n');
+  });
+});
+
+describe('what Redis holds', () => {
+  it('never holds a key in plaintext, in any Redis key or value', async () => {
+    const secrets = [(await createKey('--environment', 'production')).key, (await createKey('--environment', 'staging')).key];
+    const names = await redis.client.keys('*');
+    expect(names.length).toBeGreaterThan(0);
+    const dump: string[] = [];
+    for (const name of names) {
+      dump.push(name);
+      const type = await redis.client.type(name);
+      if (type === 'hash') dump.push(...Object.entries(await redis.client.hgetall(name)).flat());
+      else if (type === 'set') dump.push(...(await redis.client.smembers(name)));
+      else if (type === 'string') dump.push((await redis.client.get(name)) ?? '');
+      else throw new Error(`unexpected redis type ${type} at ${name}`);
+    }
+    const everything = dump.join('\n');
+    for (const secret of secrets) {
+      expect(everything).not.toContain(secret);
+      expect(everything).not.toContain(secret.slice('psk_live_'.length));
+    }
+    expect(everything).not.toMatch(/psk_(live|test)_/);
+  });
+});
+
+describe('when Redis is unreachable', () => {
+  it('exits non-zero with a message that names the address, without its password', async () => {
+    const port = await unusedPort();
+    const result = await runKeysCli(['list'], { REDIS_URL: `redis://:hunter2@127.0.0.1:${port}` });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`keys: Redis at redis://:***@127.0.0.1:${port} is unreachable`);
+    expect(result.stderr).not.toContain('hunter2');
+  });
+});
