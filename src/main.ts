@@ -1,27 +1,18 @@
 // npm start: the production gateway. Config from config/ and the environment, keys in Redis.
-import { CachedKeyStore } from './auth/cached-key-store.ts';
-import { followKeyEvents } from './auth/key-events.ts';
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
-import { RedisKeyStore } from './auth/redis-key-store.ts';
+import { createRedisKeys } from './auth/redis-keys.ts';
 import { composeGateway } from './compose.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { systemClock } from './http/clock.ts';
 import { createLogger } from './observability/logger.ts';
-import { createRedisClient, pingRedis } from './redis/connect.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logging.level);
   const clock = systemClock;
   const hashKey = createKeyHasher(loadPepper(config.auth.pepperFile));
-  const redis = createRedisClient(config.redis, { role: 'request-path', name: 'petstore-gateway', logger });
-  const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'petstore-gateway-events', logger });
-  const keyStore = new CachedKeyStore(new RedisKeyStore(redis, config.redis.keyPrefix), { ...config.auth.cache, clock });
-  // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
-  followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
-    logger.error({ err: error }, 'could not subscribe to key events'),
-  );
+  const keys = createRedisKeys(config, { logger, clock });
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
   process.on('uncaughtException', (error) => {
@@ -33,13 +24,10 @@ async function main(): Promise<void> {
     config,
     logger,
     clock,
-    keyStore,
+    keyStore: keys.keyStore,
     hashKey,
-    checks: [{ name: 'redis', critical: true, check: () => pingRedis(redis) }],
-    onClosed: () => {
-      redis.disconnect();
-      subscriber.disconnect();
-    },
+    checks: [keys.readiness],
+    onClosed: () => keys.close(),
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

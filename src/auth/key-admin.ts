@@ -60,8 +60,6 @@ export class KeyAdmin {
       .set(this.#layout.byId(record.id), keyHash)
       .sadd(this.#layout.ids, record.id)
       .exec();
-    // A replica may hold "no such key" for this hash in its negative cache; tell it.
-    await publishKeyEvent(this.#redis, this.#prefix, { type: 'created', keyHash });
     return { key, record };
   }
 

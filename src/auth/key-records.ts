@@ -25,7 +25,7 @@ export function keyLayout(prefix: string): KeyLayout {
 
 /** Announced on the events channel; carries the key hash (the lookup handle), never the key. */
 export interface KeyEvent {
-  type: 'created' | 'revoked' | 'changed';
+  type: 'revoked' | 'changed';
   keyHash: string;
 }
 

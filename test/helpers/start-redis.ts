@@ -58,7 +58,7 @@ export async function startRedis(): Promise<PrivateRedis> {
   client.on('error', () => {});
 
   async function kill(): Promise<void> {
-    if (child.exitCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
     await exited;

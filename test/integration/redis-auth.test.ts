@@ -1,0 +1,165 @@
+// Authentication against keys in a real Redis: scoping, expiry, caching, revocation, and Redis outages.
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { createRedisKeys, type RedisKeys } from '../../src/auth/redis-keys.ts';
+import { composeGateway } from '../../src/compose.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { fixedClock } from '../../src/http/clock.ts';
+import type { RunningGateway } from '../../src/server.ts';
+import { TEST_NOW } from '../helpers/build-test-app.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const PEPPER = 'redis-auth-test-pepper-01';
+const CACHE_TTL_MS = 30_000;
+
+let redis: PrivateRedis;
+let backend: SampleBackend;
+let gateway: RunningGateway;
+let keys: RedisKeys;
+let admin: KeyAdmin;
+let adminRedis: Redis;
+const clock = fixedClock(TEST_NOW);
+
+beforeAll(async () => {
+  redis = await startRedis();
+  backend = await startPetStore();
+  const config = loadConfig(
+    { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
+    { shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 }, auth: { cache: { ttlMs: CACHE_TTL_MS, negativeTtlMs: 5000 } } },
+  );
+  const logger = pino({ level: 'silent' });
+  const hashKey = createKeyHasher(PEPPER);
+  keys = createRedisKeys(config, { logger, clock });
+  gateway = await composeGateway({ config, logger, clock, keyStore: keys.keyStore, hashKey, checks: [keys.readiness], onClosed: () => keys.close() });
+  adminRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  adminRedis.on('error', () => {});
+  admin = new KeyAdmin(adminRedis, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+});
+beforeEach(() => clock.set(TEST_NOW));
+afterAll(async () => {
+  adminRedis.disconnect();
+  await gateway.shutdown('test over');
+  await backend.close();
+  await redis.stop();
+});
+
+function listPets(key: string) {
+  return fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+}
+
+async function hgetallCalls(): Promise<number> {
+  const stats = await redis.client.info('commandstats');
+  return Number(/cmdstat_hgetall:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
+describe('keys stored in Redis', () => {
+  it('accepts a key valid in the gateway\'s environment', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
+    expect((await listPets(key)).status).toBe(200);
+  });
+
+  it('accepts a key valid in both environments', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['staging', 'production'] });
+    expect((await listPets(key)).status).toBe(200);
+  });
+
+  it('refuses a staging key at the production gateway', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['staging'] });
+    const res = await listPets(key);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ code: 'unauthorized', message: 'The API key is not valid in this environment', status: 401 });
+  });
+
+  it('refuses a key from its expiry on, even while its record is cached', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'], expiresAt: new Date(TEST_NOW + 60_000).toISOString() });
+    expect((await listPets(key)).status).toBe(200);
+    clock.set(TEST_NOW + 60_000);
+    const res = await listPets(key);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ code: 'unauthorized', message: 'The API key has expired', status: 401 });
+  });
+});
+
+describe('the key cache', () => {
+  it('asks Redis once for a key used many times', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
+    const before = await hgetallCalls();
+    for (let i = 0; i < 20; i++) expect((await listPets(key)).status).toBe(200);
+    expect((await hgetallCalls()) - before).toBe(1);
+  });
+
+  it('asks Redis once for concurrent first uses of a key', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
+    const before = await hgetallCalls();
+    const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await listPets(key)).status));
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    expect((await hgetallCalls()) - before).toBe(1);
+  });
+
+  it('caches unknown keys too, so a flood of one bad key is one lookup', async () => {
+    const bad = `psk_live_${'B'.repeat(43)}`;
+    const before = await hgetallCalls();
+    for (let i = 0; i < 20; i++) expect((await listPets(bad)).status).toBe(401);
+    expect((await hgetallCalls()) - before).toBe(1);
+  });
+
+  it('reads Redis again once the cache entry is older than its TTL', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
+    await listPets(key);
+    const before = await hgetallCalls();
+    clock.set(TEST_NOW + CACHE_TTL_MS + 1);
+    expect((await listPets(key)).status).toBe(200);
+    expect((await hgetallCalls()) - before).toBe(1);
+  });
+});
+
+describe('revocation', () => {
+  it('reaches the gateway within a second although the key is cached', async () => {
+    const issued = await admin.create({ consumer: 'acme', environments: ['production'] });
+    expect((await listPets(issued.key)).status).toBe(200);
+    await admin.revoke(issued.record.id);
+    const tookMs = await waitFor(async () => (await listPets(issued.key)).status === 401, 1000, 10);
+    expect(tookMs).toBeLessThan(1000);
+    expect(await (await listPets(issued.key)).json()).toEqual({ code: 'unauthorized', message: 'The API key has been revoked', status: 401 });
+  });
+});
+
+describe('when Redis goes away', () => {
+  it('fails closed for uncached keys, keeps cached ones until their TTL, turns not ready, and recovers by itself', async () => {
+    const cached = await admin.create({ consumer: 'acme', environments: ['production'] });
+    const uncached = await admin.create({ consumer: 'acme', environments: ['production'] });
+    expect((await listPets(cached.key)).status).toBe(200);
+
+    await redis.kill();
+    await waitFor(async () => !keys.isRedisAvailable());
+
+    const refused = await listPets(uncached.key);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await refused.json()).toEqual({ code: 'service_unavailable', message: 'API keys cannot be checked right now; retry shortly', status: 503 });
+    expect((await listPets(`psk_live_${'C'.repeat(43)}`)).status).toBe(503);
+
+    expect((await listPets(cached.key)).status).toBe(200);
+    clock.set(TEST_NOW + CACHE_TTL_MS + 1);
+    expect((await listPets(cached.key)).status).toBe(503);
+
+    const ready = await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ status: 'not_ready', checks: { redis: 'failing' } });
+    expect((await fetch(`http://127.0.0.1:${gateway.adminPort}/healthz`)).status).toBe(200);
+
+    // The restarted Redis is empty (no persistence here): a key created now must work, with no gateway restart.
+    await redis.restart();
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+    const fresh = await admin.create({ consumer: 'acme', environments: ['production'] });
+    expect((await listPets(fresh.key)).status).toBe(200);
+  });
+});
