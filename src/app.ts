@@ -3,7 +3,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
 import type { KeyStore } from './auth/key-store.ts';
-import { createAuthenticate, type AuthRefusalReason } from './auth/authenticate.ts';
+import { createAuthenticate } from './auth/authenticate.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import type { Contract } from './contract/compile-contract.ts';
 import { createMatchOperation, createRequireOperation } from './contract/match-operation.ts';
@@ -12,6 +12,8 @@ import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './http/clock.ts';
 import { createRequestId } from './http/request-id.ts';
 import { createAccessLog } from './observability/logger.ts';
+import type { GatewayMetrics } from './observability/metrics.ts';
+import { createObserve } from './observability/observe.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
 
@@ -23,7 +25,7 @@ export interface AppDependencies {
   clock: Clock;
   logger: Logger;
   proxy: Proxy;
-  onAuthRefusal?: (reason: AuthRefusalReason) => void;
+  metrics: GatewayMetrics;
 }
 
 export function createApp(deps: AppDependencies): Express {
@@ -41,6 +43,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('strict routing', true);
 
   app.use(createRequestId());
+  app.use(createObserve(deps.metrics));
   app.use(createAccessLog(logger, config.environment));
 
   const api = express.Router({ caseSensitive: true, strict: true });
@@ -54,7 +57,7 @@ export function createApp(deps: AppDependencies): Express {
       hashKey: deps.hashKey,
       environment: config.environment,
       clock,
-      ...(deps.onAuthRefusal ? { onRefusal: deps.onAuthRefusal } : {}),
+      onRefusal: deps.metrics.authRefused,
     }),
     createRequireOperation(contract),
     createSunsetEnforcement(notices, clock),

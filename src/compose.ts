@@ -1,6 +1,7 @@
 // Wires a gateway from its configuration and the parts that differ between production and the demo.
 import { connect } from 'node:net';
 import type { Logger } from 'pino';
+import packageJson from '../package.json' with { type: 'json' };
 import type { ReadinessCheck } from './admin/admin-app.ts';
 import { createApp } from './app.ts';
 import type { KeyHasher } from './auth/key-hash.ts';
@@ -8,22 +9,29 @@ import type { KeyStore } from './auth/key-store.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { loadContract } from './contract/compile-contract.ts';
 import type { Clock } from './http/clock.ts';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
 import { createProxy } from './proxy/create-proxy.ts';
 import { startGateway, type RunningGateway } from './server.ts';
+
+/** The key store and what comes with it; built once the metrics exist, so it can report into them. */
+export interface KeyWiring {
+  keyStore: KeyStore;
+  /** Readiness checks of the key store's dependencies (Redis). */
+  checks: readonly ReadinessCheck[];
+  close?: () => Promise<void> | void;
+}
 
 export interface ComposeOptions {
   config: GatewayConfig;
   logger: Logger;
   clock: Clock;
-  keyStore: KeyStore;
   hashKey: KeyHasher;
-  /** Readiness checks of the key store and other dependencies. */
-  checks?: readonly ReadinessCheck[];
+  keys: (metrics: GatewayMetrics) => KeyWiring;
   onClosed?: () => Promise<void> | void;
 }
 
-/** Whether a TCP connection to the upstream opens: reported by /readyz, not critical (see README). */
-function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<boolean> {
+/** Whether a TCP connection to the upstream opens: reported by /readyz and metrics, not critical (see README). */
+export function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<boolean> {
   const url = new URL(baseUrl);
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   return new Promise((resolve) => {
@@ -38,38 +46,45 @@ function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<boolean> 
   });
 }
 
-export async function composeGateway(options: ComposeOptions): Promise<RunningGateway> {
+export async function composeGateway(options: ComposeOptions): Promise<RunningGateway & { metrics: GatewayMetrics }> {
   const { config, logger } = options;
   const contract = loadContract(config.contractPath);
+  const upstreamCheck: ReadinessCheck = { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) };
+  let keys: KeyWiring | undefined;
+  const metrics = createMetrics({
+    environment: config.environment,
+    version: packageJson.version,
+    sunsets: contract.operations.flatMap((operation) =>
+      operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
+    ),
+    dependencies: () => [upstreamCheck, ...(keys?.checks ?? [])],
+  });
+  keys = options.keys(metrics);
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
     timeoutMs: config.upstream.timeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
-    onFailure: (kind, _req, error) => logger.warn({ kind, err: error }, 'upstream exchange failed'),
+    onFailure: (kind, req, error) => {
+      const operation = req.res?.locals.gateway.operation?.id ?? 'none';
+      metrics.upstreamFailed(operation, kind);
+      logger.warn({ kind, operation, err: error }, 'upstream exchange failed');
+    },
   });
-  const app = createApp({
-    config,
-    contract,
-    keyStore: options.keyStore,
-    hashKey: options.hashKey,
-    clock: options.clock,
-    logger,
-    proxy,
-  });
-  return startGateway({
+  const app = createApp({ config, contract, keyStore: keys.keyStore, hashKey: options.hashKey, clock: options.clock, logger, proxy, metrics });
+  const running = await startGateway({
     app,
     config,
     logger,
     admin: {
-      checks: [
-        ...(options.checks ?? []),
-        { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) },
-      ],
+      checks: [...keys.checks, upstreamCheck],
+      metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
     },
     onClosed: async () => {
       proxy.close();
+      await keys.close?.();
       await options.onClosed?.();
     },
   });
+  return { ...running, metrics };
 }

@@ -12,7 +12,6 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logging.level);
   const clock = systemClock;
   const hashKey = createKeyHasher(loadPepper(config.auth.pepperFile));
-  const keys = createRedisKeys(config, { logger, clock });
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
   process.on('uncaughtException', (error) => {
@@ -24,10 +23,11 @@ async function main(): Promise<void> {
     config,
     logger,
     clock,
-    keyStore: keys.keyStore,
     hashKey,
-    checks: [keys.readiness],
-    onClosed: () => keys.close(),
+    keys: (metrics) => {
+      const keys = createRedisKeys(config, { logger, clock, onLookup: metrics.keyCacheLookup });
+      return { keyStore: keys.keyStore, checks: [keys.readiness], close: keys.close };
+    },
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -29,8 +29,8 @@ const gateway = await composeGateway({
   config,
   logger,
   clock: systemClock,
-  keyStore,
   hashKey,
+  keys: () => ({ keyStore, checks: [] }),
   onClosed: () => backend.close(),
 });
 

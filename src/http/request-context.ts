@@ -18,7 +18,7 @@ export interface RequestContext {
   consumer?: Consumer;
   /** Why the request was refused, when it was. */
   error?: GatewayError;
-  /** Milliseconds between sending to the upstream and its response headers. */
+  /** Milliseconds from sending the request upstream to the end of the upstream's response. */
   upstreamMs?: number;
 }
 

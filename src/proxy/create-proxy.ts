@@ -59,8 +59,10 @@ export function createProxy(options: ProxyOptions): Proxy {
     proxyReq.setHeader('x-forwarded-proto', req.protocol);
     if (req.headers.host) proxyReq.setHeader('x-forwarded-host', req.headers.host);
     const startedAt = process.hrtime.bigint();
-    proxyReq.once('response', () => {
-      context.upstreamMs = Number(process.hrtime.bigint() - startedAt) / 1e6;
+    proxyReq.once('response', (upstream) => {
+      upstream.once('end', () => {
+        context.upstreamMs = Number(process.hrtime.bigint() - startedAt) / 1e6;
+      });
     });
     proxyReq.setTimeout(options.timeoutMs, () => {
       proxyReq.destroy(Object.assign(new Error(`upstream silent for ${options.timeoutMs} ms`), { code: UPSTREAM_TIMEOUT }));

@@ -11,6 +11,7 @@ import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
 import { loadContract } from '../../src/contract/compile-contract.ts';
 import { fixedClock } from '../../src/http/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
 import { createProxy, type Proxy } from '../../src/proxy/create-proxy.ts';
 
 /** 2026-11-21T12:00:00Z: after the deprecation date, well before the sunset. */
@@ -40,6 +41,9 @@ export interface TestGateway {
   /** Raw log output, for checks that nothing secret was written. */
   rawLogs(): string;
   proxy: Proxy;
+  metrics: GatewayMetrics;
+  /** The Prometheus exposition, as /metrics serves it. */
+  scrape(): Promise<string>;
   close(): void;
 }
 
@@ -64,11 +68,20 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     },
   });
   const logger = createLogger('info', sink);
+  const metrics = createMetrics({
+    environment,
+    version: 'test',
+    processMetrics: false,
+    sunsets: contract.operations.flatMap((operation) =>
+      operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
+    ),
+  });
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
     timeoutMs: config.upstream.timeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
+    onFailure: (kind, req) => metrics.upstreamFailed(req.res?.locals.gateway.operation?.id ?? 'none', kind),
   });
 
   function addKey(fields: Partial<KeyRecord> = {}): string {
@@ -92,6 +105,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     clock,
     logger,
     proxy,
+    metrics,
   });
   return {
     app,
@@ -105,6 +119,8 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     logs,
     rawLogs: () => raw.join(''),
     proxy,
+    metrics,
+    scrape: () => metrics.registry.metrics(),
     close: () => proxy.close(),
   };
 }

@@ -11,6 +11,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/http/clock.ts';
 import type { RunningGateway } from '../../src/server.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
@@ -35,8 +36,16 @@ beforeAll(async () => {
   );
   const logger = pino({ level: 'silent' });
   const hashKey = createKeyHasher(PEPPER);
-  keys = createRedisKeys(config, { logger, clock });
-  gateway = await composeGateway({ config, logger, clock, keyStore: keys.keyStore, hashKey, checks: [keys.readiness], onClosed: () => keys.close() });
+  gateway = await composeGateway({
+    config,
+    logger,
+    clock,
+    hashKey,
+    keys: (metrics) => {
+      keys = createRedisKeys(config, { logger, clock, onLookup: metrics.keyCacheLookup });
+      return { keyStore: keys.keyStore, checks: [keys.readiness], close: keys.close };
+    },
+  });
   adminRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   adminRedis.on('error', () => {});
   admin = new KeyAdmin(adminRedis, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
@@ -131,6 +140,26 @@ describe('revocation', () => {
   });
 });
 
+describe('the admin listener\'s /metrics', () => {
+  it('reports Redis and the upstream up, key cache hits and misses, and process metrics', async () => {
+    const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
+    await listPets(key);
+    await listPets(key);
+    const res = await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`);
+    expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const series = parseExposition(await res.text());
+    expect(series.get(seriesKey('petstore_gateway_dependency_up', { dependency: 'redis', environment: 'production' }))).toBe(1);
+    expect(series.get(seriesKey('petstore_gateway_dependency_up', { dependency: 'upstream', environment: 'production' }))).toBe(1);
+    expect(series.get(seriesKey('petstore_gateway_key_cache_lookups_total', { result: 'hit', environment: 'production' }))).toBeGreaterThanOrEqual(1);
+    expect(series.get(seriesKey('petstore_gateway_key_cache_lookups_total', { result: 'miss', environment: 'production' }))).toBeGreaterThanOrEqual(1);
+    expect(series.has(seriesKey('petstore_gateway_process_resident_memory_bytes'))).toBe(true);
+  });
+
+  it('is not served on the public port', async () => {
+    expect((await fetch(`http://127.0.0.1:${gateway.port}/metrics`)).status).toBe(404);
+  });
+});
+
 describe('when Redis goes away', () => {
   it('fails closed for uncached keys, keeps cached ones until their TTL, turns not ready, and recovers by itself', async () => {
     const cached = await admin.create({ consumer: 'acme', environments: ['production'] });
@@ -150,6 +179,9 @@ describe('when Redis goes away', () => {
     expect((await listPets(cached.key)).status).toBe(200);
     clock.set(TEST_NOW + CACHE_TTL_MS + 1);
     expect((await listPets(cached.key)).status).toBe(503);
+
+    const scraped = parseExposition(await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text());
+    expect(scraped.get(seriesKey('petstore_gateway_dependency_up', { dependency: 'redis', environment: 'production' }))).toBe(0);
 
     const ready = await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`);
     expect(ready.status).toBe(503);

@@ -1,0 +1,177 @@
+// The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuthRefusalReason } from '../auth/authenticate.ts';
+import type { UpstreamFailureKind } from '../proxy/upstream-failure.ts';
+
+export const METRIC_PREFIX = 'petstore_gateway_';
+
+/** The `operation` label of requests that matched no operation of the document: never the raw path. */
+export const UNMATCHED_OPERATION = 'none';
+
+/** Sub-millisecond (the gateway's own work) to 10 s (the upstream timeout). */
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Distinct consumers tracked on deprecated operations before the rest are counted as `other`. */
+export const DEFAULT_DEPRECATED_CONSUMER_CAP = 200;
+
+export interface MetricsOptions {
+  environment: string;
+  version: string;
+  /** Deprecated operations and their sunset, for the days-to-sunset gauge. */
+  sunsets: ReadonlyArray<{ operation: string; sunset: Date }>;
+  deprecatedConsumerCap?: number;
+  /** Probes of Redis and the upstream, run at scrape time. */
+  dependencies?: () => ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
+  /** Collect Node's process metrics (off in unit tests that assert exact output). */
+  processMetrics?: boolean;
+}
+
+export interface CompletedRequest {
+  operation: string | undefined;
+  method: string;
+  statusCode: number;
+  durationSeconds: number;
+  /** Upstream exchange time, when the request was proxied. */
+  upstreamSeconds?: number;
+}
+
+export interface GatewayMetrics {
+  registry: Registry;
+  requestStarted(): void;
+  requestCompleted(request: CompletedRequest): void;
+  upstreamFailed(operation: string, kind: UpstreamFailureKind): void;
+  authRefused(reason: AuthRefusalReason): void;
+  keyCacheLookup(outcome: 'hit' | 'miss'): void;
+  deprecatedCall(operation: string, keyId: string, consumer: string): void;
+  rateLimited(operation: string): void;
+}
+
+export function createMetrics(options: MetricsOptions): GatewayMetrics {
+  const registry = new Registry();
+  const { environment } = options;
+  const registers = [registry];
+  const name = (suffix: string) => METRIC_PREFIX + suffix;
+
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+
+  const requests = new Counter({
+    name: name('requests_total'),
+    help: 'Requests answered, by operation (operationId, or "none"), method, status code and environment.',
+    labelNames: ['operation', 'method', 'status_code', 'environment'] as const,
+    registers,
+  });
+  const requestDuration = new Histogram({
+    name: name('request_duration_seconds'),
+    help: 'Time from a request entering the gateway to its response being written.',
+    labelNames: ['operation', 'method', 'status_code', 'environment'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: name('upstream_duration_seconds'),
+    help: 'Time from sending a request upstream to the end of the upstream response.',
+    labelNames: ['operation', 'environment'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const overhead = new Histogram({
+    name: name('overhead_seconds'),
+    help: 'The gateway\'s own time on a proxied request: its total duration less the upstream exchange.',
+    labelNames: ['operation', 'environment'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const upstreamErrors = new Counter({
+    name: name('upstream_errors_total'),
+    help: 'Failed upstream exchanges by operation and kind (timeout, refused, reset, dns, other).',
+    labelNames: ['operation', 'kind', 'environment'] as const,
+    registers,
+  });
+  const authRefusals = new Counter({
+    name: name('auth_refusals_total'),
+    help: 'Requests refused by authentication, by reason (missing, malformed, unknown, revoked, expired, wrong_environment).',
+    labelNames: ['reason', 'environment'] as const,
+    registers,
+  });
+  const keyCache = new Counter({
+    name: name('key_cache_lookups_total'),
+    help: 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).',
+    labelNames: ['result', 'environment'] as const,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: name('rate_limited_total'),
+    help: 'Requests refused with 429 by the rate limiter, by operation.',
+    labelNames: ['operation', 'environment'] as const,
+    registers,
+  });
+  const deprecatedRequests = new Counter({
+    name: name('deprecated_requests_total'),
+    help: 'Requests to deprecated operations by consumer; past the consumer cap, further consumers count as key_id="other".',
+    labelNames: ['operation', 'key_id', 'consumer', 'environment'] as const,
+    registers,
+  });
+  const inFlight = new Gauge({
+    name: name('in_flight_requests'),
+    help: 'Requests accepted and not yet answered.',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  new Gauge({
+    name: name('build_info'),
+    help: 'Always 1; the labels say which gateway build runs where.',
+    labelNames: ['version', 'environment', 'node_version'] as const,
+    registers,
+  }).set({ version: options.version, environment, node_version: process.version }, 1);
+  const sunset = new Gauge({
+    name: name('operation_sunset_timestamp_seconds'),
+    help: 'When each deprecated operation is removed, as a Unix timestamp.',
+    labelNames: ['operation', 'environment'] as const,
+    registers,
+  });
+  for (const entry of options.sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
+  const dependencies = options.dependencies ?? (() => []);
+  new Gauge({
+    name: name('dependency_up'),
+    help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
+    labelNames: ['dependency', 'environment'] as const,
+    registers,
+    async collect() {
+      const results = await Promise.all(dependencies().map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
+      for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
+    },
+  });
+
+  const cap = options.deprecatedConsumerCap ?? DEFAULT_DEPRECATED_CONSUMER_CAP;
+  const trackedConsumers = new Set<string>();
+
+  return {
+    registry,
+    requestStarted: () => inFlight.inc({ environment }),
+    requestCompleted(request) {
+      inFlight.dec({ environment });
+      const labels = {
+        operation: request.operation ?? UNMATCHED_OPERATION,
+        method: request.method,
+        status_code: String(request.statusCode),
+        environment,
+      };
+      requests.inc(labels);
+      requestDuration.observe(labels, request.durationSeconds);
+      if (request.upstreamSeconds !== undefined && request.operation !== undefined) {
+        const operationLabels = { operation: request.operation, environment };
+        upstreamDuration.observe(operationLabels, request.upstreamSeconds);
+        overhead.observe(operationLabels, Math.max(0, request.durationSeconds - request.upstreamSeconds));
+      }
+    },
+    upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
+    authRefused: (reason) => authRefusals.inc({ reason, environment }),
+    keyCacheLookup: (result) => keyCache.inc({ result, environment }),
+    rateLimited: (operation) => rateLimited.inc({ operation, environment }),
+    deprecatedCall(operation, keyId, consumer) {
+      if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
+      const tracked = trackedConsumers.has(keyId);
+      deprecatedRequests.inc({ operation, key_id: tracked ? keyId : 'other', consumer: tracked ? consumer : 'other', environment });
+    },
+  };
+}
