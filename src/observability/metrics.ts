@@ -43,7 +43,6 @@ export interface GatewayMetrics {
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
-  rateLimited(operation: string): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -52,7 +51,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const registers = [registry];
   const name = (suffix: string) => METRIC_PREFIX + suffix;
 
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX, labels: { environment } });
 
   const requests = new Counter({
     name: name('requests_total'),
@@ -97,12 +96,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     name: name('key_cache_lookups_total'),
     help: 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).',
     labelNames: ['result', 'environment'] as const,
-    registers,
-  });
-  const rateLimited = new Counter({
-    name: name('rate_limited_total'),
-    help: 'Requests refused with 429 by the rate limiter, by operation.',
-    labelNames: ['operation', 'environment'] as const,
     registers,
   });
   const deprecatedRequests = new Counter({
@@ -167,7 +160,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     keyCacheLookup: (result) => keyCache.inc({ result, environment }),
-    rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
       const tracked = trackedConsumers.has(keyId);

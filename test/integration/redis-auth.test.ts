@@ -152,7 +152,7 @@ describe('the admin listener\'s /metrics', () => {
     expect(series.get(seriesKey('petstore_gateway_dependency_up', { dependency: 'upstream', environment: 'production' }))).toBe(1);
     expect(series.get(seriesKey('petstore_gateway_key_cache_lookups_total', { result: 'hit', environment: 'production' }))).toBeGreaterThanOrEqual(1);
     expect(series.get(seriesKey('petstore_gateway_key_cache_lookups_total', { result: 'miss', environment: 'production' }))).toBeGreaterThanOrEqual(1);
-    expect(series.has(seriesKey('petstore_gateway_process_resident_memory_bytes'))).toBe(true);
+    expect(series.has(seriesKey('petstore_gateway_process_resident_memory_bytes', { environment: 'production' }))).toBe(true);
   });
 
   it('is not served on the public port', async () => {
