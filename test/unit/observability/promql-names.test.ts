@@ -9,8 +9,9 @@ async function exportedNames(): Promise<Set<string>> {
   const names = new Set<string>();
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     names.add(metric.name);
-    if (metric.type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(metric.name + suffix);
-    if (metric.type === 'summary') for (const suffix of ['_sum', '_count']) names.add(metric.name + suffix);
+    const type = String(metric.type); // prom-client declares an enum whose runtime values are these strings
+    if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(metric.name + suffix);
+    if (type === 'summary') for (const suffix of ['_sum', '_count']) names.add(metric.name + suffix);
   }
   return names;
 }
