@@ -1,6 +1,6 @@
 // npm run bench: listPets through three targets in one run: the backend directly, a bare Express proxy, the gateway.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +11,9 @@ import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { systemClock } from '../src/http/clock.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
+/** Targets take turns for this many rounds; medians are reported, since loopback load here is noisy. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = Number(process.env.BENCH_RATE ?? 1000);
 const PEPPER = 'bench-pepper-0123456789abcdef';
@@ -20,29 +22,32 @@ const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
 
 const children: ChildProcess[] = [];
+// However the run ends, no server is left behind.
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
 const workDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 
 function pinned(cpu: string, command: string, args: string[]): [string, string[]] {
   return process.platform === 'linux' ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
 }
 
+/**
+ * Output goes to a file, as a container runtime would collect it: the gateway pays for writing its
+ * access log, and no reader process competes with the servers for their core.
+ */
 async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<number> {
   const [command, argv] = pinned(SERVER_CPU, process.execPath, args);
-  const log = openSync(join(workDir, `${name}.log`), 'a');
-  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', log] });
+  const logFile = join(workDir, `${name}.log`);
+  const log = openSync(logFile, 'a');
+  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', log, log] });
   children.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    for (const line of output.split('\n')) {
+    for (const line of readFileSync(logFile, 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
       const parsed = JSON.parse(line) as { port?: number; msg?: string };
-      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening')) {
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume(); // keep draining the gateway's access log
-        return parsed.port;
-      }
+      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening')) return parsed.port;
     }
     await sleep(20);
   }
@@ -95,6 +100,17 @@ function autocannon(url: string, headers: Record<string, string>, extra: string[
   });
 }
 
+function median(results: Result[]): Result {
+  const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  return {
+    rps: middle(results.map((result) => result.rps)),
+    p50: middle(results.map((result) => result.p50)),
+    p99: middle(results.map((result) => result.p99)),
+    non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+    errors: results.reduce((sum, result) => sum + result.errors, 0),
+  };
+}
+
 function row(name: string, result: Result): string {
   return `${name.padEnd(28)} ${result.rps.toFixed(0).padStart(9)} ${result.p50.toFixed(2).padStart(9)} ${result.p99.toFixed(2).padStart(9)} ${String(result.non2xx + result.errors).padStart(8)}`;
 }
@@ -127,15 +143,18 @@ try {
     { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayPort}/v1/pets?limit=20&status=available`, headers: auth },
   ];
 
-  process.stdout.write(`listPets, ${CONNECTIONS} connections, ${DURATION_S} s each, servers on CPU ${SERVER_CPU}, load on CPU ${LOAD_CPU}\n\n`);
-  process.stdout.write('Throughput\ntarget                           req/s   p50 ms    p99 ms   failed\n');
-  const throughput: Result[] = [];
-  for (const target of targets) {
-    await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)], 2); // warm-up
-    const result = await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)]);
-    throughput.push(result);
-    process.stdout.write(`${row(target.name, result)}\n`);
+  process.stdout.write(
+    `listPets, ${CONNECTIONS} connections, ${DURATION_S} s per run, ${ROUNDS} rounds (medians), servers on CPU ${SERVER_CPU}, load on CPU ${LOAD_CPU}\n\n`,
+  );
+  for (const target of targets) await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)], 3); // warm-up (JIT, pools)
+  const runs: Result[][] = targets.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [index, target] of targets.entries()) runs[index]!.push(await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)]));
+    process.stdout.write(`round ${round + 1}: ${runs.map((results, index) => `${targets[index]!.name} ${results.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`);
   }
+  process.stdout.write('\nThroughput (median of rounds)\ntarget                           req/s   p50 ms    p99 ms   failed\n');
+  const throughput = runs.map(median);
+  for (const [index, target] of targets.entries()) process.stdout.write(`${row(target.name, throughput[index]!)}\n`);
   const [direct, bare, gateway] = throughput as [Result, Result, Result];
   process.stdout.write(
     `\nratios: gateway/bare-proxy ${(gateway.rps / bare.rps).toFixed(3)}  gateway/direct ${(gateway.rps / direct.rps).toFixed(3)}  bare-proxy/direct ${(bare.rps / direct.rps).toFixed(3)}\n`,

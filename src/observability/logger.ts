@@ -27,6 +27,7 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
 function outcomeOf(res: Response, environment: string): Record<string, unknown> {
   const context = res.locals.gateway;
   return {
+    reqId: context.requestId,
     environment,
     operation: context.operation?.id ?? null,
     ...(context.operation?.deprecation ? { deprecated: true } : {}),
@@ -49,7 +50,7 @@ function pathOf(url: string | undefined): string {
 export function createAccessLog(logger: Logger, environment: string): RequestHandler {
   const middleware = pinoHttp({
     logger,
-    quietReqLogger: true,
+    // One child logger per request (pino-http's default); quietReqLogger would add a second.
     genReqId: (_req: IncomingMessage, res: ServerResponse) => (res as Response).locals.gateway.requestId,
     serializers: {
       req: (req: { method: string; url: string; raw: IncomingMessage }) => ({

@@ -135,6 +135,30 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     },
   });
 
+  // Label children are cached per combination: prom-client would otherwise hash the label object on
+  // every observation, on the path of every request.
+  const completedSeries = new Map<string, { count: Counter.Internal; duration: Histogram.Internal<string> }>();
+  const proxiedSeries = new Map<string, { upstream: Histogram.Internal<string>; overhead: Histogram.Internal<string> }>();
+  function seriesFor(operation: string, method: string, statusCode: number) {
+    const key = `${operation} ${method} ${statusCode}`;
+    let series = completedSeries.get(key);
+    if (!series) {
+      const labels = { operation, method, status_code: String(statusCode), environment };
+      series = { count: requests.labels(labels), duration: requestDuration.labels(labels) };
+      completedSeries.set(key, series);
+    }
+    return series;
+  }
+  function proxiedFor(operation: string) {
+    let series = proxiedSeries.get(operation);
+    if (!series) {
+      const labels = { operation, environment };
+      series = { upstream: upstreamDuration.labels(labels), overhead: overhead.labels(labels) };
+      proxiedSeries.set(operation, series);
+    }
+    return series;
+  }
+
   const cap = options.deprecatedConsumerCap ?? DEFAULT_DEPRECATED_CONSUMER_CAP;
   const trackedConsumers = new Set<string>();
 
@@ -143,18 +167,14 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     requestStarted: () => inFlight.inc({ environment }),
     requestCompleted(request) {
       inFlight.dec({ environment });
-      const labels = {
-        operation: request.operation ?? UNMATCHED_OPERATION,
-        method: request.method,
-        status_code: String(request.statusCode),
-        environment,
-      };
-      requests.inc(labels);
-      requestDuration.observe(labels, request.durationSeconds);
+      // Methods and status codes are bounded by Node's HTTP parser; operations by the document.
+      const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);
+      series.count.inc();
+      series.duration.observe(request.durationSeconds);
       if (request.upstreamSeconds !== undefined && request.operation !== undefined) {
-        const operationLabels = { operation: request.operation, environment };
-        upstreamDuration.observe(operationLabels, request.upstreamSeconds);
-        overhead.observe(operationLabels, Math.max(0, request.durationSeconds - request.upstreamSeconds));
+        const proxied = proxiedFor(request.operation);
+        proxied.upstream.observe(request.upstreamSeconds);
+        proxied.overhead.observe(Math.max(0, request.durationSeconds - request.upstreamSeconds));
       }
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
