@@ -19,10 +19,10 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-async function waitForPing(port: number, deadlineMs = 5000): Promise<void> {
+async function waitForPing(port: number, password: string | undefined, deadlineMs = 5000): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const probe = new Redis({ port, host: '127.0.0.1', password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => {});
     try {
       await probe.connect();
@@ -37,10 +37,13 @@ async function waitForPing(port: number, deadlineMs = 5000): Promise<void> {
   throw new Error(`redis-server on port ${port} did not answer PING`);
 }
 
-function launch(port: number, dir: string): ChildProcess {
+function launch(port: number, dir: string, password: string | undefined): ChildProcess {
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', ''],
+    [
+      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', '',
+      ...(password ? ['--requirepass', password] : []),
+    ],
     { stdio: 'ignore' },
   );
   child.on('error', (error) => {
@@ -49,12 +52,14 @@ function launch(port: number, dir: string): ChildProcess {
   return child;
 }
 
-export async function startRedis(): Promise<PrivateRedis> {
+/** With a password, the server requires it (AUTH) and `url` carries it. */
+export async function startRedis(options: { password?: string } = {}): Promise<PrivateRedis> {
+  const { password } = options;
   const dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
   const port = await unusedPort();
-  let child = launch(port, dir);
-  await waitForPing(port);
-  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  let child = launch(port, dir, password);
+  await waitForPing(port, password);
+  const client = new Redis({ port, host: '127.0.0.1', password, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
 
   async function kill(): Promise<void> {
@@ -66,13 +71,13 @@ export async function startRedis(): Promise<PrivateRedis> {
 
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     client,
     kill,
     async restart() {
       await kill();
-      child = launch(port, dir);
-      await waitForPing(port);
+      child = launch(port, dir, password);
+      await waitForPing(port, password);
     },
     async stop() {
       client.disconnect();

@@ -141,6 +141,38 @@ describe('what Redis holds', () => {
   });
 });
 
+describe('REDIS_URL', () => {
+  it('carries a password and a database number', async () => {
+    const secured = await startRedis({ password: 's3cret-pass' });
+    try {
+      const result = await runKeysCli(['create', '--name', 'db3', '--environment', 'staging', '--json'], {
+        ...env,
+        REDIS_URL: `${secured.url}/3`,
+      });
+      expect(result.code).toBe(0);
+      const { id } = JSON.parse(result.stdout) as { id: string };
+      await secured.client.select(3);
+      expect(await secured.client.sismember('petstore-gateway:key-ids', id)).toBe(1);
+      await secured.client.select(0);
+      expect(await secured.client.exists('petstore-gateway:key-ids')).toBe(0);
+    } finally {
+      await secured.stop();
+    }
+  });
+
+  it('fails clearly on a wrong password', async () => {
+    const secured = await startRedis({ password: 's3cret-pass' });
+    try {
+      const result = await runKeysCli(['list'], { ...env, REDIS_URL: secured.url.replace('s3cret-pass', 'wrong-pass') });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('is unreachable');
+      expect(result.stderr).not.toContain('wrong-pass');
+    } finally {
+      await secured.stop();
+    }
+  });
+});
+
 describe('when Redis is unreachable', () => {
   it('exits non-zero with a message that names the address, without its password', async () => {
     const port = await unusedPort();

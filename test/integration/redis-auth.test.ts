@@ -166,6 +166,16 @@ describe('when Redis goes away', () => {
     const uncached = await admin.create({ consumer: 'acme', environments: ['production'] });
     expect((await listPets(cached.key)).status).toBe(200);
 
+    // Traffic keeps flowing through the outage: every answer is a pass for a valid cached key or a 503, never a crash.
+    const statuses = new Set<number>();
+    let flowing = true;
+    const traffic = (async () => {
+      while (flowing) {
+        const [a, b] = await Promise.all([listPets(cached.key), listPets(`psk_live_${'T'.repeat(43)}`)]);
+        statuses.add(a.status).add(b.status);
+      }
+    })();
+
     await redis.kill();
     await waitFor(async () => !keys.isRedisAvailable());
 
@@ -193,5 +203,10 @@ describe('when Redis goes away', () => {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
     const fresh = await admin.create({ consumer: 'acme', environments: ['production'] });
     expect((await listPets(fresh.key)).status).toBe(200);
+    flowing = false;
+    await traffic;
+    // 401 for the unknown key (and, once the empty Redis is back, for keys it no longer holds).
+    for (const status of statuses) expect([200, 401, 503]).toContain(status);
+    expect(statuses.has(503)).toBe(true);
   });
 });
