@@ -5,6 +5,7 @@ import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
 import type { GatewayConfig } from './config/schema.ts';
+import { answerClientError } from './http/client-error.ts';
 import { makeDrainable } from './http/graceful-shutdown.ts';
 
 export interface RunningGateway {
@@ -44,6 +45,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     },
     options.app,
   );
+  publicServer.on('clientError', answerClientError);
   const adminServer = createServer(createAdminApp({ ...options.admin, isAcceptingTraffic: () => accepting }));
   const drainable = makeDrainable(publicServer);
   const port = await listen(publicServer, config.listen.port, config.listen.host);

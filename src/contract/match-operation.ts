@@ -36,7 +36,8 @@ export function createRequireOperation(contract: Contract): RequestHandler {
     const rawPath = rawPathOf(req.url);
     const match = isSafePath(rawPath) ? contract.matchPath(rawPath) : { kind: 'none' as const };
     if (match.kind === 'none') {
-      throw new GatewayError('not_found', `No operation of the interface is served at ${req.method} ${req.baseUrl}${rawPath}`);
+      const path = rawPathOf(req.originalUrl);
+      throw new GatewayError('not_found', `No operation of the interface is served at ${req.method} ${path}`);
     }
     const allowed = [...match.byMethod.keys()].join(', ');
     throw new GatewayError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allowed}`, {
