@@ -1,5 +1,6 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
 import express, { type Express } from 'express';
+import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
 import type { KeyStore } from './auth/key-store.ts';
@@ -15,12 +16,15 @@ import { createAccessLog } from './observability/logger.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createObserve } from './observability/observe.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
+import { createRateLimit } from './policy/rate-limit.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
 
 export interface AppDependencies {
   config: GatewayConfig;
   contract: Contract;
   keyStore: KeyStore;
+  /** Where rate-limit hits are counted; each process alone when absent. */
+  rateLimitStore?: RateLimitStore;
   hashKey: KeyHasher;
   clock: Clock;
   logger: Logger;
@@ -61,6 +65,15 @@ export function createApp(deps: AppDependencies): Express {
     }),
     createRequireOperation(contract),
     createSunsetEnforcement(notices, clock),
+    // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
+    createRateLimit({
+      windowMs: config.rateLimit.windowMs,
+      limits: config.rateLimit.limits[config.environment],
+      onStoreError: config.rateLimit.onStoreError,
+      ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
+      onLimited: deps.metrics.rateLimited,
+      onPassedUnlimited: deps.metrics.rateLimitPassed,
+    }),
     createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes }),
     deps.proxy.handler,
   );

@@ -5,6 +5,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import type { ReadinessCheck } from './admin/admin-app.ts';
 import { createApp } from './app.ts';
 import type { KeyHasher } from './auth/key-hash.ts';
+import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { KeyStore } from './auth/key-store.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { loadContract } from './contract/compile-contract.ts';
@@ -13,10 +14,12 @@ import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
 import { createProxy } from './proxy/create-proxy.ts';
 import { startGateway, type RunningGateway } from './server.ts';
 
-/** The key store and what comes with it; built once the metrics exist, so it can report into them. */
-export interface KeyWiring {
+/** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
+export interface Stores {
   keyStore: KeyStore;
-  /** Readiness checks of the key store's dependencies (Redis). */
+  /** Shared rate-limit counters; absent, each process counts alone (the demo). */
+  rateLimitStore?: RateLimitStore;
+  /** Readiness checks of the stores' dependencies (Redis). */
   checks: readonly ReadinessCheck[];
   close?: () => Promise<void> | void;
 }
@@ -26,7 +29,7 @@ export interface ComposeOptions {
   logger: Logger;
   clock: Clock;
   hashKey: KeyHasher;
-  keys: (metrics: GatewayMetrics) => KeyWiring;
+  stores: (metrics: GatewayMetrics) => Stores;
   onClosed?: () => Promise<void> | void;
 }
 
@@ -50,16 +53,17 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
   const { config, logger } = options;
   const contract = loadContract(config.contractPath);
   const upstreamCheck: ReadinessCheck = { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) };
-  let keys: KeyWiring | undefined;
+  let stores: Stores | undefined;
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
     sunsets: contract.operations.flatMap((operation) =>
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
-    dependencies: () => [upstreamCheck, ...(keys?.checks ?? [])],
+    dependencies: () => [upstreamCheck, ...(stores?.checks ?? [])],
   });
-  keys = options.keys(metrics);
+  stores = options.stores(metrics);
+  const { keyStore, rateLimitStore, checks } = stores;
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
     timeoutMs: config.upstream.timeoutMs,
@@ -71,18 +75,28 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
       logger.warn({ kind, operation, err: error }, 'upstream exchange failed');
     },
   });
-  const app = createApp({ config, contract, keyStore: keys.keyStore, hashKey: options.hashKey, clock: options.clock, logger, proxy, metrics });
+  const app = createApp({
+    config,
+    contract,
+    keyStore,
+    ...(rateLimitStore ? { rateLimitStore } : {}),
+    hashKey: options.hashKey,
+    clock: options.clock,
+    logger,
+    proxy,
+    metrics,
+  });
   const running = await startGateway({
     app,
     config,
     logger,
     admin: {
-      checks: [...keys.checks, upstreamCheck],
+      checks: [...checks, upstreamCheck],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
     },
     onClosed: async () => {
       proxy.close();
-      await keys.close?.();
+      await stores?.close?.();
       await options.onClosed?.();
     },
   });

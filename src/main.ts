@@ -1,11 +1,11 @@
 // npm start: the production gateway. Config from config/ and the environment, keys in Redis.
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
-import { createRedisKeys } from './auth/redis-keys.ts';
 import { composeGateway } from './compose.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { systemClock } from './http/clock.ts';
 import { createLogger } from './observability/logger.ts';
+import { createRedisStores } from './redis/redis-stores.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -24,9 +24,14 @@ async function main(): Promise<void> {
     logger,
     clock,
     hashKey,
-    keys: (metrics) => {
-      const keys = createRedisKeys(config, { logger, clock, onLookup: metrics.keyCacheLookup });
-      return { keyStore: keys.keyStore, checks: [keys.readiness], close: keys.close };
+    stores: (metrics) => {
+      const redis = createRedisStores(config, {
+        logger,
+        clock,
+        onLookup: metrics.keyCacheLookup,
+        onRateLimitStoreError: metrics.rateLimitStoreError,
+      });
+      return { keyStore: redis.keyStore, rateLimitStore: redis.rateLimitStore, checks: [redis.readiness], close: redis.close };
     },
   });
 

@@ -17,6 +17,8 @@ export const ENV_KEYS = {
   LOG_LEVEL: ['logging', 'level'],
   REDIS_URL: ['redis', 'url'],
   API_KEY_PEPPER_FILE: ['auth', 'pepperFile'],
+  RATE_LIMIT_WINDOW_MS: ['rateLimit', 'windowMs'],
+  RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
 } as const satisfies Record<string, readonly string[]>;

@@ -95,6 +95,22 @@ export const configSchema = z.object({
     })
     .strict()
     .prefault({}),
+  rateLimit: z
+    .object({
+      /** Fixed window in which each key's requests to each operation are counted. */
+      windowMs: positiveMs.default(60_000),
+      /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. */
+      onStoreError: z.enum(['allow', 'deny']).default('allow'),
+      /** Requests per window per key and operation, by environment; `default` for operations not listed. */
+      limits: z
+        .object({
+          production: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
+          staging: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
+        })
+        .prefault({ production: { default: 600, createPet: 60 }, staging: { default: 300, createPet: 30 } }),
+    })
+    .strict()
+    .prefault({}),
   logging: z
     .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .strict()

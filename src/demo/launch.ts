@@ -30,7 +30,7 @@ const gateway = await composeGateway({
   logger,
   clock: systemClock,
   hashKey,
-  keys: () => ({ keyStore, checks: [] }),
+  stores: () => ({ keyStore, checks: [] }),
   onClosed: () => backend.close(),
 });
 

@@ -43,6 +43,9 @@ export interface GatewayMetrics {
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
+  rateLimited(operation: string): void;
+  rateLimitStoreError(): void;
+  rateLimitPassed(): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -96,6 +99,24 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     name: name('key_cache_lookups_total'),
     help: 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).',
     labelNames: ['result', 'environment'] as const,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: name('rate_limited_total'),
+    help: 'Requests refused with 429 by the per-key rate limit, by operation.',
+    labelNames: ['operation', 'environment'] as const,
+    registers,
+  });
+  const rateLimitStoreErrors = new Counter({
+    name: name('rate_limit_store_errors_total'),
+    help: 'Rate-limit counter updates that failed (Redis unreachable or slow).',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  const rateLimitPassed = new Counter({
+    name: name('rate_limit_passed_total'),
+    help: 'Requests let through without a rate-limit check because the store failed (onStoreError: allow).',
+    labelNames: ['environment'] as const,
     registers,
   });
   const deprecatedRequests = new Counter({
@@ -180,6 +201,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     keyCacheLookup: (result) => keyCache.inc({ result, environment }),
+    rateLimited: (operation) => rateLimited.inc({ operation, environment }),
+    rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
+    rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
       const tracked = trackedConsumers.has(keyId);

@@ -35,6 +35,7 @@ beforeAll(async () => {
   const admin = new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock });
   const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
   const revoked = await admin.create({ consumer: 'old', environments: ['production'] });
+  const throttled = await admin.create({ consumer: 'eager', environments: ['production'], rateLimitPerMinute: 1 });
   await admin.revoke(revoked.record.id);
   adminRedis.disconnect();
 
@@ -49,6 +50,7 @@ beforeAll(async () => {
     () => fetch(`${base}/store/orders`, { headers: auth }),
     () => fetch(`${base}/pets`),
     () => fetch(`${base}/pets`, { headers: { Authorization: `Bearer ${revoked.key}` } }),
+    () => fetch(`${base}/pets`, { headers: { Authorization: `Bearer ${throttled.key}` } }),
   ];
   // Bounded: a few requests every 50 ms on loopback, stopped in afterAll.
   traffic = setInterval(() => {

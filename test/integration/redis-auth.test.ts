@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { createRedisKeys, type RedisKeys } from '../../src/auth/redis-keys.ts';
+import { createRedisStores, type RedisStores } from '../../src/redis/redis-stores.ts';
 import { composeGateway } from '../../src/compose.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
@@ -22,7 +22,7 @@ const CACHE_TTL_MS = 30_000;
 let redis: PrivateRedis;
 let backend: SampleBackend;
 let gateway: RunningGateway;
-let keys: RedisKeys;
+let keys: RedisStores;
 let admin: KeyAdmin;
 let adminRedis: Redis;
 const clock = fixedClock(TEST_NOW);
@@ -41,9 +41,9 @@ beforeAll(async () => {
     logger,
     clock,
     hashKey,
-    keys: (metrics) => {
-      keys = createRedisKeys(config, { logger, clock, onLookup: metrics.keyCacheLookup });
-      return { keyStore: keys.keyStore, checks: [keys.readiness], close: keys.close };
+    stores: (metrics) => {
+      keys = createRedisStores(config, { logger, clock, onLookup: metrics.keyCacheLookup });
+      return { keyStore: keys.keyStore, rateLimitStore: keys.rateLimitStore, checks: [keys.readiness], close: keys.close };
     },
   });
   adminRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });

@@ -1,15 +1,20 @@
-// The production key path wired together: Redis store, in-process cache, key events, readiness check.
+// What the gateway keeps in Redis, wired together: keys (store, cache, events) and rate-limit counters.
 import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
+import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
+import { followKeyEvents } from '../auth/key-events.ts';
+import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { Clock } from '../http/clock.ts';
-import { createRedisClient, pingRedis } from '../redis/connect.ts';
-import { CachedKeyStore, type KeyCacheOptions } from './cached-key-store.ts';
-import { followKeyEvents } from './key-events.ts';
-import { RedisKeyStore } from './redis-key-store.ts';
+import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
+import { createRedisClient, pingRedis } from './connect.ts';
 
-export interface RedisKeys {
+/** Store failures come per request; an outage is logged once per this period. */
+const OUTAGE_LOG_INTERVAL_MS = 10_000;
+
+export interface RedisStores {
   keyStore: CachedKeyStore;
+  rateLimitStore: RedisRateLimitStore;
   /** Critical: without Redis, keys outside the cache cannot be checked. */
   readiness: ReadinessCheck;
   /** True while the request-path connection is up. */
@@ -17,10 +22,10 @@ export interface RedisKeys {
   close(): void;
 }
 
-export function createRedisKeys(
+export function createRedisStores(
   config: GatewayConfig,
-  options: { logger: Logger; clock: Clock; onLookup?: KeyCacheOptions['onLookup'] },
-): RedisKeys {
+  options: { logger: Logger; clock: Clock; onLookup?: KeyCacheOptions['onLookup']; onRateLimitStoreError?: () => void },
+): RedisStores {
   const { logger, clock } = options;
   const redis = createRedisClient(config.redis, { role: 'request-path', name: 'petstore-gateway', logger });
   const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'petstore-gateway-events', logger });
@@ -29,12 +34,24 @@ export function createRedisKeys(
     clock,
     ...(options.onLookup ? { onLookup: options.onLookup } : {}),
   });
+  let lastOutageLog = -Infinity;
+  const rateLimitStore = new RedisRateLimitStore(redis, {
+    prefix: `${config.redis.keyPrefix}rate:`,
+    clock,
+    onError: (error) => {
+      options.onRateLimitStoreError?.();
+      if (clock.now() - lastOutageLog < OUTAGE_LOG_INTERVAL_MS) return;
+      lastOutageLog = clock.now();
+      logger.warn({ err: error, policy: config.rateLimit.onStoreError }, 'rate-limit store unreachable');
+    },
+  });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
   );
   return {
     keyStore,
+    rateLimitStore,
     readiness: { name: 'redis', critical: true, check: () => pingRedis(redis) },
     isRedisAvailable: () => redis.status === 'ready',
     close() {

@@ -1,0 +1,152 @@
+// Rate limits shared through a real Redis: N gateway processes enforce one limit together, not N times it.
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { composeGateway } from '../../src/compose.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { systemClock } from '../../src/http/clock.ts';
+import { createRedisStores } from '../../src/redis/redis-stores.ts';
+import type { RunningGateway } from '../../src/server.ts';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { runKeysCli } from '../helpers/run-keys-cli.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const PEPPER = 'rate-limit-replicas-pepper';
+let redis: PrivateRedis;
+let backend: SampleBackend;
+let replicas: GatewayProcess[];
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  backend = await startPetStore();
+  env = { REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production', API_KEY_PEPPER: PEPPER };
+  replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env), startGatewayProcess(env)]);
+  for (const replica of replicas) await waitFor(async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`)).status === 200);
+});
+afterAll(async () => {
+  await Promise.all(replicas.map((replica) => replica.stop()));
+  await backend.close();
+  await redis.stop();
+});
+
+async function keyLimitedTo(perMinute: number): Promise<string> {
+  const created = await runKeysCli(['create', '--name', 'burst', '--environment', 'production', '--rate-limit-per-minute', String(perMinute), '--json'], env);
+  return (JSON.parse(created.stdout) as { key: string }).key;
+}
+
+async function burst(targets: GatewayProcess[], key: string, count: number): Promise<Map<number, number>> {
+  const statuses = new Map<number, number>();
+  for (let i = 0; i < count; i++) {
+    const replica = targets[i % targets.length]!;
+    const res = await fetch(`http://127.0.0.1:${replica.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+    await res.arrayBuffer();
+    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+  }
+  return statuses;
+}
+
+describe('one limit across replicas', () => {
+  it('two replicas together allow exactly the limit', async () => {
+    const statuses = await burst(replicas.slice(0, 2), await keyLimitedTo(10), 30);
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 10, 429: 20 });
+  });
+
+  it('three replicas together allow exactly the limit', async () => {
+    const statuses = await burst(replicas, await keyLimitedTo(12), 36);
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 12, 429: 24 });
+  });
+
+  it('operators can change a key\'s limit with set-limit, and every replica applies it', async () => {
+    const created = await runKeysCli(['create', '--name', 'changing', '--environment', 'production', '--rate-limit-per-minute', '2', '--json'], env);
+    const { id, key } = JSON.parse(created.stdout) as { id: string; key: string };
+    expect(Object.fromEntries(await burst(replicas, key, 3))).toEqual({ 200: 2, 429: 1 });
+    expect((await runKeysCli(['set-limit', id, '5'], env)).code).toBe(0);
+    // The key event evicts the cached record, so the new limit applies within a second.
+    await waitFor(async () => {
+      const res = await fetch(`http://127.0.0.1:${replicas[0]!.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+      await res.arrayBuffer();
+      return res.status === 200;
+    }, 1000, 20);
+  });
+});
+
+describe('windows and store failures, in process', () => {
+  async function inProcessGateway(overrides: Record<string, unknown>, redisUrl: string): Promise<{ gateway: RunningGateway; key: string; admin: KeyAdmin; close(): Promise<void> }> {
+    const config = loadConfig({ PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' }, {
+      shutdown: { drainDelayMs: 0, gracePeriodMs: 500 },
+      ...overrides,
+    });
+    const hashKey = createKeyHasher(PEPPER);
+    const logger = pino({ level: 'silent' });
+    const gateway = await composeGateway({
+      config,
+      logger,
+      clock: systemClock,
+      hashKey,
+      stores: (metrics) => {
+        const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup, onRateLimitStoreError: metrics.rateLimitStoreError });
+        return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
+      },
+    });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+    const { Redis } = await import('ioredis');
+    const adminRedis = new Redis(redisUrl);
+    const admin = new KeyAdmin(adminRedis, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
+    const { key } = await admin.create({ consumer: 'window', environments: ['production'] });
+    return { gateway, key, admin, close: async () => (adminRedis.disconnect(), gateway.shutdown('test over')) };
+  }
+
+  const get = (gateway: RunningGateway, key: string) =>
+    fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } }).then(async (res) => (await res.arrayBuffer(), res));
+
+  it('starts a fresh window once the old one has passed', async () => {
+    const { gateway, key, close } = await inProcessGateway({ rateLimit: { windowMs: 1000, limits: { production: { default: 2 }, staging: { default: 2 } } } }, redis.url);
+    try {
+      expect((await get(gateway, key)).status).toBe(200);
+      expect((await get(gateway, key)).status).toBe(200);
+      expect((await get(gateway, key)).status).toBe(429);
+      // The window lives in Redis (PEXPIRE): waiting for it is the behaviour under test.
+      await waitFor(async () => (await get(gateway, key)).status === 200, 3000, 100);
+    } finally {
+      await close();
+    }
+  });
+
+  it('lets requests through when the store is down and onStoreError is allow, and counts them', async () => {
+    const own = await startRedis();
+    const { gateway, key, close } = await inProcessGateway({ rateLimit: { onStoreError: 'allow' } }, own.url);
+    try {
+      expect((await get(gateway, key)).status).toBe(200); // caches the key record
+      await own.kill();
+      const res = await get(gateway, key);
+      expect(res.status).toBe(200);
+      const series = parseExposition(await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text());
+      expect(series.get(seriesKey('petstore_gateway_rate_limit_store_errors_total', { environment: 'production' }))).toBe(1);
+      expect(series.get(seriesKey('petstore_gateway_rate_limit_passed_total', { environment: 'production' }))).toBe(1);
+    } finally {
+      await close();
+      await own.stop();
+    }
+  });
+
+  it('answers 503 when the store is down and onStoreError is deny', async () => {
+    const own = await startRedis();
+    const { gateway, key, close } = await inProcessGateway({ rateLimit: { onStoreError: 'deny' } }, own.url);
+    try {
+      expect((await get(gateway, key)).status).toBe(200);
+      await own.kill();
+      const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await res.json()).toEqual({ code: 'service_unavailable', message: 'Rate limits cannot be checked right now; retry shortly', status: 503 });
+    } finally {
+      await close();
+      await own.stop();
+    }
+  });
+});
