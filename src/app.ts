@@ -17,6 +17,7 @@ import type { GatewayMetrics } from './observability/metrics.ts';
 import { createObserve } from './observability/observe.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
+import { createCircuitBreaker } from './proxy/circuit-breaker.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
 
 export interface AppDependencies {
@@ -75,7 +76,7 @@ export function createApp(deps: AppDependencies): Express {
       onPassedUnlimited: deps.metrics.rateLimitPassed,
     }),
     createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes }),
-    deps.proxy.handler,
+    createCircuitBreaker(deps.proxy.handler, { ...config.upstream.circuitBreaker, onStateChange: deps.metrics.upstreamCircuit }),
   );
   app.use(contract.basePath, api);
 

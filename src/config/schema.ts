@@ -40,6 +40,15 @@ export const configSchema = z.object({
       timeoutMs: positiveMs.default(10_000),
       maxSockets: z.coerce.number().int().positive().default(256),
       maxFreeSockets: z.coerce.number().int().positive().default(64),
+      circuitBreaker: z
+        .object({
+          /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */
+          failureThreshold: z.coerce.number().int().positive().default(5),
+          /** How long the circuit stays open before one trial request is let through. */
+          openMs: positiveMs.default(5000),
+        })
+        .strict()
+        .prefault({}),
     })
     .strict()
     .prefault({}),

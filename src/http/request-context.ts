@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import type { Consumer } from '../auth/key-store.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { GatewayError } from '../errors/gateway-error.ts';
+import type { UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 
 export interface RequestContext {
   requestId: string;
@@ -18,6 +19,10 @@ export interface RequestContext {
   consumer?: Consumer;
   /** Why the request was refused, when it was. */
   error?: GatewayError;
+  /** The upstream's status, once its response headers arrived. */
+  upstreamStatus?: number;
+  /** Why the upstream exchange failed, when it did. */
+  upstreamFailure?: UpstreamFailureKind;
   /** Milliseconds from sending the request upstream to the end of the upstream's response. */
   upstreamMs?: number;
 }

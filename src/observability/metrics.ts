@@ -46,6 +46,7 @@ export interface GatewayMetrics {
   rateLimited(operation: string): void;
   rateLimitStoreError(): void;
   rateLimitPassed(): void;
+  upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -125,6 +126,13 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'key_id', 'consumer', 'environment'] as const,
     registers,
   });
+  const circuitOpen = new Gauge({
+    name: name('upstream_circuit_open'),
+    help: 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  circuitOpen.set({ environment }, 0);
   const inFlight = new Gauge({
     name: name('in_flight_requests'),
     help: 'Requests accepted and not yet answered.',
@@ -204,6 +212,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
+    upstreamCircuit: (state) => circuitOpen.set({ environment }, state === 'closed' ? 0 : 1),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
       const tracked = trackedConsumers.has(keyId);

@@ -83,10 +83,15 @@ export function createProxy(options: ProxyOptions): Proxy {
     pathRewrite: (_path, req, res) => (res ? canonicalPath(req, res) : undefined),
     on: {
       proxyReq: prepareUpstreamRequest,
-      proxyRes: (proxyRes, _req, res) => relayUpstreamResponse(proxyRes, res),
+      proxyRes: (proxyRes, _req, res) => {
+        res.locals.gateway.upstreamStatus = proxyRes.statusCode;
+        relayUpstreamResponse(proxyRes, res);
+      },
       error: (error, req, res) => {
         if (!('setHeader' in res)) return; // a socket: only for WebSocket upgrades, which no operation uses
-        options.onFailure?.(classifyUpstreamFailure(error), req, error);
+        const kind = classifyUpstreamFailure(error);
+        res.locals.gateway.upstreamFailure = kind;
+        options.onFailure?.(kind, req, error);
         const refusal = upstreamFailureError(error);
         res.locals.gateway.error = refusal;
         if (res.headersSent) res.destroy();
