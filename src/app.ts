@@ -11,6 +11,7 @@ import { createMatchOperation, createRequireOperation } from './contract/match-o
 import { createValidateRequest } from './contract/validate-request.ts';
 import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './http/clock.ts';
+import { createLoadShedding } from './http/load-shedding.ts';
 import { createRequestId } from './http/request-id.ts';
 import { createAccessLog } from './observability/logger.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
@@ -49,6 +50,7 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(createRequestId());
   app.use(createObserve(deps.metrics));
+  app.use(createLoadShedding({ maxInFlight: config.listen.maxInFlight, onShed: deps.metrics.shed }));
   app.use(createAccessLog(logger, config.environment));
 
   const api = express.Router({ caseSensitive: true, strict: true });

@@ -42,9 +42,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       keepAliveTimeout: config.listen.keepAliveTimeoutMs,
       headersTimeout: config.listen.headersTimeoutMs,
       requestTimeout: config.listen.requestTimeoutMs,
+      // How often Node checks the two timeouts above (default 30 s): a slow client is cut off within a second of its deadline.
+      connectionsCheckingInterval: 1000,
     },
     options.app,
   );
+  publicServer.maxConnections = config.listen.maxConnections;
   publicServer.on('clientError', answerClientError);
   const adminServer = createServer(createAdminApp({ ...options.admin, isAcceptingTraffic: () => accepting }));
   const drainable = makeDrainable(publicServer);

@@ -32,6 +32,10 @@ export const configSchema = z.object({
       keepAliveTimeoutMs: positiveMs.default(5000),
       headersTimeoutMs: positiveMs.default(10_000),
       requestTimeoutMs: positiveMs.default(30_000),
+      /** Open client connections per process; more are refused by the listener. */
+      maxConnections: z.coerce.number().int().positive().default(10_000),
+      /** Requests in flight per process; above it, 503 at once (load shedding). */
+      maxInFlight: z.coerce.number().int().positive().default(1024),
     })
     .strict()
     .prefault({}),

@@ -47,6 +47,7 @@ export interface GatewayMetrics {
   rateLimitStoreError(): void;
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
+  shed(): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -124,6 +125,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     name: name('deprecated_requests_total'),
     help: 'Requests to deprecated operations by consumer; past the consumer cap, further consumers count as key_id="other".',
     labelNames: ['operation', 'key_id', 'consumer', 'environment'] as const,
+    registers,
+  });
+  const shed = new Counter({
+    name: name('shed_requests_total'),
+    help: 'Requests answered 503 at once because too many were in flight (load shedding).',
+    labelNames: ['environment'] as const,
     registers,
   });
   const circuitOpen = new Gauge({
@@ -212,6 +219,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
+    shed: () => shed.inc({ environment }),
     upstreamCircuit: (state) => circuitOpen.set({ environment }, state === 'closed' ? 0 : 1),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
