@@ -1,5 +1,5 @@
 // What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Used by the CLI.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.ts';
 import type { Environment } from '../config/schema.ts';
 import type { Clock } from '../http/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
@@ -26,13 +26,13 @@ export interface IssuedKey {
 }
 
 export class KeyAdmin {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #layout: KeyLayout;
   readonly #hashKey: KeyHasher;
   readonly #clock: Clock;
 
-  constructor(redis: Redis, options: { keyPrefix: string; hashKey: KeyHasher; clock: Clock }) {
+  constructor(redis: RedisClient, options: { keyPrefix: string; hashKey: KeyHasher; clock: Clock }) {
     this.#redis = redis;
     this.#prefix = options.keyPrefix;
     this.#layout = keyLayout(options.keyPrefix);

@@ -1,10 +1,10 @@
 // Key changes announced over Redis pub/sub, so every replica drops a revoked key from its cache at once.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.ts';
 import type { Logger } from 'pino';
 import type { CachedKeyStore } from './cached-key-store.ts';
 import { keyLayout, type KeyEvent } from './key-records.ts';
 
-export async function publishKeyEvent(redis: Redis, keyPrefix: string, event: KeyEvent): Promise<void> {
+export async function publishKeyEvent(redis: RedisClient, keyPrefix: string, event: KeyEvent): Promise<void> {
   await redis.publish(keyLayout(keyPrefix).events, JSON.stringify(event));
 }
 
@@ -22,7 +22,7 @@ function parseEvent(message: string): KeyEvent | undefined {
  * published while the connection was down are lost, so the whole cache is dropped on every
  * re-subscription and records are read afresh.
  */
-export async function followKeyEvents(subscriber: Redis, keyPrefix: string, cache: CachedKeyStore, logger?: Logger): Promise<void> {
+export async function followKeyEvents(subscriber: RedisClient, keyPrefix: string, cache: CachedKeyStore, logger?: Logger): Promise<void> {
   const channel = keyLayout(keyPrefix).events;
   let subscribedOnce = false;
   subscriber.on('message', (from: string, message: string) => {

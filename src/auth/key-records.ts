@@ -14,11 +14,15 @@ export interface KeyLayout {
   events: string;
 }
 
+/**
+ * Every key-record name carries the hash tag `{keys}`, so in a Redis Cluster they share one slot and
+ * the multi-key transactions of the key CLI stay legal (the data is small).
+ */
 export function keyLayout(prefix: string): KeyLayout {
   return {
-    record: (keyHash) => `${prefix}key:${keyHash}`,
-    byId: (id) => `${prefix}key-id:${id}`,
-    ids: `${prefix}key-ids`,
+    record: (keyHash) => `${prefix}{keys}:key:${keyHash}`,
+    byId: (id) => `${prefix}{keys}:key-id:${id}`,
+    ids: `${prefix}{keys}:key-ids`,
     events: `${prefix}key-events`,
   };
 }

@@ -1,13 +1,13 @@
 // The production key store: key records in Redis, looked up by key hash in one round trip.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.ts';
 import { fromHashFields, keyLayout, type KeyLayout } from './key-records.ts';
 import { KeyStoreUnavailableError, type KeyRecord, type KeyStore } from './key-store.ts';
 
 export class RedisKeyStore implements KeyStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #layout: KeyLayout;
 
-  constructor(redis: Redis, keyPrefix: string) {
+  constructor(redis: RedisClient, keyPrefix: string) {
     this.#redis = redis;
     this.#layout = keyLayout(keyPrefix);
   }

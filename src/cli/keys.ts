@@ -1,6 +1,5 @@
 // npm run keys -- <command>: operators create, list, show, revoke and rotate API keys in Redis.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { Redis } from 'ioredis';
 import { KeyAdmin, KeyAdminError, type IssuedKey } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
@@ -8,7 +7,7 @@ import { loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, type Environment } from '../config/schema.ts';
 import { systemClock } from '../http/clock.ts';
-import { createRedisClient } from '../redis/connect.ts';
+import { createRedisClient, redisTopology, type RedisClient, type RedisSettings } from '../redis/connect.ts';
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -33,6 +32,19 @@ function safeUrl(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = '***';
   return parsed.toString();
+}
+
+/** Where the CLI looked for Redis, without credentials. */
+function describeRedis(settings: RedisSettings): string {
+  const nodes = (list: RedisSettings['sentinels']) => list.map(({ host, port }) => `${host}:${port}`).join(',');
+  switch (redisTopology(settings)) {
+    case 'sentinel':
+      return `sentinels ${nodes(settings.sentinels)} (primary ${settings.sentinelName})`;
+    case 'cluster':
+      return `cluster ${nodes(settings.clusterNodes)}`;
+    default:
+      return safeUrl(settings.url);
+  }
 }
 
 function describe(record: KeyRecord): string {
@@ -61,7 +73,7 @@ function printRecord(record: KeyRecord, json: boolean): void {
 
 async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const redis: Redis = createRedisClient(config.redis, { role: 'tool', name: 'petstore-gateway-keys' });
+  const redis: RedisClient = createRedisClient(config.redis, { role: 'tool', name: 'petstore-gateway-keys' });
   redis.on('error', () => {
     /* reported below, once, as the command's failure */
   });
@@ -69,7 +81,7 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
     await redis.ping();
   } catch (cause) {
     redis.disconnect();
-    throw new KeyAdminError(`Redis at ${safeUrl(config.redis.url)} is unreachable (${(cause as Error).message}); set REDIS_URL`);
+    throw new KeyAdminError(`Redis at ${describeRedis(config.redis)} is unreachable (${(cause as Error).message}); check the Redis settings (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES)`);
   }
   try {
     const admin = new KeyAdmin(redis, {

@@ -16,6 +16,10 @@ export const ENV_KEYS = {
   UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
   LOG_LEVEL: ['logging', 'level'],
   REDIS_URL: ['redis', 'url'],
+  REDIS_SENTINELS: ['redis', 'sentinels'],
+  REDIS_SENTINEL_NAME: ['redis', 'sentinelName'],
+  REDIS_CLUSTER_NODES: ['redis', 'clusterNodes'],
+  REDIS_PASSWORD: ['redis', 'password'],
   API_KEY_PEPPER_FILE: ['auth', 'pepperFile'],
   RATE_LIMIT_WINDOW_MS: ['rateLimit', 'windowMs'],
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
@@ -46,7 +50,9 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
   for (const [name, path] of Object.entries(ENV_KEYS)) {
     const value = env[name];
     if (value === undefined || value === '') continue;
-    setPath(merged, path, value);
+    // Lists come as comma-separated values.
+    const listKeys: readonly string[] = ['sentinels', 'clusterNodes'];
+    setPath(merged, path, listKeys.includes(path.at(-1)!) ? value.split(',').map((item) => item.trim()) : value);
     fromEnv.set(path.join('.'), name);
   }
   const parsed = configSchema.safeParse(merged);

@@ -6,6 +6,14 @@ export type Environment = (typeof ENVIRONMENTS)[number];
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveMs = z.coerce.number().int().positive();
+/** `host:port`, as in REDIS_SENTINELS=10.0.0.1:26379,10.0.0.2:26379. */
+const redisNode = z
+  .string()
+  .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port')
+  .transform((value) => {
+    const separator = value.lastIndexOf(':');
+    return { host: value.slice(0, separator), port: Number(value.slice(separator + 1)) };
+  });
 const baseUrl = z
   .url({ protocol: /^https?$/ })
   .refine((value) => new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
@@ -85,6 +93,13 @@ export const configSchema = z.object({
         .string()
         .refine((value) => /^rediss?:\/\//.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL')
         .default('redis://127.0.0.1:6379'),
+      /** Sentinel mode: the sentinels (host:port) that know the primary named `sentinelName`. */
+      sentinels: z.array(redisNode).default([]),
+      sentinelName: z.string().min(1).default('mymaster'),
+      /** Cluster mode: some nodes (host:port) of the cluster. */
+      clusterNodes: z.array(redisNode).default([]),
+      /** Password of the data nodes in Sentinel and Cluster mode; standalone takes it from the URL. */
+      password: z.string().min(1).nullable().default(null),
       /** Prefix of every Redis key and channel the gateway uses, so it can share a Redis. */
       keyPrefix: z.string().min(1).default('petstore-gateway:'),
       /** A Redis command that takes longer fails (auth then answers 503). */
@@ -92,6 +107,7 @@ export const configSchema = z.object({
       connectTimeoutMs: positiveMs.default(2000),
     })
     .strict()
+    .refine((redis) => redis.sentinels.length === 0 || redis.clusterNodes.length === 0, 'set either sentinels or clusterNodes, not both')
     .prefault({}),
   auth: z
     .object({

@@ -1,6 +1,6 @@
 // A fixed-window counter in Redis shared by every gateway replica, as an express-rate-limit Store.
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../http/clock.ts';
 
@@ -20,7 +20,7 @@ end
 return {hits, ttl}
 `;
 
-type RedisWithIncrement = Redis & { rateLimitIncrement(key: string, windowMs: string): Promise<[number, number]> };
+type RedisWithIncrement = RedisClient & { rateLimitIncrement(key: string, windowMs: string): Promise<[number, number]> };
 
 export interface RedisRateLimitStoreOptions {
   prefix: string;
@@ -37,7 +37,7 @@ export class RedisRateLimitStore implements Store {
   readonly #onError: RedisRateLimitStoreOptions['onError'];
   #windowMs = 60_000;
 
-  constructor(redis: Redis, options: RedisRateLimitStoreOptions) {
+  constructor(redis: RedisClient, options: RedisRateLimitStoreOptions) {
     if (!('rateLimitIncrement' in redis)) redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
     this.#redis = redis as RedisWithIncrement;
     this.prefix = options.prefix;

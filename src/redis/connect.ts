@@ -1,12 +1,33 @@
 // Creates the ioredis clients the gateway and the CLI use, with bounded timeouts so a stuck Redis cannot hang a request.
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
 export interface RedisSettings {
-  /** redis://[:password@]host:port/db or rediss:// for TLS. */
+  /** Standalone: redis://[:password@]host:port/db or rediss:// for TLS. */
   url: string;
+  /** Sentinel: the sentinels to ask for the primary named `sentinelName`. */
+  sentinels: readonly RedisNode[];
+  sentinelName: string;
+  /** Cluster: some of its nodes; the rest are discovered. */
+  clusterNodes: readonly RedisNode[];
+  /** Password of the data nodes in Sentinel and Cluster mode (standalone takes it from the URL). */
+  password: string | null;
   commandTimeoutMs: number;
   connectTimeoutMs: number;
+}
+
+/** A standalone or Sentinel-managed connection, or a cluster: the commands the gateway uses exist on both. */
+export type RedisClient = Redis | Cluster;
+
+export function redisTopology(settings: RedisSettings): 'standalone' | 'sentinel' | 'cluster' {
+  if (settings.clusterNodes.length > 0) return 'cluster';
+  if (settings.sentinels.length > 0) return 'sentinel';
+  return 'standalone';
 }
 
 /**
@@ -23,7 +44,7 @@ export interface RedisClientOptions {
   name: string;
 }
 
-export function createRedisClient(settings: RedisSettings, options: RedisClientOptions): Redis {
+export function createRedisClient(settings: RedisSettings, options: RedisClientOptions): RedisClient {
   const redisOptions: RedisOptions = {
     connectionName: options.name,
     commandTimeout: settings.commandTimeoutMs,
@@ -34,7 +55,22 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
     retryStrategy: (attempt) => (options.role === 'tool' ? null : Math.min(50 * 2 ** attempt, 2000)),
     lazyConnect: false,
   };
-  const client = new Redis(settings.url, redisOptions);
+  const password = settings.password ?? undefined;
+  let client: RedisClient;
+  switch (redisTopology(settings)) {
+    case 'cluster':
+      client = new Cluster([...settings.clusterNodes], {
+        redisOptions: { ...redisOptions, password },
+        enableOfflineQueue: redisOptions.enableOfflineQueue,
+        clusterRetryStrategy: redisOptions.retryStrategy,
+      });
+      break;
+    case 'sentinel':
+      client = new Redis({ ...redisOptions, sentinels: [...settings.sentinels], name: settings.sentinelName, password, sentinelPassword: password });
+      break;
+    default:
+      client = new Redis(settings.url, redisOptions);
+  }
   let lastError: string | undefined;
   client.on('error', (error: Error) => {
     // Reconnect attempts raise the same error over and over: log each kind once per outage.
@@ -50,7 +86,7 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
 }
 
 /** PING with its own deadline: for readiness, which must answer even when Redis does not. */
-export async function pingRedis(client: Redis, timeoutMs = 1000): Promise<boolean> {
+export async function pingRedis(client: RedisClient, timeoutMs = 1000): Promise<boolean> {
   if (client.status !== 'ready') return false;
   const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, timeoutMs, false).unref());
   return Promise.race([client.ping().then((reply) => reply === 'PONG', () => false), timeout]);

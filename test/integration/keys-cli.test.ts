@@ -152,9 +152,9 @@ describe('REDIS_URL', () => {
       expect(result.code).toBe(0);
       const { id } = JSON.parse(result.stdout) as { id: string };
       await secured.client.select(3);
-      expect(await secured.client.sismember('petstore-gateway:key-ids', id)).toBe(1);
+      expect(await secured.client.sismember('petstore-gateway:{keys}:key-ids', id)).toBe(1);
       await secured.client.select(0);
-      expect(await secured.client.exists('petstore-gateway:key-ids')).toBe(0);
+      expect(await secured.client.exists('petstore-gateway:{keys}:key-ids')).toBe(0);
     } finally {
       await secured.stop();
     }

@@ -1,0 +1,91 @@
+// A private Sentinel setup on loopback: a primary, a replica and three sentinels, each on a free port.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { waitFor } from './start-gateway-process.ts';
+import { unusedPort } from './start-upstream.ts';
+
+export interface PrivateSentinels {
+  primaryPort: number;
+  replicaPort: number;
+  sentinelPorts: number[];
+  /** REDIS_SENTINELS for the gateway. */
+  sentinels: string;
+  name: string;
+  /** Kills the current primary (SIGKILL, as a crash would). */
+  killPrimary(): Promise<void>;
+  /** The port Sentinel currently names as primary. */
+  currentPrimaryPort(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const NAME = 'mymaster';
+
+export async function startSentinels(): Promise<PrivateSentinels> {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-sentinel-'));
+  const children: ChildProcess[] = [];
+  const run = (command: string, args: string[]) => {
+    const child = spawn(command, args, { stdio: 'ignore' });
+    children.push(child);
+    return child;
+  };
+  const server = (port: number, extra: string[] = []) =>
+    run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra]);
+
+  const primaryPort = await unusedPort();
+  const replicaPort = await unusedPort();
+  const primary = server(primaryPort);
+  server(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]);
+  const sentinelPorts: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await unusedPort();
+    sentinelPorts.push(port);
+    const file = join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      file,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${NAME} 127.0.0.1 ${primaryPort} 2`,
+        `sentinel down-after-milliseconds ${NAME} 1000`,
+        `sentinel failover-timeout ${NAME} 5000`,
+        '',
+      ].join('\n'),
+    );
+    run('redis-sentinel', [file]);
+  }
+
+  const sentinel = new Redis({ port: sentinelPorts[0], host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
+  sentinel.on('error', () => {});
+  // Ready when every sentinel sees the replica and its peers, so a failover can be agreed.
+  await waitFor(async () => {
+    const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
+    const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
+    return replicas.length === 1 && peers.length === 2;
+  }, 20_000, 100);
+
+  return {
+    primaryPort,
+    replicaPort,
+    sentinelPorts,
+    sentinels: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
+    name: NAME,
+    async killPrimary() {
+      const exited = new Promise((resolve) => primary.once('exit', resolve));
+      primary.kill('SIGKILL');
+      await exited;
+    },
+    async currentPrimaryPort() {
+      const [, port] = (await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', NAME)) as [string, string];
+      return Number(port);
+    },
+    async stop() {
+      sentinel.disconnect();
+      for (const child of children) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

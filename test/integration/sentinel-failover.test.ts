@@ -1,0 +1,112 @@
+// Redis Sentinel: the primary is killed under steady traffic; authentication and rate limits carry on after the failover.
+import { pino } from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { composeGateway } from '../../src/compose.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { systemClock } from '../../src/http/clock.ts';
+import { createRedisClient } from '../../src/redis/connect.ts';
+import { createRedisStores } from '../../src/redis/redis-stores.ts';
+import type { RunningGateway } from '../../src/server.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startSentinels, type PrivateSentinels } from '../helpers/start-sentinel.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const PEPPER = 'sentinel-failover-pepper';
+let sentinels: PrivateSentinels;
+let backend: SampleBackend;
+let gateway: RunningGateway;
+let admin: KeyAdmin;
+let adminClient: ReturnType<typeof createRedisClient>;
+
+beforeAll(async () => {
+  sentinels = await startSentinels();
+  backend = await startPetStore();
+  const env = { PORT: '0', ADMIN_PORT: '0', REDIS_SENTINELS: sentinels.sentinels, REDIS_SENTINEL_NAME: sentinels.name, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' };
+  // Short cache lifetimes, so that keys are looked up in Redis throughout the failover.
+  const config = loadConfig(env, { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 }, auth: { cache: { ttlMs: 200, negativeTtlMs: 200 } } });
+  const logger = pino({ level: 'silent' });
+  const hashKey = createKeyHasher(PEPPER);
+  gateway = await composeGateway({
+    config,
+    logger,
+    clock: systemClock,
+    hashKey,
+    stores: (metrics) => {
+      const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup });
+      return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
+    },
+  });
+  adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-admin' });
+  admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 10_000);
+}, 60_000);
+
+afterAll(async () => {
+  adminClient?.disconnect();
+  await gateway?.shutdown('test over');
+  await backend?.close();
+  await sentinels?.stop();
+});
+
+async function status(key: string): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+it('keeps refusing unknown keys and recovers authentication and rate limiting after the primary is killed', async () => {
+  const valid = await admin.create({ consumer: 'steady', environments: ['production'] });
+  const limited = await admin.create({ consumer: 'limited', environments: ['production'], rateLimitPerMinute: 1000 });
+  const unknown = `psk_live_${'U'.repeat(43)}`;
+  expect(await status(valid.key)).toBe(200);
+
+  const seen = { valid: new Map<number, number>(), unknown: new Map<number, number>() };
+  let firstFailure: number | undefined;
+  let lastFailure: number | undefined;
+  let flowing = true;
+  const traffic = (async () => {
+    while (flowing) {
+      const [validStatus, unknownStatus] = await Promise.all([status(valid.key), status(unknown)]);
+      seen.valid.set(validStatus, (seen.valid.get(validStatus) ?? 0) + 1);
+      seen.unknown.set(unknownStatus, (seen.unknown.get(unknownStatus) ?? 0) + 1);
+      if (validStatus !== 200) {
+        firstFailure ??= Date.now();
+        lastFailure = Date.now();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+
+  const killedAt = Date.now();
+  let afterFailover: Response;
+  try {
+    await sentinels.killPrimary();
+    await waitFor(async () => (await sentinels.currentPrimaryPort()) === sentinels.replicaPort, 20_000, 100);
+    // After the failover: a key created on the new primary authenticates, and rate limits count again.
+    let fresh: Awaited<ReturnType<KeyAdmin['create']>> | undefined;
+    await waitFor(async () => {
+      fresh = await admin.create({ consumer: 'after-failover', environments: ['production'] }).catch(() => undefined);
+      return fresh !== undefined;
+    }, 15_000, 100);
+    await waitFor(async () => (await status(fresh!.key)) === 200, 15_000, 50);
+    afterFailover = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${limited.key}` } });
+  } finally {
+    flowing = false;
+    await traffic;
+  }
+  expect(afterFailover.status).toBe(200);
+  expect(afterFailover.headers.get('ratelimit')).toMatch(/^"listPets"; r=\d+; t=\d+$/);
+
+  // Never a pass for an unknown key; a valid key was answered 200 or, while Redis was switching, 503.
+  expect(seen.unknown.get(200)).toBeUndefined();
+  for (const code of seen.valid.keys()) expect([200, 503]).toContain(code);
+  for (const code of seen.unknown.keys()) expect([401, 503]).toContain(code);
+  const failedMs = firstFailure === undefined ? 0 : lastFailure! - firstFailure;
+  console.info(
+    `sentinel failover: valid-key answers ${JSON.stringify(Object.fromEntries(seen.valid))}, unknown-key answers ${JSON.stringify(Object.fromEntries(seen.unknown))}; ` +
+      `requests failed (503) for ${failedMs} ms, starting ${firstFailure === undefined ? '-' : firstFailure - killedAt} ms after the kill`,
+  );
+}, 60_000);
