@@ -67,6 +67,8 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
     timeoutMs: config.upstream.timeoutMs,
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
+    totalTimeoutMs: config.upstream.totalTimeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
     onFailure: (kind, req, error) => {

@@ -50,6 +50,8 @@ export const configSchema = z.object({
   upstream: z
     .object({
       timeoutMs: positiveMs.default(10_000),
+      connectTimeoutMs: positiveMs.default(2000),
+      totalTimeoutMs: positiveMs.default(30_000),
       maxSockets: z.coerce.number().int().positive().default(256),
       maxFreeSockets: z.coerce.number().int().positive().default(64),
       circuitBreaker: z

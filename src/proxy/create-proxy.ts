@@ -13,6 +13,10 @@ export interface ProxyOptions {
   baseUrl: string;
   /** No byte from the upstream for this long: 504. */
   timeoutMs: number;
+  /** A new upstream connection must be established within this. */
+  connectTimeoutMs: number;
+  /** The whole exchange, to the last byte of the response, must finish within this. */
+  totalTimeoutMs: number;
   maxSockets: number;
   maxFreeSockets: number;
   /** Told of every failed exchange, for metrics and logs. */
@@ -64,9 +68,21 @@ export function createProxy(options: ProxyOptions): Proxy {
         context.upstreamMs = Number(process.hrtime.bigint() - startedAt) / 1e6;
       });
     });
-    proxyReq.setTimeout(options.timeoutMs, () => {
-      proxyReq.destroy(Object.assign(new Error(`upstream silent for ${options.timeoutMs} ms`), { code: UPSTREAM_TIMEOUT }));
-    });
+    const timedOut = (what: string) => Object.assign(new Error(what), { code: UPSTREAM_TIMEOUT });
+    proxyReq.setTimeout(options.timeoutMs, () => proxyReq.destroy(timedOut(`upstream silent for ${options.timeoutMs} ms`)));
+    const socket = proxyReq.socket;
+    if (socket?.connecting) {
+      const connectTimer = setTimeout(() => proxyReq.destroy(timedOut(`no upstream connection within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs);
+      socket.once('connect', () => clearTimeout(connectTimer));
+      proxyReq.once('close', () => clearTimeout(connectTimer));
+    }
+    // Before the response: 504. After its headers were relayed: the response is cut short.
+    const totalTimer = setTimeout(() => {
+      const error = timedOut(`upstream exchange over ${options.totalTimeoutMs} ms`);
+      if (res.headersSent) res.destroy(error);
+      else proxyReq.destroy(error);
+    }, options.totalTimeoutMs);
+    res.once('close', () => clearTimeout(totalTimer));
     // The body was read (and validated) by the gateway; the upstream gets the same bytes.
     if (context.rawBody) proxyReq.write(context.rawBody);
   }

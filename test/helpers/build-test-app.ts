@@ -79,6 +79,8 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
     timeoutMs: config.upstream.timeoutMs,
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
+    totalTimeoutMs: config.upstream.totalTimeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
     onFailure: (kind, req) => metrics.upstreamFailed(req.res?.locals.gateway.operation?.id ?? 'none', kind),

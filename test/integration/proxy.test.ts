@@ -117,6 +117,30 @@ describe('upstream answers', () => {
     expect(res.body).toEqual({ code: 'gateway_timeout', message: 'The pet store backend did not answer in time', status: 504 });
   });
 
+  it('answers 504 when the whole exchange outlasts upstream.totalTimeoutMs, though bytes keep coming', async () => {
+    upstream = await startScriptedUpstream((_req, res) => {
+      // Headers after 300 ms: never silent for the 1 s idle timeout, but over the 200 ms total.
+      setTimeout(() => res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]'), 300);
+    });
+    scripted = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { UPSTREAM_TIMEOUT_MS: '1000' }, overrides: { upstream: { totalTimeoutMs: 200 } } });
+    const res = await request(scripted.app).get('/v1/pets').set('Authorization', `Bearer ${scripted.apiKey}`);
+    expect(res.status).toBe(504);
+    expect(res.body).toEqual({ code: 'gateway_timeout', message: 'The pet store backend did not answer in time', status: 504 });
+  });
+
+  it('cuts a response that trickles past upstream.totalTimeoutMs', async () => {
+    const res = await (async () => {
+      upstream = await startScriptedUpstream((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '100' });
+        const drip = setInterval(() => (res.writableEnded ? clearInterval(drip) : res.write(' ')), 50);
+        res.on('close', () => clearInterval(drip));
+      });
+      scripted = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { UPSTREAM_TIMEOUT_MS: '1000' }, overrides: { upstream: { totalTimeoutMs: 300 } } });
+      return request(scripted.app).get('/v1/pets').set('Authorization', `Bearer ${scripted.apiKey}`);
+    })().catch((error: Error) => error);
+    expect(res).toBeInstanceOf(Error);
+  });
+
   it('answers 502 when the upstream resets the connection', async () => {
     const res = await through((req) => {
       req.socket.destroy();
