@@ -1,0 +1,72 @@
+// Redis Cluster: keys, revocation events and rate-limit counters work across the cluster's slots.
+import { pino } from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { composeGateway } from '../../src/compose.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { systemClock } from '../../src/http/clock.ts';
+import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import { createRedisStores } from '../../src/redis/redis-stores.ts';
+import type { RunningGateway } from '../../src/server.ts';
+import { startCluster, type PrivateCluster } from '../helpers/start-cluster.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+let cluster: PrivateCluster;
+let backend: SampleBackend;
+let gateway: RunningGateway;
+let adminClient: RedisClient;
+let admin: KeyAdmin;
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  backend = await startPetStore();
+  const config = loadConfig(
+    { PORT: '0', ADMIN_PORT: '0', REDIS_CLUSTER_NODES: cluster.nodes, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
+    { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 } },
+  );
+  const logger = pino({ level: 'silent' });
+  const hashKey = createKeyHasher('cluster-test-pepper-01');
+  gateway = await composeGateway({
+    config,
+    logger,
+    clock: systemClock,
+    hashKey,
+    stores: (metrics) => {
+      const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup });
+      return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
+    },
+  });
+  adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-admin' });
+  admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 15_000);
+}, 60_000);
+afterAll(async () => {
+  adminClient?.disconnect();
+  await gateway?.shutdown('test over');
+  await backend?.close();
+  await cluster?.stop();
+});
+
+const status = async (key: string) => {
+  const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+  await res.arrayBuffer();
+  return res.status;
+};
+
+it('authenticates, rate-limits and revokes with keys in a Redis Cluster', async () => {
+  const issued = await admin.create({ consumer: 'cluster', environments: ['production'], rateLimitPerMinute: 3 });
+  expect(await status(issued.key)).toBe(200);
+  expect(await status(issued.key)).toBe(200);
+  expect(await status(issued.key)).toBe(200);
+  expect(await status(issued.key)).toBe(429);
+  expect(await status(`psk_live_${'K'.repeat(43)}`)).toBe(401);
+  expect((await admin.list()).map((record) => record.id)).toContain(issued.record.id);
+
+  const other = await admin.create({ consumer: 'cluster-2', environments: ['production'] });
+  expect(await status(other.key)).toBe(200);
+  await admin.revoke(other.record.id);
+  await waitFor(async () => (await status(other.key)) === 401, 1000, 20);
+});
