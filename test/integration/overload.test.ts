@@ -52,6 +52,35 @@ describe('load shedding', () => {
   });
 });
 
+describe('the connection cap', () => {
+  it('closes connections beyond listen.maxConnections while the open ones are served', async () => {
+    const { port } = await start({ listen: { maxConnections: 2 } }, (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]');
+    });
+    const open = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
+    for (const socket of open) socket.on('error', () => undefined);
+    await Promise.all(open.map((socket) => new Promise((resolve) => socket.once('connect', resolve))));
+    const extra = connect(port, '127.0.0.1');
+    const closed = await new Promise<boolean>((resolve) => {
+      extra.once('close', () => resolve(true));
+      extra.once('error', () => resolve(true)); // reset by the listener: refused too
+      extra.once('data', () => resolve(false));
+      extra.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n');
+    });
+    expect(closed).toBe(true);
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      open[0]!.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (text.includes('\r\n\r\n')) resolve(text);
+      });
+      open[0]!.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway!.apiKey}\r\n\r\n`);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    for (const socket of open) socket.destroy();
+  });
+});
+
 describe('slow clients', () => {
   it('cuts off clients that trickle their headers with a 408 Error body, while others are served', async () => {
     const { port } = await start({ listen: { headersTimeoutMs: 1000, requestTimeoutMs: 1500 } }, (_req, res) => {
