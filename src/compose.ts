@@ -12,6 +12,7 @@ import { loadContract } from './contract/compile-contract.ts';
 import type { Clock } from './http/clock.ts';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
 import { createProxy } from './proxy/create-proxy.ts';
+import { createRedisStores, type RedisStores } from './redis/redis-stores.ts';
 import { startGateway, type RunningGateway } from './server.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
@@ -103,4 +104,26 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
     },
   });
   return { ...running, metrics };
+}
+
+/** The production wiring: keys and rate-limit counters in Redis, reporting into the metrics. */
+export async function composeRedisGateway(
+  options: Omit<ComposeOptions, 'stores'>,
+): Promise<RunningGateway & { metrics: GatewayMetrics; redis: RedisStores }> {
+  const { config, logger, clock } = options;
+  let redis: RedisStores | undefined;
+  const running = await composeGateway({
+    ...options,
+    stores: (metrics) => {
+      redis = createRedisStores(config, {
+        logger,
+        clock,
+        onLookup: metrics.keyCacheLookup,
+        onRateLimitStoreError: metrics.rateLimitStoreError,
+      });
+      return { keyStore: redis.keyStore, rateLimitStore: redis.rateLimitStore, checks: [redis.readiness], close: redis.close };
+    },
+  });
+  if (!redis) throw new Error('composeGateway did not build the stores');
+  return { ...running, redis };
 }

@@ -1,11 +1,10 @@
 // npm start: the production gateway. Config from config/ and the environment, keys in Redis.
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
-import { composeGateway } from './compose.ts';
+import { composeRedisGateway } from './compose.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { systemClock } from './http/clock.ts';
 import { createLogger } from './observability/logger.ts';
-import { createRedisStores } from './redis/redis-stores.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -19,21 +18,7 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  const gateway = await composeGateway({
-    config,
-    logger,
-    clock,
-    hashKey,
-    stores: (metrics) => {
-      const redis = createRedisStores(config, {
-        logger,
-        clock,
-        onLookup: metrics.keyCacheLookup,
-        onRateLimitStoreError: metrics.rateLimitStoreError,
-      });
-      return { keyStore: redis.keyStore, rateLimitStore: redis.rateLimitStore, checks: [redis.readiness], close: redis.close };
-    },
-  });
+  const gateway = await composeRedisGateway({ config, logger, clock, hashKey });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {

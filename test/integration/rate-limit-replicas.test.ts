@@ -1,18 +1,12 @@
 // Rate limits shared through a real Redis: N gateway processes enforce one limit together, not N times it.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KeyAdmin } from '../../src/auth/key-admin.ts';
-import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { composeGateway } from '../../src/compose.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { systemClock } from '../../src/http/clock.ts';
-import { createRedisStores } from '../../src/redis/redis-stores.ts';
-import type { RunningGateway } from '../../src/server.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
 import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
 const PEPPER = 'rate-limit-replicas-pepper';
@@ -76,32 +70,17 @@ describe('one limit across replicas', () => {
 });
 
 describe('windows and store failures, in process', () => {
-  async function inProcessGateway(overrides: Record<string, unknown>, redisUrl: string): Promise<{ gateway: RunningGateway; key: string; admin: KeyAdmin; close(): Promise<void> }> {
+  async function inProcessGateway(overrides: Record<string, unknown>, redisUrl: string): Promise<{ gateway: RedisGateway; key: string; close(): Promise<void> }> {
     const config = loadConfig({ PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' }, {
       shutdown: { drainDelayMs: 0, gracePeriodMs: 500 },
       ...overrides,
     });
-    const hashKey = createKeyHasher(PEPPER);
-    const logger = pino({ level: 'silent' });
-    const gateway = await composeGateway({
-      config,
-      logger,
-      clock: systemClock,
-      hashKey,
-      stores: (metrics) => {
-        const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup, onRateLimitStoreError: metrics.rateLimitStoreError });
-        return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
-      },
-    });
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
-    const { Redis } = await import('ioredis');
-    const adminRedis = new Redis(redisUrl);
-    const admin = new KeyAdmin(adminRedis, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
-    const { key } = await admin.create({ consumer: 'window', environments: ['production'] });
-    return { gateway, key, admin, close: async () => (adminRedis.disconnect(), gateway.shutdown('test over')) };
+    const gateway = await startRedisGateway(config, { pepper: PEPPER });
+    const { key } = await gateway.admin.create({ consumer: 'window', environments: ['production'] });
+    return { gateway, key, close: () => gateway.close() };
   }
 
-  const get = (gateway: RunningGateway, key: string) =>
+  const get = (gateway: RedisGateway, key: string) =>
     fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } }).then(async (res) => (await res.arrayBuffer(), res));
 
   it('starts a fresh window once the old one has passed', async () => {

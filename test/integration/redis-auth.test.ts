@@ -1,19 +1,15 @@
 // Authentication against keys in a real Redis: scoping, expiry, caching, revocation, and Redis outages.
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { KeyAdmin } from '../../src/auth/key-admin.ts';
-import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { createRedisStores, type RedisStores } from '../../src/redis/redis-stores.ts';
-import { composeGateway } from '../../src/compose.ts';
+import type { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/http/clock.ts';
-import type { RunningGateway } from '../../src/server.ts';
+import type { RedisStores } from '../../src/redis/redis-stores.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
 const PEPPER = 'redis-auth-test-pepper-01';
@@ -21,10 +17,9 @@ const CACHE_TTL_MS = 30_000;
 
 let redis: PrivateRedis;
 let backend: SampleBackend;
-let gateway: RunningGateway;
+let gateway: RedisGateway;
 let keys: RedisStores;
 let admin: KeyAdmin;
-let adminRedis: Redis;
 const clock = fixedClock(TEST_NOW);
 
 beforeAll(async () => {
@@ -34,27 +29,13 @@ beforeAll(async () => {
     { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
     { shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 }, auth: { cache: { ttlMs: CACHE_TTL_MS, negativeTtlMs: 5000 } } },
   );
-  const logger = pino({ level: 'silent' });
-  const hashKey = createKeyHasher(PEPPER);
-  gateway = await composeGateway({
-    config,
-    logger,
-    clock,
-    hashKey,
-    stores: (metrics) => {
-      keys = createRedisStores(config, { logger, clock, onLookup: metrics.keyCacheLookup });
-      return { keyStore: keys.keyStore, rateLimitStore: keys.rateLimitStore, checks: [keys.readiness], close: keys.close };
-    },
-  });
-  adminRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  adminRedis.on('error', () => {});
-  admin = new KeyAdmin(adminRedis, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+  gateway = await startRedisGateway(config, { pepper: PEPPER, clock });
+  keys = gateway.redis;
+  admin = gateway.admin;
 });
 beforeEach(() => clock.set(TEST_NOW));
 afterAll(async () => {
-  adminRedis.disconnect();
-  await gateway.shutdown('test over');
+  await gateway.close();
   await backend.close();
   await redis.stop();
 });

@@ -1,23 +1,16 @@
 // Redis Cluster: keys, revocation events and rate-limit counters work across the cluster's slots.
-import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KeyAdmin } from '../../src/auth/key-admin.ts';
-import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { composeGateway } from '../../src/compose.ts';
+import type { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { systemClock } from '../../src/http/clock.ts';
-import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
-import { createRedisStores } from '../../src/redis/redis-stores.ts';
-import type { RunningGateway } from '../../src/server.ts';
 import { startCluster, type PrivateCluster } from '../helpers/start-cluster.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
 let cluster: PrivateCluster;
 let backend: SampleBackend;
-let gateway: RunningGateway;
-let adminClient: RedisClient;
+let gateway: RedisGateway;
 let admin: KeyAdmin;
 
 beforeAll(async () => {
@@ -27,25 +20,11 @@ beforeAll(async () => {
     { PORT: '0', ADMIN_PORT: '0', REDIS_CLUSTER_NODES: cluster.nodes, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
     { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 } },
   );
-  const logger = pino({ level: 'silent' });
-  const hashKey = createKeyHasher('cluster-test-pepper-01');
-  gateway = await composeGateway({
-    config,
-    logger,
-    clock: systemClock,
-    hashKey,
-    stores: (metrics) => {
-      const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup });
-      return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
-    },
-  });
-  adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-admin' });
-  admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 15_000);
+  gateway = await startRedisGateway(config, { pepper: 'cluster-test-pepper-01' });
+  admin = gateway.admin;
 }, 60_000);
 afterAll(async () => {
-  adminClient?.disconnect();
-  await gateway?.shutdown('test over');
+  await gateway?.close();
   await backend?.close();
   await cluster?.stop();
 });

@@ -1,25 +1,17 @@
 // Redis Sentinel: the primary is killed under steady traffic; authentication and rate limits carry on after the failover.
-import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KeyAdmin } from '../../src/auth/key-admin.ts';
-import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { composeGateway } from '../../src/compose.ts';
+import type { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { systemClock } from '../../src/http/clock.ts';
-import { createRedisClient } from '../../src/redis/connect.ts';
-import { createRedisStores } from '../../src/redis/redis-stores.ts';
-import type { RunningGateway } from '../../src/server.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startSentinels, type PrivateSentinels } from '../helpers/start-sentinel.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
-const PEPPER = 'sentinel-failover-pepper';
 let sentinels: PrivateSentinels;
 let backend: SampleBackend;
-let gateway: RunningGateway;
+let gateway: RedisGateway;
 let admin: KeyAdmin;
-let adminClient: ReturnType<typeof createRedisClient>;
 
 beforeAll(async () => {
   sentinels = await startSentinels();
@@ -27,26 +19,12 @@ beforeAll(async () => {
   const env = { PORT: '0', ADMIN_PORT: '0', REDIS_SENTINELS: sentinels.sentinels, REDIS_SENTINEL_NAME: sentinels.name, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' };
   // Short cache lifetimes, so that keys are looked up in Redis throughout the failover.
   const config = loadConfig(env, { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 }, auth: { cache: { ttlMs: 200, negativeTtlMs: 200 } } });
-  const logger = pino({ level: 'silent' });
-  const hashKey = createKeyHasher(PEPPER);
-  gateway = await composeGateway({
-    config,
-    logger,
-    clock: systemClock,
-    hashKey,
-    stores: (metrics) => {
-      const stores = createRedisStores(config, { logger, clock: systemClock, onLookup: metrics.keyCacheLookup });
-      return { keyStore: stores.keyStore, rateLimitStore: stores.rateLimitStore, checks: [stores.readiness], close: stores.close };
-    },
-  });
-  adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-admin' });
-  admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 10_000);
+  gateway = await startRedisGateway(config, { pepper: 'sentinel-failover-pepper' });
+  admin = gateway.admin;
 }, 60_000);
 
 afterAll(async () => {
-  adminClient?.disconnect();
-  await gateway?.shutdown('test over');
+  await gateway?.close();
   await backend?.close();
   await sentinels?.stop();
 });

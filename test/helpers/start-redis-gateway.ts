@@ -1,0 +1,32 @@
+// The production gateway wiring in process, on a given Redis setup, with a key admin on the same Redis.
+import { pino } from 'pino';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { composeRedisGateway } from '../../src/compose.ts';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import { systemClock, type Clock } from '../../src/http/clock.ts';
+import { createRedisClient } from '../../src/redis/connect.ts';
+import { waitFor } from './start-gateway-process.ts';
+
+export type RedisGateway = Awaited<ReturnType<typeof composeRedisGateway>> & {
+  admin: KeyAdmin;
+  close(): Promise<void>;
+};
+
+/** Resolves once /readyz says ready. The admin's client waits out failovers instead of failing at once. */
+export async function startRedisGateway(config: GatewayConfig, options: { pepper: string; clock?: Clock }): Promise<RedisGateway> {
+  const clock = options.clock ?? systemClock;
+  const hashKey = createKeyHasher(options.pepper);
+  const gateway = await composeRedisGateway({ config, logger: pino({ level: 'silent' }), clock, hashKey });
+  const adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-key-admin' });
+  const admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 15_000);
+  return {
+    ...gateway,
+    admin,
+    async close() {
+      adminClient.disconnect();
+      await gateway.shutdown('test over');
+    },
+  };
+}
