@@ -41,12 +41,10 @@ export class CachedKeyStore implements KeyStore {
   }
 
   async findByHash(keyHash: string): Promise<KeyRecord | undefined> {
-    if (this.#cache.has(keyHash)) {
-      this.#onLookup?.('hit');
-    } else {
-      this.#onLookup?.('miss');
-    }
-    const entry = await this.#cache.fetch(keyHash);
+    // One cache operation per request; the status says whether it was answered from the cache.
+    const status: LRUCache.Status<string, Entry> = {};
+    const entry = await this.#cache.fetch(keyHash, { status });
+    this.#onLookup?.(status.fetch === 'hit' ? 'hit' : 'miss');
     return entry?.record ?? undefined;
   }
 

@@ -146,6 +146,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['environment'] as const,
     registers,
   });
+  const inFlightSeries = inFlight.labels({ environment });
   new Gauge({
     name: name('build_info'),
     help: 'Always 1; the labels say which gateway build runs where.',
@@ -200,9 +201,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   return {
     registry,
-    requestStarted: () => inFlight.inc({ environment }),
+    requestStarted: () => inFlightSeries.inc(),
     requestCompleted(request) {
-      inFlight.dec({ environment });
+      inFlightSeries.dec();
       // Methods and status codes are bounded by Node's HTTP parser; operations by the document.
       const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);
       series.count.inc();
