@@ -71,6 +71,8 @@ function load(port: number, key: string, durationS = DURATION_S): Promise<Report
 }
 
 const sentinels = await startSentinels();
+// Its stop() kills synchronously: no Redis or sentinel outlives a failed run either.
+process.on('exit', () => void sentinels.stop());
 const backendPort = await unusedPort();
 let backend = spawnLogged('backend', ['bench/backend.ts', String(backendPort)]);
 await waitForLine('backend', /"port"/);
