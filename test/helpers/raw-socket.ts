@@ -1,0 +1,177 @@
+// Byte-for-byte HTTP for protocol tests: a client that writes exact bytes, and an upstream that records what it receives.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+
+export interface RawAnswer {
+  /** Everything the gateway wrote, as latin1 text (one char per byte). */
+  text: string;
+  /** The status of every response on the connection, in order: more than one per request is a defect. */
+  statuses: number[];
+  /** Whether the gateway closed the connection before the deadline. */
+  closed: boolean;
+}
+
+export interface RawSendOptions {
+  /** Give up waiting after this long (default 2000 ms); the answer so far is returned. */
+  waitMs?: number;
+  /** Resolve as soon as this many complete responses arrived (default: wait for close or the deadline). */
+  responses?: number;
+  /** Written after the first bytes, once the first response head arrived (for Expect: 100-continue). */
+  afterFirstResponse?: string | Buffer;
+}
+
+/** Splits a byte stream of responses; each body is framed by Content-Length (the gateway never chunks errors). */
+export function parseResponses(text: string): Array<{ status: number; headers: Record<string, string>; body: string }> {
+  const responses: Array<{ status: number; headers: Record<string, string>; body: string }> = [];
+  let rest = text;
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const end = rest.indexOf('\r\n\r\n');
+    if (end === -1) break;
+    const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
+    const status = Number(statusLine!.slice(9, 12));
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      const name = line.slice(0, colon).toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    }
+    const length = status === 100 || status === 204 || status === 304 ? 0 : Number(headers['content-length'] ?? 0);
+    const chunked = headers['transfer-encoding']?.includes('chunked');
+    let body = '';
+    let next = end + 4;
+    if (chunked) {
+      for (;;) {
+        const lineEnd = rest.indexOf('\r\n', next);
+        if (lineEnd === -1) break;
+        const size = parseInt(rest.slice(next, lineEnd), 16);
+        next = lineEnd + 2 + size + 2;
+        if (size === 0) break;
+        body += rest.slice(lineEnd + 2, lineEnd + 2 + size);
+      }
+    } else {
+      body = rest.slice(next, next + length);
+      next += length;
+    }
+    responses.push({ status, headers, body });
+    rest = rest.slice(next);
+  }
+  return responses;
+}
+
+/** Opens a connection, writes `bytes` exactly, and collects the answer. */
+export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOptions = {}): Promise<RawAnswer> {
+  const { waitMs = 2000 } = options;
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    let text = '';
+    let closed = false;
+    let sentFollowUp = false;
+    const finish = () => {
+      clearTimeout(deadline);
+      socket.destroy();
+      resolve({ text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1])), closed });
+    };
+    const deadline = setTimeout(finish, waitMs);
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (options.afterFirstResponse !== undefined && !sentFollowUp && text.includes('\r\n\r\n')) {
+        sentFollowUp = true;
+        socket.write(options.afterFirstResponse);
+      }
+      if (options.responses !== undefined && parseResponses(text).filter((r) => r.status >= 200).length >= options.responses) finish();
+    });
+    socket.on('close', () => {
+      closed = true;
+      finish();
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      // A reset after the answer was written still leaves the answer to inspect.
+      if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return;
+      clearTimeout(deadline);
+      reject(error);
+    });
+  });
+}
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  /** Header names and values exactly as received, in order. */
+  rawHeaders: string[];
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+export interface RecordingUpstream {
+  port: number;
+  /** As the gateway's UPSTREAM_URL wants it. */
+  baseUrl: string;
+  requests: RecordedRequest[];
+  /** Every byte received, per connection, in arrival order. */
+  connections: string[];
+  close(): Promise<void>;
+}
+
+/** An upstream that records each request whole and answers with `respond` (default: 200 `[]`). */
+export async function startRecordingUpstream(
+  respond: (req: RecordedRequest, res: ServerResponse) => void = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '2' });
+    res.end('[]');
+  },
+): Promise<RecordingUpstream> {
+  const requests: RecordedRequest[] = [];
+  const connections: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const recorded = { method: req.method ?? '', url: req.url ?? '', rawHeaders: req.rawHeaders, headers: req.headers, body: Buffer.concat(chunks) };
+      requests.push(recorded);
+      respond(recorded, res);
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    const index = connections.push('') - 1;
+    socket.on('data', (chunk: Buffer) => (connections[index] += chunk.toString('latin1')));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    connections,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A TCP upstream that answers every connection with bytes no HTTP library would write (101 to a GET, cut bodies). */
+export async function startRawUpstream(answer: (socket: Socket, received: string) => void): Promise<{ port: number; baseUrl: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (received.includes('\r\n\r\n')) answer(socket, received);
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
