@@ -18,7 +18,6 @@ import type { GatewayMetrics } from './observability/metrics.ts';
 import { createObserve } from './observability/observe.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
-import { createCircuitBreaker } from './proxy/circuit-breaker.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
 
 export interface AppDependencies {
@@ -78,7 +77,8 @@ export function createApp(deps: AppDependencies): Express {
       onPassedUnlimited: deps.metrics.rateLimitPassed,
     }),
     createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes }),
-    createCircuitBreaker(deps.proxy.handler, { ...config.upstream.circuitBreaker, onStateChange: deps.metrics.upstreamCircuit }),
+    // Through the circuit breaker to the upstream; the breaker counts what the exchange reports.
+    deps.proxy.handler,
   );
   app.use(contract.basePath, api);
 

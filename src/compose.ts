@@ -12,6 +12,7 @@ import { loadContract } from './contract/compile-contract.ts';
 import type { Clock } from './http/clock.ts';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
 import { createProxy } from './proxy/create-proxy.ts';
+import { describeUpstreamFailure } from './proxy/upstream-failure.ts';
 import { createRedisStores, type RedisStores } from './redis/redis-stores.ts';
 import { startGateway, type RunningGateway } from './server.ts';
 
@@ -58,6 +59,7 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
+    operations: contract.operations.map((operation) => operation.id),
     sunsets: contract.operations.flatMap((operation) =>
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
@@ -67,15 +69,16 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
   const { keyStore, rateLimitStore, checks } = stores;
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
-    timeoutMs: config.upstream.timeoutMs,
+    idleTimeoutMs: config.upstream.timeoutMs,
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     totalTimeoutMs: config.upstream.totalTimeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
-    onFailure: (kind, req, error) => {
-      const operation = req.res?.locals.gateway.operation?.id ?? 'none';
+    circuitBreaker: { ...config.upstream.circuitBreaker, onStateChange: metrics.upstreamCircuit },
+    onFailure: (kind, operation, error) => {
       metrics.upstreamFailed(operation, kind);
-      logger.warn({ kind, operation, err: error }, 'upstream exchange failed');
+      // A decided refusal, not a bug: no stack, and never the raw bytes a parser error carries.
+      logger.warn({ operation, upstreamFailure: describeUpstreamFailure(error) }, 'upstream exchange failed');
     },
   });
   const app = createApp({

@@ -1,7 +1,8 @@
 // Fails fast while the upstream is down, instead of making every client wait for it to time out.
-import type { RequestHandler } from 'express';
-import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhenResult } from 'cockatiel';
+import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen } from 'cockatiel';
 import { GatewayError } from '../errors/gateway-error.ts';
+import type { ExchangeOutcome } from './exchange.ts';
+import { UpstreamFailure } from './upstream-failure.ts';
 
 export interface CircuitBreakerOptions {
   /** Consecutive failed exchanges (refused, reset, timed out, or a 502/503/504 answer) that open the circuit. */
@@ -22,28 +23,31 @@ const STATE_NAMES: Record<CircuitState, 'closed' | 'open' | 'half_open'> = {
 /** Upstream answers that say the upstream itself is unwell; other 5xx are the application's business. */
 const UNHEALTHY_STATUSES = new Set([502, 503, 504]);
 
+/** An exchange failed when it did not complete or the upstream said it is unwell; a client leaving is no failure. */
+export function isUnhealthy(outcome: ExchangeOutcome): boolean {
+  return outcome.failure !== undefined || (!outcome.clientClosed && UNHEALTHY_STATUSES.has(outcome.status));
+}
+
+export type GuardedExchange = (attempt: () => Promise<ExchangeOutcome>) => Promise<ExchangeOutcome>;
+
 /**
- * Wraps the proxy stage. An exchange counts as failed when it did not complete or the upstream
- * answered 502/503/504; client errors and other answers count as success.
+ * Wraps the exchange itself: it counts what the exchange reports (a thrown UpstreamFailure or an
+ * unhealthy outcome), and while open refuses with 503 upstream_unavailable without calling it.
  */
-export function createCircuitBreaker(proxy: RequestHandler, options: CircuitBreakerOptions): RequestHandler {
-  const policy = circuitBreaker(handleWhenResult((outcome) => outcome === 'unhealthy'), {
-    halfOpenAfter: options.openMs,
-    breaker: new ConsecutiveBreaker(options.failureThreshold),
-  });
+export function createCircuitBreaker(options: CircuitBreakerOptions): GuardedExchange {
+  const policy = circuitBreaker(
+    handleWhen((error) => error instanceof UpstreamFailure).orWhenResult((outcome) => isUnhealthy(outcome as ExchangeOutcome)),
+    { halfOpenAfter: options.openMs, breaker: new ConsecutiveBreaker(options.failureThreshold) },
+  );
   if (options.onStateChange) {
     const report = options.onStateChange;
     policy.onStateChange((state) => report(STATE_NAMES[state]));
   }
   const retryAfter = String(Math.max(1, Math.ceil(options.openMs / 1000)));
 
-  return async function proxyThroughBreaker(req, res, next) {
+  return async function guardedExchange(attempt) {
     try {
-      await policy.execute(async () => {
-        await proxy(req, res, next);
-        const { upstreamFailure, upstreamStatus } = res.locals.gateway;
-        return upstreamFailure !== undefined || (upstreamStatus !== undefined && UNHEALTHY_STATUSES.has(upstreamStatus)) ? 'unhealthy' : 'healthy';
-      });
+      return await policy.execute(attempt);
     } catch (error) {
       if (!(error instanceof BrokenCircuitError)) throw error;
       throw new GatewayError('upstream_unavailable', 'The pet store backend is unavailable; retry shortly', {

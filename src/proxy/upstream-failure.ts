@@ -1,15 +1,34 @@
-// Maps a failed upstream exchange to the gateway's Error: a pure table, tested row by row.
+// Names why an upstream exchange failed and maps that to the gateway's Error: pure tables, tested row by row.
 import { GatewayError } from '../errors/gateway-error.ts';
 
-export type UpstreamFailureKind = 'timeout' | 'refused' | 'reset' | 'dns' | 'other';
+/** Every way an exchange can fail; metrics are labelled with these (and initialised at 0 for each). */
+export const UPSTREAM_FAILURE_KINDS = [
+  'connect_timeout',
+  'headers_timeout',
+  'idle_timeout',
+  'total_timeout',
+  'refused',
+  'reset',
+  'dns',
+  'protocol',
+  'other',
+] as const;
 
-/** Raised by the gateway itself when the upstream stays silent past the configured timeout. */
-export const UPSTREAM_TIMEOUT = 'UPSTREAM_TIMEOUT';
+export type UpstreamFailureKind = (typeof UPSTREAM_FAILURE_KINDS)[number];
+
+/** A failed exchange, raised by the exchange itself with the kind it observed (a timer, an upgrade...). */
+export class UpstreamFailure extends Error {
+  readonly kind: UpstreamFailureKind;
+
+  constructor(kind: UpstreamFailureKind, message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.name = 'UpstreamFailure';
+    this.kind = kind;
+  }
+}
 
 const KIND_BY_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
-  [UPSTREAM_TIMEOUT]: 'timeout',
-  ETIMEDOUT: 'timeout',
-  ESOCKETTIMEDOUT: 'timeout',
+  ETIMEDOUT: 'connect_timeout',
   ECONNREFUSED: 'refused',
   EHOSTUNREACH: 'refused',
   ENETUNREACH: 'refused',
@@ -20,21 +39,38 @@ const KIND_BY_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
   EAI_AGAIN: 'dns',
 };
 
+/** The kind of a socket or parser error; llhttp's `HPE_*` codes mean the upstream did not speak HTTP/1.1. */
 export function classifyUpstreamFailure(error: unknown): UpstreamFailureKind {
+  if (error instanceof UpstreamFailure) return error.kind;
   const code = (error as { code?: unknown } | null)?.code;
-  return (typeof code === 'string' && KIND_BY_CODE[code]) || 'other';
+  if (typeof code !== 'string') return 'other';
+  if (code.startsWith('HPE_')) return 'protocol';
+  return KIND_BY_CODE[code] ?? 'other';
 }
 
-export function upstreamFailureError(error: unknown): GatewayError {
+const WHY: Readonly<Record<UpstreamFailureKind, string>> = {
+  connect_timeout: 'did not accept a connection in time',
+  headers_timeout: 'did not answer in time',
+  idle_timeout: 'stopped sending its answer',
+  total_timeout: 'did not finish its answer in time',
+  refused: 'refused the connection',
+  reset: 'closed the connection before answering',
+  dns: 'could not be found',
+  protocol: 'answered with something other than an HTTP response',
+  other: 'could not be reached',
+};
+
+/** Timeouts are 504; everything else is 502. */
+export function upstreamFailureError(kind: UpstreamFailureKind, cause?: unknown): GatewayError {
+  const timedOut = kind.endsWith('_timeout');
+  return new GatewayError(timedOut ? 'gateway_timeout' : 'bad_gateway', `The pet store backend ${WHY[kind]}`, { cause });
+}
+
+/** What a log line may say about a failure: never the raw bytes a parser error carries (`rawPacket`). */
+export function describeUpstreamFailure(error: unknown): { kind: UpstreamFailureKind; message: string; code?: string } {
   const kind = classifyUpstreamFailure(error);
-  if (kind === 'timeout') {
-    return new GatewayError('gateway_timeout', 'The pet store backend did not answer in time', { cause: error });
-  }
-  const why = {
-    refused: 'refused the connection',
-    reset: 'closed the connection before answering',
-    dns: 'could not be found',
-    other: 'could not be reached',
-  }[kind];
-  return new GatewayError('bad_gateway', `The pet store backend ${why}`, { cause: error });
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof UpstreamFailure ? error.cause : error;
+  const code = (cause as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? { kind, message, code } : { kind, message };
 }

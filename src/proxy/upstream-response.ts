@@ -68,10 +68,25 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResponse): void {
+export interface RelayHooks {
+  /** The status line and headers were written to the client: an Error answer is no longer possible. */
+  onHeadRelayed(): void;
+  /** The whole response was written. */
+  onRelayed(): void;
+}
+
+/**
+ * Success answers stream through as they come. Error answers are read first (up to 64 KiB) to see
+ * whether they are Error-shaped; if the upstream cuts one short, nothing has been relayed and the
+ * exchange fails with an Error answer of the gateway's own.
+ */
+export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResponse, hooks: RelayHooks): void {
   const status = upstream.statusCode ?? 502;
+  res.once('finish', hooks.onRelayed);
   if (status < 400) {
     copyHead(upstream, res);
+    res.writeHead(res.statusCode);
+    hooks.onHeadRelayed();
     upstream.pipe(res);
     return;
   }
@@ -85,6 +100,7 @@ export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResp
   });
   upstream.on('end', () => {
     if (res.headersSent || res.destroyed) return;
+    hooks.onHeadRelayed();
     const body = Buffer.concat(chunks);
     if (!tooLarge && isErrorBody(parseJson(body))) {
       copyHead(upstream, res, new Set(['content-length']));

@@ -72,18 +72,20 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     environment,
     version: 'test',
     processMetrics: false,
+    operations: contract.operations.map((operation) => operation.id),
     sunsets: contract.operations.flatMap((operation) =>
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
   });
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
-    timeoutMs: config.upstream.timeoutMs,
+    idleTimeoutMs: config.upstream.timeoutMs,
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     totalTimeoutMs: config.upstream.totalTimeoutMs,
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
-    onFailure: (kind, req) => metrics.upstreamFailed(req.res?.locals.gateway.operation?.id ?? 'none', kind),
+    circuitBreaker: { ...config.upstream.circuitBreaker, onStateChange: metrics.upstreamCircuit },
+    onFailure: (kind, operation) => metrics.upstreamFailed(operation, kind),
   });
 
   function addKey(fields: Partial<KeyRecord> = {}): string {

@@ -125,7 +125,7 @@ describe('upstream answers', () => {
     scripted = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { UPSTREAM_TIMEOUT_MS: '1000' }, overrides: { upstream: { totalTimeoutMs: 200 } } });
     const res = await request(scripted.app).get('/v1/pets').set('Authorization', `Bearer ${scripted.apiKey}`);
     expect(res.status).toBe(504);
-    expect(res.body).toEqual({ code: 'gateway_timeout', message: 'The pet store backend did not answer in time', status: 504 });
+    expect(res.body).toEqual({ code: 'gateway_timeout', message: 'The pet store backend did not finish its answer in time', status: 504 });
   });
 
   it('cuts a response that trickles past upstream.totalTimeoutMs', async () => {
