@@ -13,6 +13,7 @@ import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './http/clock.ts';
 import { createLoadShedding } from './http/load-shedding.ts';
 import { createRequestId } from './http/request-id.ts';
+import { createRequestTarget } from './http/request-target.ts';
 import { createAccessLog } from './observability/logger.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createObserve } from './observability/observe.ts';
@@ -51,6 +52,7 @@ export function createApp(deps: AppDependencies): Express {
   app.use(createObserve(deps.metrics));
   app.use(createLoadShedding({ maxInFlight: config.listen.maxInFlight, onShed: deps.metrics.shed }));
   app.use(createAccessLog(logger, config.environment));
+  app.use(createRequestTarget());
 
   const api = express.Router({ caseSensitive: true, strict: true });
   api.use(

@@ -5,8 +5,9 @@ import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
 import type { GatewayConfig } from './config/schema.ts';
-import { answerClientError } from './http/client-error.ts';
+import { createClientErrorHandler } from './http/client-error.ts';
 import { makeDrainable } from './http/graceful-shutdown.ts';
+import { serveInTurn } from './http/serve-in-turn.ts';
 
 export interface RunningGateway {
   port: number;
@@ -37,20 +38,29 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config, logger } = options;
   let accepting = true;
-  const publicServer = createServer(
-    {
-      keepAliveTimeout: config.listen.keepAliveTimeoutMs,
-      headersTimeout: config.listen.headersTimeoutMs,
-      requestTimeout: config.listen.requestTimeoutMs,
-      // How often Node checks the two timeouts above (default 30 s): a slow client is cut off within a second of its deadline.
-      connectionsCheckingInterval: 1000,
-    },
-    options.app,
-  );
+  const publicServer = createServer({
+    keepAliveTimeout: config.listen.keepAliveTimeoutMs,
+    headersTimeout: config.listen.headersTimeoutMs,
+    requestTimeout: config.listen.requestTimeoutMs,
+    // How often Node checks the two timeouts above (default 30 s): a slow client is cut off within a second of its deadline.
+    connectionsCheckingInterval: 1000,
+    // The app refuses a request without Host with an Error body; Node's own refusal has none.
+    requireHostHeader: false,
+  });
   publicServer.maxConnections = config.listen.maxConnections;
-  publicServer.on('clientError', answerClientError);
+  const admission = serveInTurn(
+    (req, res) => {
+      // A keep-alive client would otherwise send its next request to a listener that is going away.
+      if (drainable.draining()) res.setHeader('Connection', 'close');
+      options.app(req, res);
+    },
+    { maxQueuedPerConnection: config.listen.maxQueuedPerConnection },
+  );
+  const drainable = makeDrainable(publicServer, admission.inFlight);
+  // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
+  for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
+  publicServer.on('clientError', createClientErrorHandler(admission.mayAnswerOn));
   const adminServer = createServer(createAdminApp({ ...options.admin, isAcceptingTraffic: () => accepting }));
-  const drainable = makeDrainable(publicServer);
   const port = await listen(publicServer, config.listen.port, config.listen.host);
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost);
   logger.info({ port, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');
@@ -58,7 +68,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {
     accepting = false;
-    logger.info({ reason, inFlight: drainable.inFlight() }, 'shutting down: readiness is now false');
+    logger.info({ reason, inFlight: admission.inFlight() }, 'shutting down: readiness is now false');
     await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainDelayMs));
     const { forced } = await drainable.drain(config.shutdown.gracePeriodMs);
     if (forced) logger.warn({ gracePeriodMs: config.shutdown.gracePeriodMs }, 'grace period over: remaining connections closed');

@@ -44,6 +44,8 @@ export const configSchema = z.object({
       maxConnections: z.coerce.number().int().positive().default(10_000),
       /** Requests in flight per process; above it, 503 at once (load shedding). */
       maxInFlight: z.coerce.number().int().positive().default(1024),
+      /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
+      maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
     })
     .strict()
     .prefault({}),
@@ -76,7 +78,10 @@ export const configSchema = z.object({
       z
         .object({
           deprecatedAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+          /** A page about the deprecation: Link rel="deprecation". */
           documentationUrl: z.url().nullable().default(null),
+          /** A page about the sunset (what is removed, when, how to migrate): Link rel="sunset". */
+          sunsetDocumentationUrl: z.url().nullable().default(null),
         })
         .strict(),
     )

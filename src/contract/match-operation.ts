@@ -2,11 +2,23 @@
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { Contract } from './compile-contract.ts';
+import type { Operation } from './operations.ts';
 import { isSafePath } from './safe-path.ts';
 
 function rawPathOf(url: string): string {
   const query = url.indexOf('?');
   return query === -1 ? url : url.slice(0, query);
+}
+
+/** HEAD is served wherever GET is (RFC 9110 §9.3.2): the GET operation, answered without a body. */
+function operationFor(byMethod: ReadonlyMap<string, Operation>, method: string): Operation | undefined {
+  return byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
+}
+
+function allowedMethods(byMethod: ReadonlyMap<string, Operation>): string[] {
+  const methods = [...byMethod.keys()];
+  if (byMethod.has('GET') && !byMethod.has('HEAD')) methods.splice(methods.indexOf('GET') + 1, 0, 'HEAD');
+  return methods;
 }
 
 /**
@@ -19,7 +31,7 @@ export function createMatchOperation(contract: Contract): RequestHandler {
     if (!isSafePath(rawPath)) return next();
     const match = contract.matchPath(rawPath);
     if (match.kind === 'path') {
-      const operation = match.byMethod.get(req.method);
+      const operation = operationFor(match.byMethod, req.method);
       if (operation) {
         res.locals.gateway.operation = operation;
         res.locals.gateway.pathParams = match.pathParams;
@@ -39,7 +51,7 @@ export function createRequireOperation(contract: Contract): RequestHandler {
       const path = rawPathOf(req.originalUrl);
       throw new GatewayError('not_found', `No operation of the interface is served at ${req.method} ${path}`);
     }
-    const allowed = [...match.byMethod.keys()].join(', ');
+    const allowed = allowedMethods(match.byMethod).join(', ');
     throw new GatewayError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allowed}`, {
       headers: { Allow: allowed },
     });

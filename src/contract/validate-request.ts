@@ -2,8 +2,11 @@
 import type { Request, RequestHandler } from 'express';
 import express from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { announcesBody, expectsContinue } from '../http/framing.ts';
 import type { Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
-import { describeSchemaError, parseJsonPreservingInt64 } from './schema-validator.ts';
+import { describeNonCanonicalInteger, findNonCanonicalInteger } from './integer-spelling.ts';
+import { describeSchemaError } from './schema-validator.ts';
+import { parseJsonBody } from './strict-json.ts';
 
 export interface ValidateRequestOptions {
   /** Bodies larger than this are refused with 413. */
@@ -47,9 +50,17 @@ function checkPath(operation: Operation, pathParams: Readonly<Record<string, str
   }
 }
 
-function hasBody(req: Request): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+/**
+ * A body declared larger than the limit is refused before a byte of it is read, and the connection is
+ * closed: reading it only to discard it would let any client make the gateway receive unbounded bytes.
+ */
+function checkDeclaredSize(req: Request, maxBodyBytes: number): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > maxBodyBytes) {
+    throw new GatewayError('payload_too_large', 'Request body is larger than the gateway accepts', {
+      headers: { Connection: 'close' },
+    });
+  }
 }
 
 function checkMediaType(req: Request, spec: RequestBodySpec): void {
@@ -69,13 +80,13 @@ function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
     if (spec.required) throw invalid('Request body is required');
     return;
   }
-  let value: unknown;
-  try {
-    value = parseJsonPreservingInt64(raw.toString('utf8'));
-  } catch {
-    throw invalid('Request body is not valid JSON');
-  }
-  if (!spec.validate(value)) throw invalid(describeSchemaError(spec.validate.errors?.[0], 'Request body'));
+  // Strict, because the upstream gets these bytes and not the parsed value: a duplicate name, a
+  // replaced byte or 1e2 for an integer could mean something else to the backend than was checked.
+  const parsed = parseJsonBody(raw);
+  if (!parsed.ok) throw invalid(`Request body ${parsed.reason}`);
+  if (!spec.validate(parsed.value)) throw invalid(describeSchemaError(spec.validate.errors?.[0], 'Request body'));
+  const misspelled = findNonCanonicalInteger(spec.validate, parsed.value, parsed.nonCanonicalIntegers);
+  if (misspelled) throw invalid(describeNonCanonicalInteger(misspelled, 'Request body'));
 }
 
 /**
@@ -93,14 +104,20 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
     checkQuery(operation, req.url);
     const spec = operation.requestBody;
     if (!spec) {
-      if (hasBody(req)) throw invalid(`${operation.id} takes no request body`);
+      if (announcesBody(req.headers)) throw invalid(`${operation.id} takes no request body`);
       return next();
     }
-    if (!hasBody(req)) {
+    if (!announcesBody(req.headers)) {
       checkBody(spec, undefined);
       return next();
     }
     checkMediaType(req, spec);
+    checkDeclaredSize(req, options.maxBodyBytes);
+    if (expectsContinue(req.headers)) {
+      // Every check that needs no body has passed: only now is the client invited to send it.
+      res.writeContinue();
+      context.continueSent = true;
+    }
     readBody(req, res, (error?: unknown) => {
       if (error) return next(error);
       try {

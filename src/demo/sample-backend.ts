@@ -67,7 +67,9 @@ export async function startSampleBackend(options: SampleBackendOptions = {}): Pr
     const body = req.method === 'POST' ? await readBody(req) : '';
     if (options.record) received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
 
-    if (url.pathname === '/v1/pets' && req.method === 'GET') {
+    // HEAD is answered as GET; Node leaves the body out.
+    const reading = req.method === 'GET' || req.method === 'HEAD';
+    if (url.pathname === '/v1/pets' && reading) {
       const limit = Number(url.searchParams.get('limit') ?? '20');
       const status = url.searchParams.get('status');
       const page = [...pets.values()].filter((pet) => status === null || pet.status === status).slice(0, limit);
@@ -89,7 +91,7 @@ export async function startSampleBackend(options: SampleBackendOptions = {}): Pr
       return send(res, 201, pet, { Location: `/v1/pets/${pet.id}` });
     }
     const byId = /^\/v1\/pets\/(-?\d+)$/.exec(url.pathname);
-    if (byId && req.method === 'GET') {
+    if (byId && reading) {
       const pet = pets.get(Number(byId[1]));
       return pet ? send(res, 200, pet) : fail(res, 404, 'not_found', `No pet with id ${byId[1]}`);
     }

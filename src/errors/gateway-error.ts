@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  expectation_failed: 417,
   rate_limited: 429,
   header_fields_too_large: 431,
   internal_error: 500,

@@ -14,13 +14,22 @@ export function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
   }
 }
 
-/** For `server.on('clientError')`: the connection cannot be reused, so the answer closes it. */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const refusal = clientErrorRefusal(error);
+/**
+ * For `server.on('clientError')`: the connection cannot be reused, so the answer closes it. One
+ * response per request: when the gateway already answered on this connection (a refusal sent before
+ * the body ended, or a response under way), the connection is closed without writing another.
+ */
+export function createClientErrorHandler(mayAnswerOn: (socket: Socket) => boolean): (error: NodeJS.ErrnoException, socket: Socket) => void {
+  return function answerClientError(error, socket) {
+    if (error.code === 'ECONNRESET' || !socket.writable || !mayAnswerOn(socket)) {
+      socket.destroy();
+      return;
+    }
+    writeRefusal(socket, clientErrorRefusal(error));
+  };
+}
+
+function writeRefusal(socket: Socket, refusal: GatewayError): void {
   const body = JSON.stringify(refusal.toBody());
   socket.end(
     `HTTP/1.1 ${refusal.status} ${refusal.code.replaceAll('_', ' ')}\r\n` +

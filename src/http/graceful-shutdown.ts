@@ -1,30 +1,18 @@
 // Stops a listener without dropping accepted requests: stop accepting, let in-flight ones finish, then close.
 import type { Server } from 'node:http';
 
-export interface DrainableServer {
-  server: Server;
-  /** Requests accepted and not yet answered. */
-  inFlight(): number;
+export interface Drainable {
+  /** Once draining, responses ask clients to close their connections. */
+  draining(): boolean;
   /** Resolves when every accepted request has been answered, or the grace period has run out. */
   drain(gracePeriodMs: number): Promise<{ forced: boolean }>;
 }
 
-/** Counts in-flight requests on a server and, once draining, asks clients to close their connections. */
-export function makeDrainable(server: Server): DrainableServer {
-  let inFlight = 0;
+/** Drains a server whose accepted requests are counted by `inFlight`. */
+export function makeDrainable(server: Server, inFlight: () => number): Drainable {
   let draining = false;
-  server.on('request', (_req, res) => {
-    inFlight++;
-    // A keep-alive client would otherwise send its next request to a listener that is going away.
-    if (draining) res.setHeader('Connection', 'close');
-    res.once('close', () => {
-      inFlight--;
-    });
-  });
-
   return {
-    server,
-    inFlight: () => inFlight,
+    draining: () => draining,
     drain(gracePeriodMs) {
       draining = true;
       return new Promise((resolve) => {
@@ -32,7 +20,7 @@ export function makeDrainable(server: Server): DrainableServer {
         server.close();
         const poll = setInterval(() => {
           server.closeIdleConnections();
-          if (inFlight === 0) {
+          if (inFlight() === 0) {
             clearInterval(poll);
             server.closeAllConnections();
             resolve({ forced: false });

@@ -15,6 +15,8 @@ export interface RequestContext {
   pathParams?: Readonly<Record<string, string>>;
   /** The request body as raw bytes, for operations that take one: forwarded exactly as received. */
   rawBody?: Buffer;
+  /** 100 Continue was sent: the client was invited to send the body it announced. */
+  continueSent?: boolean;
   /** The authenticated caller. */
   consumer?: Consumer;
   /** Why the request was refused, when it was. */

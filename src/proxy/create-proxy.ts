@@ -2,9 +2,9 @@
 import type { Request, RequestHandler } from 'express';
 import type { RequestContext } from '../http/request-context.ts';
 import { createCircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
-import { createUpstream, type UpstreamOptions } from './exchange.ts';
+import { createUpstream, type ExchangeOutcome, type UpstreamOptions } from './exchange.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
-import { classifyUpstreamFailure, UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
+import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
 
 export interface ProxyOptions extends UpstreamOptions {
   circuitBreaker: CircuitBreakerOptions;
@@ -49,24 +49,31 @@ export function createProxy(options: ProxyOptions): Proxy {
     };
   }
 
+  /** Runs as the exchange settles, before the response's close: metrics and the access log read what it set. */
+  function record(context: RequestContext, ended: ExchangeOutcome | UpstreamFailure): void {
+    const operation = context.operation?.id ?? 'none';
+    if (ended instanceof UpstreamFailure) {
+      context.upstreamFailure = ended.kind;
+      options.onFailure?.(ended.kind, operation, ended);
+      return;
+    }
+    context.upstreamStatus = ended.status;
+    context.upstreamMs = ended.upstreamMs;
+    if (ended.failure) {
+      context.upstreamFailure = ended.failure;
+      options.onFailure?.(ended.failure, operation, new UpstreamFailure(ended.failure, 'the answer was cut short'));
+    }
+  }
+
   return {
     handler: async function forward(req, res) {
       const context = res.locals.gateway;
       const request = describe(req, context);
       try {
-        const outcome = await guarded(() => upstream.exchange(request, res));
-        context.upstreamStatus = outcome.status;
-        context.upstreamMs = outcome.upstreamMs;
-        if (outcome.failure) {
-          context.upstreamFailure = outcome.failure;
-          options.onFailure?.(outcome.failure, context.operation?.id ?? 'none', new UpstreamFailure(outcome.failure, 'the answer was cut short'));
-        }
+        await guarded(() => upstream.exchange(request, res, (ended) => record(context, ended)));
       } catch (error) {
-        if (!(error instanceof UpstreamFailure)) throw error;
-        const kind = classifyUpstreamFailure(error);
-        context.upstreamFailure = kind;
-        options.onFailure?.(kind, context.operation?.id ?? 'none', error);
-        throw upstreamFailureError(kind, error);
+        if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
+        throw error;
       }
     },
     close: () => upstream.close(),

@@ -42,7 +42,13 @@ export interface ExchangeOutcome {
  * Resolves once the answer is relayed, or rejects with an UpstreamFailure when nothing was relayed
  * yet (so the caller answers with an Error). The response is written here and nowhere else.
  */
-export type Exchange = (request: UpstreamRequest, res: ServerResponse) => Promise<ExchangeOutcome>;
+export type Exchange = (request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver) => Promise<ExchangeOutcome>;
+
+/**
+ * Told how the exchange ended, synchronously, before the promise settles: the response's `close`
+ * (which feeds metrics and the access log) can fire before a continuation of the promise runs.
+ */
+export type ExchangeObserver = (outcome: ExchangeOutcome | UpstreamFailure) => void;
 
 export interface Upstream {
   exchange: Exchange;
@@ -61,7 +67,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const basePath = target.pathname.replace(/\/$/, '');
   const port = target.port ? Number(target.port) : secure ? 443 : 80;
 
-  function exchange(request: UpstreamRequest, res: ServerResponse): Promise<ExchangeOutcome> {
+  function exchange(request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver): Promise<ExchangeOutcome> {
     return new Promise((resolve, reject) => {
       const startedAt = performance.now();
       let settled = false;
@@ -89,7 +95,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         return true;
       }
       function succeed(outcome: Omit<ExchangeOutcome, 'upstreamMs'>): void {
-        if (settle()) resolve({ ...outcome, upstreamMs: performance.now() - startedAt });
+        if (!settle()) return;
+        const complete = { ...outcome, upstreamMs: performance.now() - startedAt };
+        onSettled?.(complete);
+        resolve(complete);
       }
       /** Ends the exchange as failed: an Error answer if nothing was relayed, a cut response otherwise. */
       function abandon(kind: UpstreamFailureKind, message: string, cause?: unknown): void {
@@ -100,7 +109,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           succeed({ status: response?.statusCode ?? 502, failure: kind });
           return;
         }
-        if (settle()) reject(new UpstreamFailure(kind, message, { cause }));
+        if (!settle()) return;
+        const failure = new UpstreamFailure(kind, message, { cause });
+        onSettled?.(failure);
+        reject(failure);
       }
       function onClientClose(): void {
         if (res.writableFinished) return;

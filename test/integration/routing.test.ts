@@ -55,14 +55,14 @@ describe('routing to operations', () => {
   it('answers 405 with Allow for another method on a known path', async () => {
     const res = await request(gateway.app).delete('/v1/pets').set('Authorization', auth);
     expect(res.status).toBe(405);
-    expect(res.headers.allow).toBe('GET, POST');
-    expect(res.body).toEqual({ code: 'method_not_allowed', message: 'DELETE is not allowed here; allowed: GET, POST', status: 405 });
+    expect(res.headers.allow).toBe('GET, HEAD, POST');
+    expect(res.body).toEqual({ code: 'method_not_allowed', message: 'DELETE is not allowed here; allowed: GET, HEAD, POST', status: 405 });
   });
 
-  it('answers 405 with Allow: GET on the pet path', async () => {
+  it('answers 405 with Allow: GET, HEAD on the pet path', async () => {
     const res = await request(gateway.app).put('/v1/pets/1').set('Authorization', auth).send({});
     expect(res.status).toBe(405);
-    expect(res.headers.allow).toBe('GET');
+    expect(res.headers.allow).toBe('GET, HEAD');
   });
 
   it('keeps traversal and encoded tricks away from the upstream', async () => {

@@ -1,0 +1,30 @@
+// The request line and the headers that frame it, checked before any stage reads them (RFC 9112 §3.2, RFC 9110 §10.1.1).
+import type { RequestHandler } from 'express';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { expectsContinue } from './framing.ts';
+
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
+ * them; any other non-origin form (`*`, authority-form) is refused. HTTP/1.1 requires Host. The only
+ * expectation the gateway meets is 100-continue, and it answers that itself once the request has passed
+ * every check that needs no body (authentication, route, media type, declared size).
+ */
+export function createRequestTarget(): RequestHandler {
+  return function checkRequestTarget(req, _res, next) {
+    if (!req.url.startsWith('/')) {
+      const authority = ABSOLUTE_FORM.exec(req.url);
+      if (!authority) throw new GatewayError('invalid_request', 'The request target must be a path');
+      req.url = req.url.slice(authority[0].length) || '/';
+    }
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+      throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header');
+    }
+    const expect = req.headers.expect;
+    if (expect !== undefined && !expectsContinue(req.headers)) {
+      throw new GatewayError('expectation_failed', `The expectation '${expect}' cannot be met; only 100-continue is supported`);
+    }
+    next();
+  };
+}

@@ -1,0 +1,99 @@
+// Admits requests: a connection's pipelined requests are served one at a time, and every accepted request is counted.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+export interface ServeInTurnOptions {
+  /**
+   * Pipelined requests a connection may have waiting behind the one being served; past this the
+   * connection is closed. A flood written in one TCP write then costs one request in flight, not thousands.
+   */
+  maxQueuedPerConnection: number;
+}
+
+export interface RequestAdmission {
+  /** For the server's `request`, `checkContinue` and `checkExpectation` events. */
+  listener: RequestListener;
+  /** Requests accepted (served or waiting their turn) and not yet answered: the drain waits for 0. */
+  inFlight(): number;
+  /**
+   * Whether the gateway may write a response of its own for a parser error on this connection: only
+   * when that response would answer the request the error is in, and nothing answered it yet.
+   */
+  mayAnswerOn(socket: Socket): boolean;
+}
+
+interface ConnectionState {
+  waiting: Array<[IncomingMessage, ServerResponse]>;
+  current?: [IncomingMessage, ServerResponse];
+  /** A response was sent before the request's body had arrived: the rest of that body gets no answer. */
+  answeredEarly: boolean;
+  /** Reading was paused here (not by Node's own backpressure), so it is resumed here. */
+  paused: boolean;
+}
+
+export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
+  const connections = new WeakMap<Socket, ConnectionState>();
+  let inFlight = 0;
+
+  function stateOf(socket: Socket): ConnectionState {
+    let state = connections.get(socket);
+    if (!state) {
+      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false };
+      connections.set(socket, created);
+      // Requests still waiting when the connection goes will never be served.
+      socket.once('close', () => {
+        inFlight -= created.waiting.length;
+        created.waiting.length = 0;
+      });
+      state = created;
+    }
+    return state;
+  }
+
+  function serve(state: ConnectionState, req: IncomingMessage, res: ServerResponse): void {
+    state.current = [req, res];
+    state.answeredEarly = false;
+    res.once('close', () => {
+      inFlight--;
+      state.current = undefined;
+      if (!req.complete) state.answeredEarly = true;
+      const next = state.waiting.shift();
+      if (next) serve(state, ...next);
+      else if (state.paused) {
+        state.paused = false;
+        req.socket.resume();
+      }
+    });
+    handler(req, res);
+  }
+
+  return {
+    listener(req, res) {
+      const state = stateOf(req.socket);
+      if (state.current === undefined) {
+        inFlight++;
+        serve(state, req, res);
+        return;
+      }
+      if (state.waiting.length >= options.maxQueuedPerConnection) {
+        req.socket.destroy();
+        return;
+      }
+      inFlight++;
+      state.waiting.push([req, res]);
+      // The waiting request's body, if any, is already parsed; read no further until the queue drains.
+      state.paused = true;
+      req.socket.pause();
+    },
+    inFlight: () => inFlight,
+    mayAnswerOn(socket) {
+      const state = connections.get(socket);
+      if (!state) return true;
+      if (!state.current) return !state.answeredEarly;
+      // The error belongs to the request being served only while its body is still arriving; an error in a
+      // later pipelined request cannot be answered before this one, so that connection is just closed.
+      const [req, res] = state.current;
+      return !req.complete && !res.headersSent;
+    },
+  };
+}
