@@ -7,6 +7,7 @@ import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createClientErrorHandler } from './http/client-error.ts';
 import { makeDrainable } from './http/graceful-shutdown.ts';
+import { toOriginForm } from './http/request-target.ts';
 import { serveInTurn } from './http/serve-in-turn.ts';
 
 export interface RunningGateway {
@@ -52,6 +53,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     (req, res) => {
       // A keep-alive client would otherwise send its next request to a listener that is going away.
       if (drainable.draining()) res.setHeader('Connection', 'close');
+      toOriginForm(req);
       options.app(req, res);
     },
     { maxQueuedPerConnection: config.listen.maxQueuedPerConnection },

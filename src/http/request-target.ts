@@ -1,4 +1,5 @@
 // The request line and the headers that frame it, checked before any stage reads them (RFC 9112 §3.2, RFC 9110 §10.1.1).
+import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { expectsContinue } from './framing.ts';
@@ -7,17 +8,23 @@ const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
 /**
  * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
- * them; any other non-origin form (`*`, authority-form) is refused. HTTP/1.1 requires Host. The only
+ * them (RFC 9112 §3.2.2). Runs before the app: Express's router keeps the scheme and authority of an
+ * absolute URL aside when it starts, so the rewrite must come first.
+ */
+export function toOriginForm(req: IncomingMessage): void {
+  if (req.url === undefined || req.url.startsWith('/')) return;
+  const authority = ABSOLUTE_FORM.exec(req.url);
+  if (authority) req.url = req.url.slice(authority[0].length) || '/';
+}
+
+/**
+ * Any target that is not a path by now (`*`, authority-form) is refused. HTTP/1.1 requires Host. The only
  * expectation the gateway meets is 100-continue, and it answers that itself once the request has passed
  * every check that needs no body (authentication, route, media type, declared size).
  */
 export function createRequestTarget(): RequestHandler {
   return function checkRequestTarget(req, _res, next) {
-    if (!req.url.startsWith('/')) {
-      const authority = ABSOLUTE_FORM.exec(req.url);
-      if (!authority) throw new GatewayError('invalid_request', 'The request target must be a path');
-      req.url = req.url.slice(authority[0].length) || '/';
-    }
+    if (!req.url.startsWith('/')) throw new GatewayError('invalid_request', 'The request target must be a path');
     if (req.httpVersion === '1.1' && req.headers.host === undefined) {
       throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header');
     }

@@ -59,6 +59,16 @@ export function parseResponses(text: string): Array<{ status: number; headers: R
   return responses;
 }
 
+/** Complete final (non-1xx) responses so far; cheap enough to call on every chunk of a long pipelined answer. */
+function finalResponses(text: string): number {
+  const lines = [...text.matchAll(/HTTP\/1\.1 ([1-5]\d\d) /g)];
+  const last = lines.at(-1);
+  if (!last) return 0;
+  const finals = lines.filter((line) => line[1]![0] !== '1').length;
+  // The last one counts only once its body arrived.
+  return last[1]![0] !== '1' && parseResponses(text.slice(last.index)).length === 0 ? finals - 1 : finals;
+}
+
 /** Opens a connection, writes `bytes` exactly, and collects the answer. */
 export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOptions = {}): Promise<RawAnswer> {
   const { waitMs = 2000 } = options;
@@ -79,7 +89,7 @@ export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOp
         sentFollowUp = true;
         socket.write(options.afterFirstResponse);
       }
-      if (options.responses !== undefined && parseResponses(text).filter((r) => r.status >= 200).length >= options.responses) finish();
+      if (options.responses !== undefined && finalResponses(text) >= options.responses) finish();
     });
     socket.on('close', () => {
       closed = true;

@@ -1,0 +1,328 @@
+// The protocol edge, byte for byte: exact bytes from a client socket, exact bytes at the upstream, exact answers back.
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../../src/server.ts';
+import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import { parseResponses, sendRaw, startRawUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
+
+interface Edge {
+  gateway: TestGateway;
+  running: RunningGateway;
+  close(): Promise<void>;
+}
+
+async function startEdge(upstreamUrl: string, overrides: Record<string, unknown> = {}): Promise<Edge> {
+  const gateway = buildTestGateway({ upstreamUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides });
+  const running = await startGateway({ app: gateway.app, config: gateway.config, logger: pino({ level: 'silent' }), admin: { checks: [] } });
+  return {
+    gateway,
+    running,
+    close: async () => {
+      await running.shutdown('test over');
+      gateway.close();
+    },
+  };
+}
+
+const PET = '{"name":"Nibbles","categoryId":4}';
+
+/** The createPet answer a real backend gives, so the exchange completes. */
+function answerCreated(req: { method: string }, res: import('node:http').ServerResponse): void {
+  const body = req.method === 'POST' ? '{"id":9,"name":"Nibbles","categoryId":4}' : '[]';
+  res.writeHead(req.method === 'POST' ? 201 : 200, { 'Content-Type': 'application/json', 'Content-Length': String(body.length) });
+  res.end(body);
+}
+
+let upstream: RecordingUpstream;
+let edge: Edge;
+let key: string;
+
+beforeAll(async () => {
+  upstream = await startRecordingUpstream(answerCreated);
+  edge = await startEdge(upstream.baseUrl, { requests: { maxBodyBytes: 1024 } });
+  key = edge.gateway.apiKey;
+});
+afterAll(async () => {
+  await edge.close();
+  await upstream.close();
+});
+
+function errorOf(text: string): unknown {
+  const [response] = parseResponses(text).filter((r) => r.status >= 200);
+  return response ? JSON.parse(response.body) : undefined;
+}
+
+describe('Expect: 100-continue', () => {
+  it('is answered 100 once the request passed every check, and the upstream gets the same headers and body as without it', async () => {
+    const before = upstream.requests.length;
+    const head =
+      'POST /v1/pets HTTP/1.1\r\nHost: gw.example\r\n' +
+      `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\n` +
+      'Expect: 100-continue\r\nX-Request-Id: trace-expect-0001\r\nConnection: keep-alive\r\n\r\n';
+    const answer = await sendRaw(edge.running.port, head, { afterFirstResponse: PET, responses: 1 });
+    expect(answer.statuses).toEqual([100, 201]);
+    expect(answer.text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')).toBe(true);
+    expect(upstream.requests.length).toBe(before + 1);
+    expect(upstream.connections.at(-1)).toBe(
+      'POST /v1/pets HTTP/1.1\r\n' +
+        'content-type: application/json\r\n' +
+        `host: 127.0.0.1:${upstream.port}\r\n` +
+        `content-length: ${PET.length}\r\n` +
+        'x-request-id: trace-expect-0001\r\n' +
+        'x-forwarded-for: 127.0.0.1\r\n' +
+        'x-forwarded-proto: http\r\n' +
+        'x-forwarded-host: gw.example\r\n' +
+        'forwarded: for=127.0.0.1;proto=http;host="gw.example"\r\n' +
+        'x-real-ip: 127.0.0.1\r\n' +
+        'Connection: keep-alive\r\n\r\n' +
+        PET,
+    );
+  });
+
+  it('is never answered 100 for an unauthenticated request: 401 at once, and the connection closes', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(answer.statuses).toEqual([401]);
+    expect(answer.closed).toBe(true);
+    expect(parseResponses(answer.text)[0]!.headers.connection).toBe('close');
+    expect(upstream.requests.length).toBe(before);
+  });
+
+  it('is never answered 100 for a body declared over the limit: 413 at once', async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(answer.statuses).toEqual([413]);
+    expect(answer.closed).toBe(true);
+    expect(errorOf(answer.text)).toEqual({ code: 'payload_too_large', message: 'Request body is larger than the gateway accepts', status: 413 });
+  });
+
+  it('is never answered 100 for a media type the operation does not take: 415', async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(answer.statuses).toEqual([415]);
+  });
+
+  it('answers another expectation 417 with an Error body', async () => {
+    const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nExpect: 200-ok\r\n\r\n`, { responses: 1 });
+    expect(answer.statuses).toEqual([417]);
+    expect(parseResponses(answer.text)[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(errorOf(answer.text)).toEqual({
+      code: 'expectation_failed',
+      message: "The expectation '200-ok' cannot be met; only 100-continue is supported",
+      status: 417,
+    });
+  });
+});
+
+describe('framing headers the upstream receives', () => {
+  it('keeps Content-Length, Host and Content-Type whatever the client lists in Connection', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(
+      edge.running.port,
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\n' +
+        `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\n` +
+        'Connection: content-length, transfer-encoding, host, content-type, x-request-id\r\n\r\n' +
+        PET,
+      { responses: 1 },
+    );
+    expect(answer.statuses).toEqual([201]);
+    const received = upstream.requests[before]!;
+    expect(received.headers['content-length']).toBe(String(PET.length));
+    expect(received.headers['content-type']).toBe('application/json');
+    expect(received.headers.host).toBe(`127.0.0.1:${upstream.port}`);
+    expect(received.body.toString('latin1')).toBe(PET);
+    expect(upstream.requests.length).toBe(before + 1);
+  });
+
+  it('sends a chunked body with the Content-Length of its bytes and never the client\'s Transfer-Encoding', async () => {
+    const before = upstream.requests.length;
+    const half = PET.length >> 1;
+    const chunked = `${half.toString(16)}\r\n${PET.slice(0, half)}\r\n${(PET.length - half).toString(16)}\r\n${PET.slice(half)}\r\n0\r\n\r\n`;
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}`,
+      { responses: 1 },
+    );
+    expect(answer.statuses).toEqual([201]);
+    const raw = upstream.connections.at(-1)!;
+    expect(raw).toContain(`content-length: ${PET.length}\r\n`);
+    expect(raw.toLowerCase()).not.toContain('transfer-encoding');
+    expect(upstream.requests[before]!.body.toString('latin1')).toBe(PET);
+  });
+
+  it('drops headers that ask a backend to re-route, and rebuilds the client address headers from the socket', async () => {
+    const before = upstream.requests.length;
+    await sendRaw(
+      edge.running.port,
+      'GET /v1/pets HTTP/1.1\r\nHost: x\r\n' +
+        `Authorization: Bearer ${key}\r\n` +
+        'X-Original-URL: /admin\r\nX-Rewrite-URL: /admin\r\nX-HTTP-Method-Override: DELETE\r\n' +
+        'Forwarded: for=10.9.8.7\r\nX-Real-IP: 10.9.8.7\r\nX-Forwarded-For: 10.9.8.7\r\n\r\n',
+      { responses: 1 },
+    );
+    const received = upstream.requests[before]!;
+    expect(received.headers['x-original-url']).toBeUndefined();
+    expect(received.headers['x-rewrite-url']).toBeUndefined();
+    expect(received.headers['x-http-method-override']).toBeUndefined();
+    expect(received.method).toBe('GET');
+    expect(received.headers['x-real-ip']).toBe('127.0.0.1');
+    expect(received.headers['x-forwarded-for']).toBe('10.9.8.7, 127.0.0.1');
+    expect(received.headers.forwarded).toBe('for=10.9.8.7, for=127.0.0.1;proto=http;host="x"');
+    expect(received.headers.authorization).toBeUndefined();
+  });
+});
+
+describe('one response per request', () => {
+  it.each([
+    ['a refused key (401)', 'POST /v1/pets', 'Authorization: Bearer psk_live_nope\r\n', 401],
+    ['an unknown path (404)', 'POST /v2/pets', '', 404],
+    ['an unknown method (405)', 'PUT /v1/pets/1', `Authorization: Bearer ${'KEY'}\r\n`, 405],
+  ])('after %s, a body that then fails to parse gets no second answer', async (_name, line, auth, status) => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `${line} HTTP/1.1\r\nHost: x\r\n${auth.replace('KEY', key)}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      // The rest of the body arrives after the answer: Node's parser rejects the chunk extension's space.
+      { afterFirstResponse: '5 ;a=1\r\nhello\r\n0\r\n\r\n', waitMs: 1500 },
+    );
+    expect(answer.statuses).toEqual([status]);
+  });
+});
+
+describe('declared body size', () => {
+  it('answers a Content-Length over the limit 413 at once, before any of the body, and closes the connection', async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"name":`,
+      { waitMs: 1500 },
+    );
+    expect(answer.statuses).toEqual([413]);
+    expect(answer.closed).toBe(true);
+    expect(errorOf(answer.text)).toEqual({ code: 'payload_too_large', message: 'Request body is larger than the gateway accepts', status: 413 });
+  });
+});
+
+describe('request line and Host', () => {
+  it('serves HEAD on a GET operation like GET, without a body', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(edge.running.port, `HEAD /v1/pets?limit=2 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, { waitMs: 500 });
+    expect(answer.statuses).toEqual([200]);
+    expect(answer.text).toMatch(/\r\ncontent-length: 2\r\n/i);
+    expect(answer.text.endsWith('\r\n\r\n')).toBe(true);
+    expect(upstream.requests[before]).toMatchObject({ method: 'HEAD', url: '/v1/pets?limit=2' });
+  });
+
+  it('serves HEAD on the deprecated getPet with its Deprecation and Sunset headers', async () => {
+    const answer = await sendRaw(edge.running.port, `HEAD /v1/pets/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, { waitMs: 500 });
+    expect(answer.statuses).toEqual([200]);
+    expect(parseResponses(answer.text)[0]!.headers).toMatchObject({ deprecation: expect.stringMatching(/^@\d+$/), sunset: 'Thu, 05 Dec 2030 00:00:00 GMT' });
+  });
+
+  it('serves an absolute-form target as its path', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(edge.running.port, `GET http://gw.example/v1/pets?limit=1 HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n`, {
+      responses: 1,
+    });
+    expect(answer.statuses).toEqual([200]);
+    expect(upstream.requests[before]!.url).toBe('/v1/pets?limit=1');
+  });
+
+  it('refuses the asterisk form with an Error body', async () => {
+    const answer = await sendRaw(edge.running.port, 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
+    expect(answer.statuses).toEqual([400]);
+    expect(errorOf(answer.text)).toEqual({ code: 'invalid_request', message: 'The request target must be a path', status: 400 });
+  });
+
+  it('refuses an HTTP/1.1 request without Host with an Error body', async () => {
+    const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${key}\r\n\r\n`, { responses: 1 });
+    expect(answer.statuses).toEqual([400]);
+    expect(parseResponses(answer.text)[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(errorOf(answer.text)).toEqual({ code: 'invalid_request', message: 'An HTTP/1.1 request must carry a Host header', status: 400 });
+  });
+});
+
+describe('a pipelined flood on one connection', () => {
+  let flooded: Edge;
+  afterEach(async () => flooded?.close());
+
+  const bogus = (count: number) => 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer psk_live_bogus\r\n\r\n'.repeat(count);
+
+  it('is served one request at a time, so other clients are not shed', async () => {
+    flooded = await startEdge(upstream.baseUrl, { listen: { maxInFlight: 10, maxQueuedPerConnection: 5000 } });
+    const flood = sendRaw(flooded.running.port, bogus(3000), { responses: 3000, waitMs: 20_000 });
+    const others = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        sendRaw(flooded.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${flooded.gateway.apiKey}\r\n\r\n`, { responses: 1 }),
+      ),
+    );
+    for (const other of others) expect(other.statuses).toEqual([200]);
+    const answered = await flood;
+    expect(answered.statuses.length).toBe(3000);
+    expect(new Set(answered.statuses)).toEqual(new Set([401]));
+  });
+
+  it('closes a connection with more requests waiting than listen.maxQueuedPerConnection', async () => {
+    flooded = await startEdge(upstream.baseUrl, { listen: { maxInFlight: 10, maxQueuedPerConnection: 16 } });
+    const answer = await sendRaw(flooded.running.port, bogus(3000), { waitMs: 5000 });
+    expect(answer.closed).toBe(true);
+    expect(answer.statuses.length).toBeLessThan(3000);
+    expect(answer.statuses.every((status) => status === 401)).toBe(true);
+  });
+});
+
+describe('upstreams that do not answer as HTTP/1.1 should', () => {
+  it('answers 502 when the upstream switches protocols on a plain request', async () => {
+    const raw = await startRawUpstream((socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
+    const switched = await startEdge(raw.baseUrl);
+    try {
+      const answer = await sendRaw(switched.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${switched.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
+      expect(answer.statuses).toEqual([502]);
+      expect(errorOf(answer.text)).toEqual({ code: 'bad_gateway', message: 'The pet store backend answered with something other than an HTTP response', status: 502 });
+    } finally {
+      await switched.close();
+      await raw.close();
+    }
+  });
+
+  it('answers 502 with an Error body when an error response is cut mid-body', async () => {
+    const raw = await startRawUpstream((socket) => {
+      socket.write('HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"code":"boom",');
+      socket.destroy();
+    });
+    const cut = await startEdge(raw.baseUrl);
+    try {
+      const answer = await sendRaw(cut.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${cut.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+      expect(answer.statuses).toEqual([502]);
+      expect(errorOf(answer.text)).toEqual({ code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 });
+    } finally {
+      await cut.close();
+      await raw.close();
+    }
+  });
+
+  it('answers 502 when the upstream answers garbage, without logging its bytes', async () => {
+    const raw = await startRawUpstream((socket) => {
+      socket.write('SSH-2.0-OpenSSH_9.2 secret-banner\r\n\r\n');
+      socket.destroy();
+    });
+    const garbage = await startEdge(raw.baseUrl);
+    try {
+      const answer = await sendRaw(garbage.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${garbage.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
+      expect(answer.statuses).toEqual([502]);
+      expect(garbage.gateway.rawLogs()).not.toContain('secret-banner');
+    } finally {
+      await garbage.close();
+      await raw.close();
+    }
+  });
+});
