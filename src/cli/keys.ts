@@ -1,5 +1,5 @@
 // npm run keys -- <command>: operators create, list, show, revoke and rotate API keys in Redis.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { KeyAdmin, KeyAdminError, type IssuedKey } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
@@ -95,9 +95,15 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
   }
 }
 
+/** README's contract: 2 for a usage error (commander's), 1 for a runtime error (Redis, unknown id, configuration). */
+const USAGE_ERROR = 2;
+
 const program = new Command('keys')
   .description('Manage the gateway\'s API keys in Redis (REDIS_URL). Secrets are shown once, at creation.')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
+  .exitOverride()
+  .configureOutput({ outputError: (message, write) => write(`keys: ${message}`) });
 
 program
   .command('create')
@@ -165,22 +171,20 @@ program
   });
 
 program
-  .command('set-limit <id> <perMinute>')
+  .command('set-limit')
   .description('set a key\'s own rate limit, requests per minute')
+  .argument('<id>')
+  .addArgument(new Argument('<perMinute>').argParser(positiveInteger))
   .option('--json', 'print JSON')
-  .action(async (id: string, perMinute: string, options: { json?: boolean }) => {
-    let limit: number;
-    try {
-      limit = positiveInteger(perMinute);
-    } catch (error) {
-      program.error(`error: perMinute ${(error as Error).message}`, { exitCode: 2 });
-    }
-    printRecord(await withAdmin((admin) => admin.setRateLimit(id, limit)), options.json === true);
+  .action(async (id: string, perMinute: number, options: { json?: boolean }) => {
+    printRecord(await withAdmin((admin) => admin.setRateLimit(id, perMinute)), options.json === true);
   });
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
+  if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
   const known = error instanceof KeyAdminError || error instanceof ConfigError;
   process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);

@@ -1,7 +1,7 @@
 // The process logger and the one-line-per-request access log; neither ever sees a credential.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 'pino';
+import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 import { pinoHttp } from 'pino-http';
 
 /**
@@ -38,6 +38,19 @@ function outcomeOf(res: Response, environment: string): Record<string, unknown> 
   };
 }
 
+/** Answers the gateway gives on purpose when the backend or Redis fails, or it is at capacity: not gateway bugs. */
+const DECIDED_REFUSALS: ReadonlySet<number> = new Set([502, 503, 504]);
+
+/**
+ * The access log line's level: warn for the 502/503/504 refusals the gateway decides (an operator
+ * watches their rate, nobody debugs one), error for 500 and any other 5xx (a bug), info otherwise.
+ */
+export function accessLogLevel(statusCode: number, error?: Error): Level {
+  if (error) return 'error';
+  if (DECIDED_REFUSALS.has(statusCode)) return 'warn';
+  return statusCode >= 500 ? 'error' : 'info';
+}
+
 function pathOf(url: string | undefined): string {
   const query = url?.indexOf('?') ?? -1;
   return url === undefined ? '' : query === -1 ? url : url.slice(0, query);
@@ -62,12 +75,13 @@ export function createAccessLog(logger: Logger, environment: string): RequestHan
     },
     // Added once, when the response is done: the operation and consumer are known only by then.
     customSuccessObject: (_req: IncomingMessage, res: ServerResponse, line: object) => ({ ...line, ...outcomeOf(res as Response, environment) }),
-    customErrorObject: (_req: IncomingMessage, res: ServerResponse, _error: Error, line: object) => ({
-      ...line,
-      ...outcomeOf(res as Response, environment),
-    }),
-    customLogLevel: (_req: IncomingMessage, res: ServerResponse, error?: Error) =>
-      error || res.statusCode >= 500 ? 'error' : 'info',
+    // pino-http attaches an `err` (with a stack) to every 5xx line. For a decided refusal that stack
+    // locates nothing, and errorCode already says what happened, so the line goes without it.
+    customErrorObject: (_req: IncomingMessage, res: ServerResponse, _error: Error, line: object) => {
+      const { err, ...rest } = line as { err?: unknown };
+      return { ...(accessLogLevel(res.statusCode) === 'warn' ? rest : line), ...outcomeOf(res as Response, environment) };
+    },
+    customLogLevel: (_req: IncomingMessage, res: ServerResponse, error?: Error) => accessLogLevel(res.statusCode, error),
     customSuccessMessage: () => 'request completed',
     customErrorMessage: () => 'request failed',
   });

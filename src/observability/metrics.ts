@@ -1,7 +1,7 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
-import type { UpstreamFailureKind } from '../proxy/upstream-failure.ts';
+import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 
 export const METRIC_PREFIX = 'petstore_gateway_';
 
@@ -14,11 +14,26 @@ export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 /** Distinct consumers tracked on deprecated operations before the rest are counted as `other`. */
 export const DEFAULT_DEPRECATED_CONSUMER_CAP = 200;
 
+/** Every authentication refusal reason; `satisfies` makes the compiler insist on the whole list. */
+export const AUTH_REFUSAL_REASONS = Object.keys({
+  missing: true,
+  malformed: true,
+  unknown: true,
+  revoked: true,
+  expired: true,
+  wrong_environment: true,
+} satisfies Record<AuthRefusalReason, true>) as readonly AuthRefusalReason[];
+
 export interface MetricsOptions {
   environment: string;
   version: string;
   /** Deprecated operations and their sunset, for the days-to-sunset gauge. */
   sunsets: ReadonlyArray<{ operation: string; sunset: Date }>;
+  /**
+   * The document's operation ids. Counters labelled by operation (upstream errors, rate limited) start
+   * at 0 for each, so panels and alerts read 0 rather than "No data" before the first event.
+   */
+  operations?: readonly string[];
   deprecatedConsumerCap?: number;
   /** Probes of Redis and the upstream, run at scrape time. */
   dependencies?: () => ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
@@ -87,7 +102,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   });
   const upstreamErrors = new Counter({
     name: name('upstream_errors_total'),
-    help: 'Failed upstream exchanges by operation and kind (timeout, refused, reset, dns, other).',
+    help: `Failed upstream exchanges by operation and kind (${UPSTREAM_FAILURE_KINDS.join(', ')}).`,
     labelNames: ['operation', 'kind', 'environment'] as const,
     registers,
   });
@@ -147,6 +162,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     registers,
   });
   const inFlightSeries = inFlight.labels({ environment });
+  inFlightSeries.set(0);
   new Gauge({
     name: name('build_info'),
     help: 'Always 1; the labels say which gateway build runs where.',
@@ -161,6 +177,16 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   });
   for (const entry of options.sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
   const dependencies = options.dependencies ?? (() => []);
+
+  // Series whose label values are known up front exist from the start at 0: a rate() over them is 0,
+  // not empty, and `absent()` or "No data" then means the gateway is not scraped, not that all is well.
+  for (const operation of options.operations ?? []) {
+    rateLimited.inc({ operation, environment }, 0);
+    for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
+  }
+  for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
+  for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
+  for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   new Gauge({
     name: name('dependency_up'),
     help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',

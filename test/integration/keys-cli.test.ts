@@ -45,18 +45,41 @@ describe('keys create', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/API key \(shown this once; it cannot be recovered\):\n {2}psk_test_[A-Za-z0-9_-]{43}\n/);
   });
+});
 
+describe('usage errors exit 2, before Redis is asked', () => {
   it.each([
-    [['create'], /required option '--name <consumer>' not specified/],
-    [['create', '--name', 'x', '--environment', 'prod'], /must be one of production, staging/],
-    [['create', '--name', 'x', '--expires-at', 'tomorrow'], /must be an ISO 8601 date-time/],
-    [['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'], /must be in the future/],
-    [['create', '--name', 'x', '--rate-limit-per-minute', '0'], /must be a positive integer/],
-    [['frobnicate'], /unknown command 'frobnicate'/],
-  ])('refuses %j with a clear message and a non-zero exit', async (args, message) => {
-    const result = await runKeysCli(args, env);
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(message);
+    ['an unknown option', ['create', '--name', 'x', '--bogus'], "keys: error: unknown option '--bogus'\n"],
+    ['an unknown subcommand', ['frobnicate'], "keys: error: unknown command 'frobnicate'\n"],
+    ['a bad --environment', ['create', '--name', 'x', '--environment', 'prod'], "keys: error: option '--environment <environment>' argument 'prod' is invalid. must be one of production, staging\n"],
+    ['a bad --expires-at', ['create', '--name', 'x', '--expires-at', 'tomorrow'], "keys: error: option '--expires-at <iso>' argument 'tomorrow' is invalid. must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z\n"],
+    ['a past --expires-at', ['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'], "keys: error: option '--expires-at <iso>' argument '2001-01-01T00:00:00Z' is invalid. must be in the future\n"],
+    ['a bad --rate-limit-per-minute', ['create', '--name', 'x', '--rate-limit-per-minute', '0'], "keys: error: option '--rate-limit-per-minute <n>' argument '0' is invalid. must be a positive integer\n"],
+    ['a missing option value', ['create', '--name', 'x', '--rate-limit-per-minute'], "keys: error: option '--rate-limit-per-minute <n>' argument missing\n"],
+    ['a missing required option', ['create'], "keys: error: required option '--name <consumer>' not specified\n"],
+    ['a missing argument', ['show'], "keys: error: missing required argument 'id'\n"],
+    ['a bad argument', ['set-limit', 'key_x', 'lots'], "keys: error: command-argument value 'lots' is invalid for argument 'perMinute'. must be a positive integer\n"],
+    ['an extra argument', ['revoke', 'key_a', 'key_b'], "keys: error: too many arguments for 'revoke'. Expected 1 argument but got 2: key_a, key_b.\n"],
+  ])('%s: %j', async (_kind, args, message) => {
+    // An unreachable Redis: were the arguments accepted, the command would fail with 1, not 2.
+    const result = await runKeysCli(args, { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.slice(0, message.length)).toBe(message);
+    expect(result.stderr).toContain('Usage: keys ');
+  });
+
+  it('exits 2 without a subcommand, showing the help on stderr', async () => {
+    const result = await runKeysCli([], env);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^Usage: keys \[options\] \[command\]\n/);
+  });
+
+  it('exits 0 on --help', async () => {
+    const result = await runKeysCli(['create', '--help'], env);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: keys create \[options\]\n/);
   });
 });
 

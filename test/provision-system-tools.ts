@@ -1,0 +1,88 @@
+// npm test, first step: installs the system tools the tests start (Debian packages) or stops at once saying how.
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+/** Every command test/helpers and the integration tests spawn, and the Debian package that ships it. */
+export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
+  'redis-server': 'redis-server',
+  'redis-cli': 'redis-tools',
+  'redis-sentinel': 'redis-sentinel',
+  prometheus: 'prometheus',
+  promtool: 'prometheus',
+};
+
+export interface Machine {
+  /** Commands of SYSTEM_TOOLS not found on PATH. */
+  missing: readonly string[];
+  isRoot: boolean;
+  hasAptGet: boolean;
+}
+
+export type Provisioning =
+  | { action: 'none' }
+  | { action: 'install'; packages: string[] }
+  | { action: 'stop'; packages: string[]; message: string };
+
+/** The command an operator runs to install the packages by hand. */
+export function installCommand(packages: readonly string[], sudo: boolean): string {
+  const as = sudo ? 'sudo ' : '';
+  return `${as}apt-get update && ${as}env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${packages.join(' ')}`;
+}
+
+/** What to do about the missing tools: nothing, install them (root with apt-get), or stop with the command to run. */
+export function planProvisioning(machine: Machine): Provisioning {
+  if (machine.missing.length === 0) return { action: 'none' };
+  const packages = [...new Set(machine.missing.map((command) => SYSTEM_TOOLS[command] ?? command))].sort();
+  if (machine.isRoot && machine.hasAptGet) return { action: 'install', packages };
+  const lacking = `The tests start ${machine.missing.join(', ')}, which ${machine.missing.length === 1 ? 'is' : 'are'} not on PATH.`;
+  const message = machine.hasAptGet
+    ? `${lacking}\nInstall ${packages.length === 1 ? 'it' : 'them'} (needs root), then run npm test again:\n  ${installCommand(packages, true)}`
+    : `${lacking}\nThis machine has no apt-get; on Debian or Ubuntu the command is\n  ${installCommand(packages, true)}\n` +
+      `elsewhere install the equivalent packages (${packages.join(', ')}), then run npm test again.`;
+  return { action: 'stop', packages, message };
+}
+
+/** Whether an executable file of this name is in one of PATH's directories. */
+export function onPath(command: string, path: string | undefined): boolean {
+  return (path ?? '').split(delimiter).some((dir) => {
+    if (!dir) return false;
+    try {
+      const file = join(dir, command);
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  });
+}
+
+function missingTools(): string[] {
+  return Object.keys(SYSTEM_TOOLS).filter((command) => !onPath(command, process.env.PATH));
+}
+
+function aptGet(args: string[]): boolean {
+  const result = spawnSync('apt-get', args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  return result.status === 0;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`\nprovision-system-tools: ${message}\n\n`);
+  process.exit(1);
+}
+
+if (import.meta.main) {
+  const plan = planProvisioning({
+    missing: missingTools(),
+    isRoot: process.getuid?.() === 0,
+    hasAptGet: onPath('apt-get', process.env.PATH),
+  });
+  if (plan.action === 'stop') fail(plan.message);
+  if (plan.action === 'install') {
+    process.stderr.write(`provision-system-tools: installing ${plan.packages.join(', ')} (apt-get, as root)\n`);
+    const installed = aptGet(['update', '-qq']) && aptGet(['install', '-y', '-qq', '--no-install-recommends', ...plan.packages]);
+    if (!installed) fail(`apt-get could not install ${plan.packages.join(', ')}; run it yourself and see why:\n  ${installCommand(plan.packages, false)}`);
+    const still = missingTools();
+    if (still.length > 0) fail(`still not on PATH after installing ${plan.packages.join(', ')}: ${still.join(', ')}`);
+  }
+}

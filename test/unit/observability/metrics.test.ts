@@ -1,0 +1,62 @@
+// A fresh registry already exposes every series whose label values are known, at 0.
+import { describe, expect, it } from 'vitest';
+import { AUTH_REFUSAL_REASONS, createMetrics } from '../../../src/observability/metrics.ts';
+import { UPSTREAM_FAILURE_KINDS } from '../../../src/proxy/upstream-failure.ts';
+import { parseExposition, seriesKey } from '../../helpers/exposition.ts';
+
+const OPERATIONS = ['listPets', 'createPet', 'getPet'];
+const environment = 'production';
+
+async function freshExposition(): Promise<Map<string, number>> {
+  const metrics = createMetrics({ environment, version: 't', sunsets: [], operations: OPERATIONS, processMetrics: false });
+  return parseExposition(await metrics.registry.metrics());
+}
+
+const metric = (suffix: string, labels: Record<string, string> = {}) => seriesKey(`petstore_gateway_${suffix}`, { ...labels, environment });
+
+describe('a fresh registry', () => {
+  it.each(OPERATIONS.flatMap((operation) => UPSTREAM_FAILURE_KINDS.map((kind) => [operation, kind])))(
+    'has upstream_errors_total{operation="%s",kind="%s"} at 0',
+    async (operation, kind) => {
+      expect((await freshExposition()).get(metric('upstream_errors_total', { operation: operation!, kind: kind! }))).toBe(0);
+    },
+  );
+
+  it.each(OPERATIONS)('has rate_limited_total{operation="%s"} at 0', async (operation) => {
+    expect((await freshExposition()).get(metric('rate_limited_total', { operation }))).toBe(0);
+  });
+
+  it('has auth_refusals_total at 0 for each reason', async () => {
+    const series = await freshExposition();
+    expect(AUTH_REFUSAL_REASONS).toEqual(['missing', 'malformed', 'unknown', 'revoked', 'expired', 'wrong_environment']);
+    for (const reason of AUTH_REFUSAL_REASONS) expect(series.get(metric('auth_refusals_total', { reason })), reason).toBe(0);
+  });
+
+  it('has key_cache_lookups_total at 0 for hit and miss', async () => {
+    const series = await freshExposition();
+    expect(series.get(metric('key_cache_lookups_total', { result: 'hit' }))).toBe(0);
+    expect(series.get(metric('key_cache_lookups_total', { result: 'miss' }))).toBe(0);
+  });
+
+  it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open', 'in_flight_requests'])(
+    'has %s at 0',
+    async (name) => {
+      expect((await freshExposition()).get(metric(name))).toBe(0);
+    },
+  );
+
+  it('labels no series with an operation the document does not have', async () => {
+    const operations = new Set([...(await freshExposition()).keys()].flatMap((key) => [...key.matchAll(/operation="([^"]*)"/g)].map((match) => match[1])));
+    expect([...operations].sort()).toEqual([...OPERATIONS].sort());
+  });
+
+  it('still counts from 0 after initialisation', async () => {
+    const metrics = createMetrics({ environment, version: 't', sunsets: [], operations: OPERATIONS, processMetrics: false });
+    metrics.upstreamFailed('getPet', 'refused');
+    metrics.shed();
+    const series = parseExposition(await metrics.registry.metrics());
+    expect(series.get(metric('upstream_errors_total', { operation: 'getPet', kind: 'refused' }))).toBe(1);
+    expect(series.get(metric('upstream_errors_total', { operation: 'getPet', kind: 'reset' }))).toBe(0);
+    expect(series.get(metric('shed_requests_total'))).toBe(1);
+  });
+});
