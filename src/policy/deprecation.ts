@@ -8,8 +8,10 @@ import type { Clock } from '../http/clock.ts';
 export interface DeprecationPolicyEntry {
   /** When the operation was deprecated: the Deprecation header (RFC 9745). */
   deprecatedAt: Date;
-  /** A page about the deprecation: Link rel="deprecation" when set. */
+  /** A page about the deprecation: Link rel="deprecation" (RFC 9745) when set. */
   documentationUrl: string | null;
+  /** A page about the sunset (what goes away, when, how to migrate): Link rel="sunset" (RFC 8594) when set. */
+  sunsetDocumentationUrl: string | null;
 }
 
 export interface DeprecationPolicyOptions {
@@ -34,12 +36,13 @@ function compileNotice(operation: Operation, entry: DeprecationPolicyEntry, cont
   const { sunset, replacement: replacementId } = operation.deprecation!;
   const replacement = replacementId === undefined ? undefined : contract.byId.get(replacementId);
   const headers: Array<[string, string | string[]]> = [['Deprecation', `@${Math.floor(entry.deprecatedAt.getTime() / 1000)}`]];
+  if (sunset) headers.push(['Sunset', sunset.toUTCString()]);
+  // rel="sunset" and rel="deprecation" point at information about them, never at the replacement:
+  // the operation clients should move to is the successor version (RFC 5829).
   const links: string[] = [];
-  if (sunset) {
-    headers.push(['Sunset', sunset.toUTCString()]);
-    if (replacement) links.push(`<${basePath}${replacement.pathTemplate}>; rel="sunset"`);
-  }
+  if (replacement) links.push(`<${basePath}${replacement.pathTemplate}>; rel="successor-version"`);
   if (entry.documentationUrl) links.push(`<${entry.documentationUrl}>; rel="deprecation"; type="text/html"`);
+  if (entry.sunsetDocumentationUrl) links.push(`<${entry.sunsetDocumentationUrl}>; rel="sunset"; type="text/html"`);
   if (links.length > 0) headers.push(['Link', links.join(', ')]);
   const instead = replacement ? `; use ${describe(replacement, basePath)} instead` : '';
   return {

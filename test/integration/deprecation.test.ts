@@ -18,7 +18,15 @@ beforeAll(async () => {
   gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
   documented = buildTestGateway({
     upstreamUrl: backend.baseUrl,
-    overrides: { deprecations: { getPet: { deprecatedAt: '2026-11-21T00:00:00Z', documentationUrl: 'https://docs.example.com/deprecations/get-pet' } } },
+    overrides: {
+      deprecations: {
+        getPet: {
+          deprecatedAt: '2026-11-21T00:00:00Z',
+          documentationUrl: 'https://docs.example.com/deprecations/get-pet',
+          sunsetDocumentationUrl: 'https://docs.example.com/sunsets/get-pet',
+        },
+      },
+    },
   });
   auth = `Bearer ${gateway.apiKey}`;
 });
@@ -40,13 +48,15 @@ describe('getPet before its sunset', () => {
     expect(res.body).toEqual({ id: 1, name: 'Rex', categoryId: 1, status: 'available' });
     expect(res.headers.deprecation).toBe(`@${DEPRECATED_AT_SECONDS}`);
     expect(res.headers.sunset).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
-    expect(res.headers.link).toBe('</v1/pets>; rel="sunset"');
+    expect(res.headers.link).toBe('</v1/pets>; rel="successor-version"');
   });
 
-  it('adds a deprecation link when a documentation URL is configured', async () => {
+  it('adds deprecation and sunset links when their documentation URLs are configured', async () => {
     const res = await getPet('1', documented.app, `Bearer ${documented.apiKey}`);
     expect(res.headers.link).toBe(
-      '</v1/pets>; rel="sunset", <https://docs.example.com/deprecations/get-pet>; rel="deprecation"; type="text/html"',
+      '</v1/pets>; rel="successor-version", ' +
+        '<https://docs.example.com/deprecations/get-pet>; rel="deprecation"; type="text/html", ' +
+        '<https://docs.example.com/sunsets/get-pet>; rel="sunset"; type="text/html"',
     );
   });
 
@@ -89,6 +99,7 @@ describe('getPet from its sunset on', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.deprecation).toBe(`@${DEPRECATED_AT_SECONDS}`);
     expect(res.headers.sunset).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
+    expect(res.headers.link).toBe('</v1/pets>; rel="successor-version"');
     expect(res.body).toEqual({
       code: 'gone',
       message: 'GET /v1/pets/{petId} (getPet) was removed on 2030-12-05T00:00:00.000Z; use GET /v1/pets (listPets) instead',

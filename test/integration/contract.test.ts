@@ -1,0 +1,332 @@
+// The interface document declares what the gateway answers: each (operation, status) is provoked and checked against it.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
+import { createSchemaValidator, rewriteRefs } from '../../src/contract/schema-validator.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { buildTestGateway, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
+import { listen, rawRequest, type RawResponse } from '../helpers/raw-request.ts';
+import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+
+// ---- The document, as a client reads it --------------------------------------------------------
+
+interface Reference {
+  $ref: string;
+}
+interface HeaderObject {
+  required?: boolean;
+  schema: unknown;
+}
+interface ResponseObject {
+  headers?: Record<string, HeaderObject | Reference>;
+  content?: Record<string, { schema: unknown }>;
+}
+interface DocumentOperation {
+  method: string;
+  path: string;
+  responses: Record<string, ResponseObject | Reference>;
+}
+
+const document = parseYaml(readFileSync(new URL('../../config/petstore.openapi.yaml', import.meta.url), 'utf8')) as {
+  paths: Record<string, Record<string, { operationId?: string; responses?: DocumentOperation['responses'] }>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+/** Follows a local reference (`#/components/...`) to what it names. */
+function deref<T>(value: T | Reference): T {
+  if (typeof value !== 'object' || value === null || !('$ref' in value)) return value;
+  const target = value.$ref
+    .slice(2)
+    .split('/')
+    .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
+  if (target === undefined) throw new Error(`the document has no ${value.$ref}`);
+  return deref(target as T | Reference);
+}
+
+const operations = new Map<string, DocumentOperation>();
+for (const [path, pathItem] of Object.entries(document.paths)) {
+  for (const [method, operation] of Object.entries(pathItem)) {
+    if (typeof operation !== 'object' || typeof operation.operationId !== 'string') continue;
+    operations.set(operation.operationId, { method: method.toUpperCase(), path, responses: operation.responses ?? {} });
+  }
+}
+
+const ajv = createSchemaValidator(document.components.schemas);
+
+/** Why the value breaks the schema, or undefined when it does not. */
+function schemaProblem(schema: unknown, value: unknown): string | undefined {
+  const validate = ajv.compile(rewriteRefs(schema) as object);
+  return validate(value) ? undefined : ajv.errorsText(validate.errors);
+}
+
+/** A header's text as its schema types it (OpenAPI's `simple` style): integers are numbers. */
+function headerValue(schema: unknown, text: string): unknown {
+  const type = (deref(schema as object) as { type?: unknown }).type;
+  return (type === 'integer' || type === 'number') && /^-?\d+$/.test(text) ? Number(text) : text;
+}
+
+/** Framing and the representation's own fields: HTTP's business, not the interface's. */
+const TRANSPORT_HEADERS = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
+
+// ---- The gateways and upstreams the cases run against ------------------------------------------
+
+const SUNSET = Date.parse('2030-12-05T00:00:00Z');
+/** High enough that no case opens the circuit by accident: each target counts failures across operations. */
+const NEVER_OPENS = { failureThreshold: 1000, openMs: 60_000 };
+
+interface Target {
+  gateway: TestGateway;
+  port: number;
+  close(): Promise<void>;
+}
+
+async function start(options: TestGatewayOptions): Promise<Target> {
+  const gateway = buildTestGateway(options);
+  const server = await listen(gateway.app);
+  return {
+    gateway,
+    port: server.port,
+    close: async () => {
+      await server.close();
+      gateway.close();
+    },
+  };
+}
+
+let backend: SampleBackend;
+let silentUpstream: ScriptedUpstream;
+let failingUpstream: ScriptedUpstream;
+let holdingUpstream: ScriptedUpstream;
+/** The sample pet store behind a gateway configured as in production. */
+let served: Target;
+/** The same, with the clock past getPet's sunset. */
+let pastSunset: Target;
+/** Nothing listens at the upstream address. */
+let refused: Target;
+/** The upstream accepts requests and never answers; the gateway waits 100 ms. */
+let silent: Target;
+/** The circuit breaker is open: one failure opened it, and it stays open for a minute. */
+let circuitOpen: Target;
+/** The key store cannot answer. */
+let keysDown: Target;
+/** The upstream answers 500 with a body that is not an Error. */
+let failing: Target;
+/** At capacity: one request in flight, held by the upstream, and `listen.maxInFlight` is 1. */
+let crowded: Target;
+let held: Promise<unknown>;
+
+beforeAll(async () => {
+  backend = await startPetStore();
+  silentUpstream = await startScriptedUpstream(() => undefined);
+  failingUpstream = await startScriptedUpstream((_req, res) => {
+    res.writeHead(500, { 'Content-Type': 'text/plain' }).end('the backend fell over');
+  });
+  const nowhere = `http://127.0.0.1:${await unusedPort()}/v1`;
+  served = await start({ upstreamUrl: backend.baseUrl });
+  pastSunset = await start({ upstreamUrl: backend.baseUrl });
+  pastSunset.gateway.clock.set(SUNSET);
+  refused = await start({ upstreamUrl: nowhere, overrides: { upstream: { circuitBreaker: NEVER_OPENS } } });
+  silent = await start({ upstreamUrl: silentUpstream.baseUrl, overrides: { upstream: { timeoutMs: 100, circuitBreaker: NEVER_OPENS } } });
+  circuitOpen = await start({ upstreamUrl: nowhere, overrides: { upstream: { circuitBreaker: { failureThreshold: 1, openMs: 60_000 } } } });
+  const tripped = await listPets(circuitOpen);
+  expect(tripped.status).toBe(502);
+  keysDown = await start({
+    upstreamUrl: backend.baseUrl,
+    keyStore: { findByHash: () => Promise.reject(new KeyStoreUnavailableError('the key store is down')) },
+  });
+  failing = await start({ upstreamUrl: failingUpstream.baseUrl, overrides: { upstream: { circuitBreaker: NEVER_OPENS } } });
+  let arrived!: () => void;
+  const holding = new Promise<void>((resolve) => (arrived = resolve));
+  holdingUpstream = await startScriptedUpstream(() => arrived());
+  crowded = await start({ upstreamUrl: holdingUpstream.baseUrl, overrides: { listen: { maxInFlight: 1 } } });
+  // Cut off when the gateway closes; its answer is not under test.
+  held = listPets(crowded).catch(() => undefined);
+  await holding;
+});
+
+afterAll(async () => {
+  for (const target of [served, pastSunset, refused, silent, circuitOpen, keysDown, failing, crowded]) await target?.close();
+  await Promise.all([backend?.close(), silentUpstream?.close(), failingUpstream?.close(), holdingUpstream?.close(), held]);
+});
+
+interface SendOptions {
+  /** The bearer key; the target's own key when absent, no Authorization header when null. */
+  key?: string | null;
+  body?: string;
+  contentType?: string;
+}
+
+function send(target: Target, method: string, path: string, options: SendOptions = {}): Promise<RawResponse> {
+  const headers: Record<string, string> = {};
+  const key = options.key === undefined ? target.gateway.apiKey : options.key;
+  if (key !== null) headers.Authorization = `Bearer ${key}`;
+  if (options.body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
+  return rawRequest(target.port, { method, path, headers, ...(options.body === undefined ? {} : { body: options.body }) });
+}
+
+const listPets = (target: Target, options?: SendOptions, query = '') => send(target, 'GET', `/v1/pets${query}`, options);
+const createPet = (target: Target, options: SendOptions = {}) =>
+  send(target, 'POST', '/v1/pets', { body: JSON.stringify({ name: 'Nibbles', categoryId: 4, status: 'available' }), ...options });
+const getPet = (target: Target, options?: SendOptions, id = '1') => send(target, 'GET', `/v1/pets/${id}`, options);
+
+/** A key allowed one request per minute per operation: its second request is refused. */
+async function overLimit(call: (options: SendOptions) => Promise<RawResponse>): Promise<RawResponse> {
+  const key = served.gateway.addKey({ rateLimitPerMinute: 1 });
+  const first = await call({ key });
+  expect(first.status).toBeLessThan(300);
+  return call({ key });
+}
+
+const revokedKey = () => served.gateway.addKey({ revoked: true });
+const tooLarge = JSON.stringify({ name: 'x'.repeat(70_000), categoryId: 4 });
+
+// ---- The cases: one request per answer, named as the document names it --------------------------
+
+interface Case {
+  operation: string;
+  /** The response of the document the answer is checked against: a status, or `default`. */
+  declared: number | 'default';
+  why: string;
+  send(): Promise<RawResponse>;
+  /** The status expected; `declared` unless that is `default`. */
+  status?: number;
+  /** Optional headers the document declares that this answer, by design, does not carry. */
+  absent?: readonly string[];
+  /** Headers the backend sent and the gateway relayed unchanged: the backend's business, not the document's. */
+  relayed?: readonly string[];
+}
+
+const CASES: readonly Case[] = [
+  { operation: 'listPets', declared: 200, why: 'a page of animals', send: () => listPets(served, {}, '?limit=2&status=available') },
+  { operation: 'listPets', declared: 400, why: 'a limit over 100', send: () => listPets(served, {}, '?limit=500') },
+  { operation: 'listPets', declared: 400, why: 'a body, which listPets does not take', send: () => listPets(served, { body: '{}' }) },
+  { operation: 'listPets', declared: 401, why: 'no API key', send: () => listPets(served, { key: null }) },
+  { operation: 'listPets', declared: 401, why: 'a revoked API key', send: () => listPets(served, { key: revokedKey() }) },
+  { operation: 'listPets', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => listPets(served, options)) },
+  { operation: 'listPets', declared: 502, why: 'the backend refuses connections', send: () => listPets(refused) },
+  { operation: 'listPets', declared: 503, why: 'the circuit breaker is open', send: () => listPets(circuitOpen) },
+  {
+    operation: 'listPets',
+    declared: 503,
+    why: 'API keys cannot be checked',
+    send: () => listPets(keysDown),
+    absent: ['ratelimit', 'ratelimit-policy'],
+  },
+  {
+    operation: 'listPets',
+    declared: 503,
+    why: 'the gateway is at capacity',
+    send: () => listPets(crowded),
+    absent: ['ratelimit', 'ratelimit-policy'],
+  },
+  { operation: 'listPets', declared: 504, why: 'the backend does not answer in time', send: () => listPets(silent) },
+  { operation: 'listPets', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => listPets(failing) },
+
+  // The sample backend's Location (the new animal at getPet) is relayed as it came; the interface does not promise one.
+  { operation: 'createPet', declared: 201, why: 'a valid animal', send: () => createPet(served), relayed: ['location'] },
+  { operation: 'createPet', declared: 400, why: 'a body without categoryId', send: () => createPet(served, { body: '{"name":"Tom"}' }) },
+  { operation: 'createPet', declared: 400, why: 'a body that is not JSON', send: () => createPet(served, { body: '{"name":' }) },
+  { operation: 'createPet', declared: 401, why: 'no API key', send: () => createPet(served, { key: null }) },
+  { operation: 'createPet', declared: 413, why: 'a body over 64 KiB', send: () => createPet(served, { body: tooLarge }) },
+  { operation: 'createPet', declared: 415, why: 'a body sent as text/plain', send: () => createPet(served, { contentType: 'text/plain' }) },
+  { operation: 'createPet', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => createPet(served, options)) },
+  { operation: 'createPet', declared: 502, why: 'the backend refuses connections', send: () => createPet(refused) },
+  { operation: 'createPet', declared: 503, why: 'the circuit breaker is open', send: () => createPet(circuitOpen) },
+  {
+    operation: 'createPet',
+    declared: 503,
+    why: 'API keys cannot be checked',
+    send: () => createPet(keysDown),
+    absent: ['ratelimit', 'ratelimit-policy'],
+  },
+  {
+    operation: 'createPet',
+    declared: 503,
+    why: 'the gateway is at capacity',
+    send: () => createPet(crowded),
+    absent: ['ratelimit', 'ratelimit-policy'],
+  },
+  { operation: 'createPet', declared: 504, why: 'the backend does not answer in time', send: () => createPet(silent) },
+  { operation: 'createPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => createPet(failing) },
+
+  { operation: 'getPet', declared: 200, why: 'an animal that exists', send: () => getPet(served) },
+  { operation: 'getPet', declared: 400, why: 'a petId that is not an integer', send: () => getPet(served, {}, 'abc') },
+  { operation: 'getPet', declared: 400, why: 'a query parameter, which getPet does not take', send: () => getPet(served, {}, '1?verbose=1') },
+  { operation: 'getPet', declared: 400, why: 'a body, which getPet does not take', send: () => getPet(served, { body: '{}' }) },
+  { operation: 'getPet', declared: 401, why: 'no API key', send: () => getPet(served, { key: null }) },
+  { operation: 'getPet', declared: 401, why: 'a revoked API key', send: () => getPet(served, { key: revokedKey() }) },
+  { operation: 'getPet', declared: 404, why: 'an animal the backend does not have', send: () => getPet(served, {}, '424242') },
+  { operation: 'getPet', declared: 410, why: 'a request from the sunset on', send: () => getPet(pastSunset) },
+  { operation: 'getPet', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => getPet(served, options)) },
+  { operation: 'getPet', declared: 502, why: 'the backend refuses connections', send: () => getPet(refused) },
+  { operation: 'getPet', declared: 503, why: 'the circuit breaker is open', send: () => getPet(circuitOpen) },
+  {
+    operation: 'getPet',
+    declared: 503,
+    why: 'API keys cannot be checked',
+    send: () => getPet(keysDown),
+    absent: ['ratelimit', 'ratelimit-policy'],
+  },
+  {
+    operation: 'getPet',
+    declared: 503,
+    why: 'the gateway is at capacity (refused before the operation is known)',
+    send: () => getPet(crowded),
+    absent: ['ratelimit', 'ratelimit-policy', 'deprecation', 'sunset', 'link'],
+  },
+  { operation: 'getPet', declared: 504, why: 'the backend does not answer in time', send: () => getPet(silent) },
+  { operation: 'getPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => getPet(failing) },
+];
+
+// ---- The checks ---------------------------------------------------------------------------------
+
+function checkAgainstDocument(testCase: Case, res: RawResponse): void {
+  const operation = operations.get(testCase.operation)!;
+  expect(res.status, res.body).toBe(testCase.status ?? testCase.declared);
+  const declaredStatuses = Object.keys(operation.responses);
+  // The answer is checked against its own status's response; `default` only covers statuses no response names.
+  expect(declaredStatuses, `${testCase.operation} declares ${res.status} or covers it with default`).toContain(String(testCase.declared));
+  if (testCase.declared === 'default') expect(declaredStatuses).not.toContain(String(res.status));
+  const response = deref(operation.responses[String(testCase.declared)]!);
+
+  const declaredHeaders = new Map(Object.entries(response.headers ?? {}).map(([name, header]) => [name.toLowerCase(), deref(header)]));
+  for (const [name, header] of declaredHeaders) {
+    const value = res.headers[name];
+    if (testCase.absent?.includes(name)) {
+      expect(header.required, `${name} is exempted here, so the document must not require it`).not.toBe(true);
+      expect(value, `${name} is absent from this answer by design`).toBeUndefined();
+      continue;
+    }
+    expect(value, `the ${name} header`).toBeTypeOf('string');
+    expect(schemaProblem(header.schema, headerValue(header.schema, value as string)), `${name}: ${String(value)}`).toBeUndefined();
+  }
+  const undeclared = Object.keys(res.headers).filter(
+    (name) => !TRANSPORT_HEADERS.has(name) && !declaredHeaders.has(name) && !testCase.relayed?.includes(name),
+  );
+  expect(undeclared, 'headers the answer carries and the document does not declare').toEqual([]);
+
+  const mediaType = res.headers['content-type']?.split(';', 1)[0]!.trim();
+  expect(Object.keys(response.content ?? {}), 'the media type of the body').toContain(mediaType);
+  const body: unknown = JSON.parse(res.body);
+  expect(schemaProblem(response.content![mediaType!]!.schema, body), res.body).toBeUndefined();
+  // The interface: an Error's `status` repeats the HTTP status.
+  if (res.status >= 400) expect((body as { status: unknown }).status).toBe(res.status);
+}
+
+describe('each answer the gateway gives is the one the document declares', () => {
+  it.each(CASES.map((testCase) => [testCase.operation, testCase.declared, testCase.why, testCase] as const))(
+    '%s %s: %s',
+    async (_operation, _declared, _why, testCase) => {
+      checkAgainstDocument(testCase, await testCase.send());
+    },
+  );
+});
+
+describe('the cases and the document', () => {
+  it('exercise every (operation, status) the document declares, and no other', () => {
+    const declared = [...operations].flatMap(([id, operation]) => Object.keys(operation.responses).map((status) => `${id} ${status}`));
+    const exercised = new Set(CASES.map((testCase) => `${testCase.operation} ${testCase.declared}`));
+    expect([...exercised].sort()).toEqual(declared.sort());
+  });
+});
