@@ -1,11 +1,17 @@
-// A read-through cache in front of a key store: bounded, short-lived, negative results too, one lookup per key at a time.
+// A read-through cache in front of a key store: found keys and known absences bounded apart, one lookup per key at a time.
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../http/clock.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
 
 export interface KeyCacheOptions {
-  /** Most key hashes held at once. */
+  /** Most found key records held at once. */
   maxEntries: number;
+  /**
+   * Most known absences ("no such key") held at once; default 1000. They are kept apart from the
+   * found records, so a flood of unknown keys never evicts a valid one (whose cache entry is what
+   * lets it work through a store outage).
+   */
+  maxNegativeEntries?: number;
   /** How long a found record is trusted without asking the store again. */
   ttlMs: number;
   /** How long "no such key" is trusted: a flood of bad keys then costs one lookup each per this period. */
@@ -15,50 +21,78 @@ export interface KeyCacheOptions {
   onLookup?: (outcome: 'hit' | 'miss') => void;
 }
 
-/** `null` marks a known absence, so it can be cached; lru-cache does not cache undefined. */
-type Entry = { record: KeyRecord | null };
+function checkCount(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`key cache: ${name} must be a positive integer, got ${value}`);
+  return value;
+}
 
 export class CachedKeyStore implements KeyStore {
-  readonly #cache: LRUCache<string, Entry>;
+  readonly #store: KeyStore;
+  readonly #found: LRUCache<string, KeyRecord>;
+  readonly #absent: LRUCache<string, true>;
+  /** Lookups in flight, so concurrent requests with one key share one store call. */
+  readonly #pending = new Map<string, Promise<KeyRecord | undefined>>();
   readonly #onLookup: KeyCacheOptions['onLookup'];
 
   constructor(store: KeyStore, options: KeyCacheOptions) {
-    this.#onLookup = options.onLookup;
-    this.#cache = new LRUCache<string, Entry>({
-      max: options.maxEntries,
-      ttl: options.ttlMs,
-      perf: { now: () => options.clock.now() },
-      // Concurrent lookups of one key share one store call (lru-cache's fetch is single-flight).
-      fetchMethod: async (keyHash, _stale, { options: fetchOptions }) => {
-        const record = await store.findByHash(keyHash);
-        if (!record) fetchOptions.ttl = options.negativeTtlMs;
-        return { record: record ?? null };
-      },
-      // A failed lookup is not cached and does not serve an expired entry: the next request asks again.
-      noDeleteOnFetchRejection: false,
-      allowStaleOnFetchRejection: false,
-    });
+    const { maxEntries, maxNegativeEntries = 1000, ttlMs, negativeTtlMs, clock, onLookup } = options;
+    this.#store = store;
+    this.#onLookup = onLookup;
+    // ttlResolution 0: ask the clock on every read, so a test clock moved a moment ago is seen.
+    const timing = { perf: { now: () => clock.now() }, ttlResolution: 0 };
+    this.#found = new LRUCache({ max: checkCount('maxEntries', maxEntries), ttl: checkCount('ttlMs', ttlMs), ...timing });
+    this.#absent = new LRUCache({ max: checkCount('maxNegativeEntries', maxNegativeEntries), ttl: checkCount('negativeTtlMs', negativeTtlMs), ...timing });
   }
 
   async findByHash(keyHash: string): Promise<KeyRecord | undefined> {
-    // One cache operation per request; the status says whether it was answered from the cache.
-    const status: LRUCache.Status<string, Entry> = {};
-    const entry = await this.#cache.fetch(keyHash, { status });
-    this.#onLookup?.(status.fetch === 'hit' ? 'hit' : 'miss');
-    return entry?.record ?? undefined;
+    const record = this.#found.get(keyHash);
+    if (record !== undefined || this.#absent.get(keyHash)) {
+      this.#onLookup?.('hit');
+      return record;
+    }
+    this.#onLookup?.('miss');
+    return this.#lookup(keyHash);
+  }
+
+  #lookup(keyHash: string): Promise<KeyRecord | undefined> {
+    const pending = this.#pending.get(keyHash);
+    if (pending) return pending;
+    // Only the lookup still registered when it settles may fill the cache: evict and clear
+    // unregister it, so an answer read before a revocation is not kept after it.
+    const lookup: Promise<KeyRecord | undefined> = this.#store.findByHash(keyHash).then(
+      (record) => {
+        if (this.#pending.get(keyHash) !== lookup) return record;
+        this.#pending.delete(keyHash);
+        if (record) this.#found.set(keyHash, record);
+        else this.#absent.set(keyHash, true);
+        return record;
+      },
+      (error: unknown) => {
+        // A failed lookup is not cached and serves no expired entry: the next request asks again.
+        if (this.#pending.get(keyHash) === lookup) this.#pending.delete(keyHash);
+        throw error;
+      },
+    );
+    this.#pending.set(keyHash, lookup);
+    return lookup;
   }
 
   /** Forgets one key, so its next use reads the store (revocation, rotation). */
   evict(keyHash: string): void {
-    this.#cache.delete(keyHash);
+    this.#found.delete(keyHash);
+    this.#absent.delete(keyHash);
+    this.#pending.delete(keyHash);
   }
 
   /** Forgets everything (after a lost subscription, when events may have been missed). */
   clear(): void {
-    this.#cache.clear();
+    this.#found.clear();
+    this.#absent.clear();
+    this.#pending.clear();
   }
 
+  /** Entries held: found records and known absences, the expired ones not yet purged included. */
   get size(): number {
-    return this.#cache.size;
+    return this.#found.size + this.#absent.size;
   }
 }

@@ -123,6 +123,8 @@ export const configSchema = z.object({
       cache: z
         .object({
           maxEntries: z.coerce.number().int().positive().default(10_000),
+          /** Most unknown keys remembered, held apart from found keys so a flood of bogus keys cannot evict valid ones. */
+          maxNegativeEntries: z.coerce.number().int().positive().default(1000),
           ttlMs: positiveMs.default(30_000),
           negativeTtlMs: positiveMs.default(5000),
         })

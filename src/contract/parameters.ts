@@ -3,12 +3,12 @@ import type { ParameterSpec } from './operations.ts';
 
 type ParseResult = ReturnType<ParameterSpec['parse']>;
 
-const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+const INTEGER_TEXT = /^(?:0|-?[1-9]\d*)$/;
 const NUMBER_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 
 /**
  * Text such as `1.5`, `1e2`, `0x10`, ` 7` or the empty string is not an integer, even though
- * Number() would accept some of them; leading zeros are refused so that one value has one spelling.
+ * Number() would accept some of them; leading zeros and `-0` are refused so that one value has one spelling.
  * Integers beyond double precision are parsed on their digits for the int64 range check.
  */
 export function createParameterParser(schema: unknown): ParameterSpec['parse'] {

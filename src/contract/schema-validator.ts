@@ -57,21 +57,3 @@ export function describeSchemaError(error: ErrorObject | undefined, subject: str
   }
   return `${subject}${path ? ` field '${path}'` : ''} ${error.message ?? 'is invalid'}`;
 }
-
-/**
- * JSON.parse, except that integer literals beyond double precision are checked against the int64
- * range on their source text: 9223372036854775807 is valid int64 but parses to the same double as
- * 9223372036854775808, which is not. In-range values are replaced by a safe integer of the same sign
- * and out-of-range ones by a value the int64 format refuses. The parsed value is only validated;
- * the raw bytes are what the upstream receives.
- */
-export function parseJsonPreservingInt64(text: string): unknown {
-  return JSON.parse(text, function reviveInteger(_key, value: unknown, context?: { source?: string }) {
-    if (typeof value !== 'number' || Number.isSafeInteger(value) || !context?.source) return value;
-    if (!/^-?\d+$/.test(context.source)) return value;
-    const exact = BigInt(context.source);
-    const inRange = exact >= -(2n ** 63n) && exact < 2n ** 63n;
-    if (inRange) return value < 0 ? Number.MIN_SAFE_INTEGER : Number.MAX_SAFE_INTEGER;
-    return value < 0 ? -(2 ** 64) : 2 ** 64;
-  });
-}

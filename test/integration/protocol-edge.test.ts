@@ -277,52 +277,40 @@ describe('a pipelined flood on one connection', () => {
 });
 
 describe('upstreams that do not answer as HTTP/1.1 should', () => {
-  it('answers 502 when the upstream switches protocols on a plain request', async () => {
-    const raw = await startRawUpstream((socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
-    const switched = await startEdge(raw.baseUrl);
+  /** One authenticated GET through a gateway in front of an upstream that writes `bytes` and hangs up. */
+  async function throughRawUpstream(bytes: string, hangUp: boolean): Promise<{ statuses: number[]; error: unknown; logs: string }> {
+    const raw = await startRawUpstream((socket) => {
+      socket.write(bytes);
+      if (hangUp) socket.destroy();
+    });
+    const through = await startEdge(raw.baseUrl);
     try {
-      const answer = await sendRaw(switched.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${switched.gateway.apiKey}\r\n\r\n`, {
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
         responses: 1,
       });
-      expect(answer.statuses).toEqual([502]);
-      expect(errorOf(answer.text)).toEqual({ code: 'bad_gateway', message: 'The pet store backend answered with something other than an HTTP response', status: 502 });
+      return { statuses: answer.statuses, error: errorOf(answer.text), logs: through.gateway.rawLogs() };
     } finally {
-      await switched.close();
+      await through.close();
       await raw.close();
     }
+  }
+
+  it('answers 502 when the upstream switches protocols on a plain request', async () => {
+    const { statuses, error } = await throughRawUpstream('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', false);
+    expect(statuses).toEqual([502]);
+    expect(error).toEqual({ code: 'bad_gateway', message: 'The pet store backend answered with something other than an HTTP response', status: 502 });
   });
 
   it('answers 502 with an Error body when an error response is cut mid-body', async () => {
-    const raw = await startRawUpstream((socket) => {
-      socket.write('HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"code":"boom",');
-      socket.destroy();
-    });
-    const cut = await startEdge(raw.baseUrl);
-    try {
-      const answer = await sendRaw(cut.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${cut.gateway.apiKey}\r\n\r\n`, { responses: 1 });
-      expect(answer.statuses).toEqual([502]);
-      expect(errorOf(answer.text)).toEqual({ code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 });
-    } finally {
-      await cut.close();
-      await raw.close();
-    }
+    const cut = 'HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"code":"boom",';
+    const { statuses, error } = await throughRawUpstream(cut, true);
+    expect(statuses).toEqual([502]);
+    expect(error).toEqual({ code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 });
   });
 
   it('answers 502 when the upstream answers garbage, without logging its bytes', async () => {
-    const raw = await startRawUpstream((socket) => {
-      socket.write('SSH-2.0-OpenSSH_9.2 secret-banner\r\n\r\n');
-      socket.destroy();
-    });
-    const garbage = await startEdge(raw.baseUrl);
-    try {
-      const answer = await sendRaw(garbage.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${garbage.gateway.apiKey}\r\n\r\n`, {
-        responses: 1,
-      });
-      expect(answer.statuses).toEqual([502]);
-      expect(garbage.gateway.rawLogs()).not.toContain('secret-banner');
-    } finally {
-      await garbage.close();
-      await raw.close();
-    }
+    const { statuses, logs } = await throughRawUpstream('SSH-2.0-OpenSSH_9.2 secret-banner\r\n\r\n', true);
+    expect(statuses).toEqual([502]);
+    expect(logs).not.toContain('secret-banner');
   });
 });

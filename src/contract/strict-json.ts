@@ -1,0 +1,251 @@
+// Strict JSON for request bodies: fatal UTF-8, RFC 8259 grammar, unique member names, numbers with their spelling.
+
+/** A number written with a fraction, an exponent or as `-0` although its value is an integer (`1.0`, `1e2`, `-0`). */
+export interface NonCanonicalInteger {
+  /** Where it is: member names and array indices from the root. */
+  path: readonly (string | number)[];
+  /** The literal as written. */
+  text: string;
+}
+
+export type JsonBodyParse =
+  | { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] }
+  | { ok: false; reason: string };
+
+export interface JsonBodyOptions {
+  /** Arrays and objects nested deeper than this are refused, so recursion stays bounded (default 64). */
+  maxDepth?: number;
+}
+
+// The BOM is checked on the bytes and refused; ignoreBOM keeps the decoder from dropping one silently.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const INT64_MIN = -(2n ** 63n);
+const INT64_LIMIT = 2n ** 63n; // exclusive
+const ESCAPES = new Map([['"', '"'], ['\\', '\\'], ['/', '/'], ['b', '\b'], ['f', '\f'], ['n', '\n'], ['r', '\r'], ['t', '\t']]);
+const LITERALS: ReadonlyArray<readonly [string, boolean | null]> = [
+  ['true', true],
+  ['false', false],
+  ['null', null],
+];
+
+/** Thrown inside the parser only; parseJsonBody turns it into a result. */
+class Refusal {
+  readonly reason: string;
+  constructor(reason: string) {
+    this.reason = reason;
+  }
+}
+
+/**
+ * Parses a request body. Refused, with a reason that reads after "Request body": invalid UTF-8, a
+ * byte order mark, anything RFC 8259 does not allow, a member name given twice in one object,
+ * an escaped lone surrogate (other parsers turn those into U+FFFD, which makes distinct names equal),
+ * and nesting beyond `maxDepth`. Never throws.
+ *
+ * Integers beyond double precision are checked against the int64 range on their digits: in range
+ * they become a safe integer of the same sign, out of range a value the int64 format refuses. The
+ * value is only validated; the bytes are what the upstream receives.
+ */
+export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
+  const { maxDepth = 64 } = options;
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    return { ok: false, reason: 'is not valid UTF-8' };
+  }
+  try {
+    return { ok: true, ...parseText(text, maxDepth) };
+  } catch (error) {
+    if (error instanceof Refusal) return { ok: false, reason: error.reason };
+    throw error;
+  }
+}
+
+// One recursive descent over the text and a shared cursor; it stays whole in one file, though past
+// 200 lines, because split apart its pieces would have to pass the cursor around.
+function parseText(text: string, maxDepth: number): { value: unknown; nonCanonicalIntegers: NonCanonicalInteger[] } {
+  const nonCanonicalIntegers: NonCanonicalInteger[] = [];
+  const path: (string | number)[] = [];
+  let i = 0;
+
+  const notJson = (): Refusal => new Refusal('is not valid JSON');
+  const unpaired = (): Refusal => new Refusal('contains an unpaired surrogate escape');
+
+  function skipWhitespace(): void {
+    for (;;) {
+      const code = text.charCodeAt(i);
+      if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) return;
+      i++;
+    }
+  }
+
+  function eat(code: number): void {
+    if (text.charCodeAt(i) !== code) throw notJson();
+    i++;
+  }
+
+  /** Consumes whitespace and then `code` (a closing bracket) when it comes next. */
+  function closes(code: number): boolean {
+    skipWhitespace();
+    if (text.charCodeAt(i) !== code) return false;
+    i++;
+    return true;
+  }
+
+  function parseValue(): unknown {
+    skipWhitespace();
+    const code = text.charCodeAt(i);
+    if (code === 0x7b) return parseObject();
+    if (code === 0x5b) return parseArray();
+    if (code === 0x22) return parseString();
+    if (code === 0x2d || (code >= 0x30 && code <= 0x39)) return parseNumber();
+    for (const [word, value] of LITERALS) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return value;
+      }
+    }
+    throw notJson();
+  }
+
+  function enter(): void {
+    if (path.length >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`);
+  }
+
+  function parseObject(): Record<string, unknown> {
+    enter();
+    i++;
+    const object: Record<string, unknown> = {};
+    if (closes(0x7d)) return object;
+    for (;;) {
+      skipWhitespace();
+      if (text.charCodeAt(i) !== 0x22) throw notJson();
+      const name = parseString();
+      if (Object.hasOwn(object, name)) throw new Refusal(`field '${describePath([...path, name])}' must be given once`);
+      skipWhitespace();
+      eat(0x3a);
+      path.push(name);
+      const value = parseValue();
+      path.pop();
+      // Assigning "__proto__" would set the prototype; JSON.parse makes it an own member, and so does this.
+      if (name === '__proto__') Object.defineProperty(object, name, { value, writable: true, enumerable: true, configurable: true });
+      else object[name] = value;
+      if (closes(0x7d)) return object;
+      eat(0x2c);
+    }
+  }
+
+  function parseArray(): unknown[] {
+    enter();
+    i++;
+    const array: unknown[] = [];
+    if (closes(0x5d)) return array;
+    for (;;) {
+      path.push(array.length);
+      array.push(parseValue());
+      path.pop();
+      if (closes(0x5d)) return array;
+      eat(0x2c);
+    }
+  }
+
+  function parseString(): string {
+    i++; // the opening quote
+    let result = '';
+    let chunkStart = i;
+    for (;;) {
+      const code = text.charCodeAt(i);
+      if (code === 0x22) break;
+      if (code < 0x20 || Number.isNaN(code)) throw notJson(); // control character, or the text ended
+      if (code !== 0x5c) {
+        i++;
+        continue;
+      }
+      result += text.slice(chunkStart, i);
+      result += parseEscape();
+      chunkStart = i;
+    }
+    result += text.slice(chunkStart, i);
+    i++; // the closing quote
+    return result;
+  }
+
+  function parseEscape(): string {
+    const escaped = text[i + 1] ?? '';
+    i += 2;
+    if (escaped !== 'u') {
+      const character = ESCAPES.get(escaped);
+      if (character === undefined) throw notJson();
+      return character;
+    }
+    const unit = parseHex4();
+    if (unit < 0xd800 || unit > 0xdfff) return String.fromCharCode(unit);
+    if (unit >= 0xdc00 || text.charCodeAt(i) !== 0x5c || text.charCodeAt(i + 1) !== 0x75) throw unpaired();
+    i += 2;
+    const low = parseHex4();
+    if (low < 0xdc00 || low > 0xdfff) throw unpaired();
+    return String.fromCharCode(unit, low);
+  }
+
+  function parseHex4(): number {
+    const digits = text.slice(i, i + 4);
+    if (!/^[0-9a-fA-F]{4}$/.test(digits)) throw notJson();
+    i += 4;
+    return parseInt(digits, 16);
+  }
+
+  function skipDigits(): void {
+    const start = i;
+    while (isDigit(text.charCodeAt(i))) i++;
+    if (i === start) throw notJson();
+  }
+
+  function parseNumber(): number {
+    const start = i;
+    if (text.charCodeAt(i) === 0x2d) i++;
+    if (text.charCodeAt(i) === 0x30) i++;
+    else skipDigits();
+    let plainDigits = true;
+    if (text.charCodeAt(i) === 0x2e) {
+      i++;
+      skipDigits();
+      plainDigits = false;
+    }
+    const code = text.charCodeAt(i);
+    if (code === 0x65 || code === 0x45) {
+      i++;
+      const sign = text.charCodeAt(i);
+      if (sign === 0x2b || sign === 0x2d) i++;
+      skipDigits();
+      plainDigits = false;
+    }
+    const literal = text.slice(start, i);
+    const value = Number(literal);
+    if (!plainDigits || literal === '-0') {
+      if (Number.isInteger(value)) nonCanonicalIntegers.push({ path: [...path], text: literal });
+      return value;
+    }
+    if (Number.isSafeInteger(value)) return value;
+    // Beyond double precision 2^63 - 1 and 2^63 are one double; the digits decide the int64 range.
+    const exact = BigInt(literal);
+    if (exact >= INT64_MIN && exact < INT64_LIMIT) return value < 0 ? Number.MIN_SAFE_INTEGER : Number.MAX_SAFE_INTEGER;
+    return value < 0 ? -(2 ** 64) : 2 ** 64;
+  }
+
+  const value = parseValue();
+  skipWhitespace();
+  if (i !== text.length) throw notJson();
+  return { value, nonCanonicalIntegers };
+}
+
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
+}
+
+/** `owner.tags.0`, as the schema errors name fields; client-chosen names are cut short. */
+export function describePath(path: readonly (string | number)[]): string {
+  const joined = path.join('.');
+  return joined.length > 80 ? `${joined.slice(0, 79)}…` : joined;
+}

@@ -1,0 +1,180 @@
+// The strict body parser: RFC 8259 JSON from UTF-8 bytes, unique names, integers with their spelling.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseJsonBody } from '../../../src/contract/strict-json.ts';
+
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+describe('parseJsonBody accepts', () => {
+  it.each([
+    ['{"name":"Rex","categoryId":4}', { name: 'Rex', categoryId: 4 }],
+    [' \t\r\n{ "a" : [ 1 , -2 , 0.5 , true , false , null ] } \n', { a: [1, -2, 0.5, true, false, null] }],
+    ['"caf\\u00e9 \\"\\\\\\/\\b\\f\\n\\r\\t"', 'café "\\/\b\f\n\r\t'],
+    ['"\\ud83d\\udc36 🐶"', '🐶 🐶'],
+    ['{"a":{"a":{"a":1}}}', { a: { a: { a: 1 } } }],
+    ['[{"a":1},{"a":1}]', [{ a: 1 }, { a: 1 }]],
+    ['{"A":1,"a":2}', { A: 1, a: 2 }],
+    ['{}', {}],
+    ['[]', []],
+    ['0', 0],
+    ['1.5e3', 1500],
+    ['9007199254740991', Number.MAX_SAFE_INTEGER],
+  ])('%s', (text, value) => {
+    expect(parseJsonBody(utf8(text))).toEqual({ ok: true, value, nonCanonicalIntegers: expect.any(Array) });
+  });
+
+  it('makes "__proto__" an own member, as JSON.parse does, without touching the prototype', () => {
+    const parsed = parseJsonBody(utf8('{"__proto__":{"categoryId":1}}'));
+    expect(parsed.ok).toBe(true);
+    const value = (parsed as { value: Record<string, unknown> }).value;
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.keys(value)).toEqual(['__proto__']);
+    expect((value as { categoryId?: unknown }).categoryId).toBeUndefined();
+  });
+});
+
+describe('parseJsonBody refuses', () => {
+  it.each([
+    ['a duplicate name', '{"name":5,"categoryId":1,"name":"a"}', "field 'name' must be given once"],
+    ['a duplicate with the same value', '{"a":1,"a":1}', "field 'a' must be given once"],
+    ['a duplicate spelled with an escape', '{"a":1,"\\u0061":2}', "field 'a' must be given once"],
+    ['a duplicate in a nested object', '{"owner":{"tags":[{"k":1,"k":2}]}}', "field 'owner.tags.0.k' must be given once"],
+    ['a duplicate "__proto__"', '{"__proto__":1,"__proto__":2}', "field '__proto__' must be given once"],
+    ['an unpaired high surrogate escape', '"\\ud800"', 'contains an unpaired surrogate escape'],
+    ['an unpaired low surrogate escape', '"\\udc00x"', 'contains an unpaired surrogate escape'],
+    ['a high surrogate escape followed by a non-surrogate', '"\\ud800\\u0041"', 'contains an unpaired surrogate escape'],
+    ['nothing', '', 'is not valid JSON'],
+    ['a truncated object', '{"name":', 'is not valid JSON'],
+    ['a trailing comma', '{"a":1,}', 'is not valid JSON'],
+    ['a trailing comma in an array', '[1,]', 'is not valid JSON'],
+    ['single quotes', "{'a':1}", 'is not valid JSON'],
+    ['an unquoted name', '{a:1}', 'is not valid JSON'],
+    ['a comment', '{"a":1/* c */}', 'is not valid JSON'],
+    ['two values', '{} {}', 'is not valid JSON'],
+    ['a leading zero', '01', 'is not valid JSON'],
+    ['a plus sign', '+1', 'is not valid JSON'],
+    ['a bare fraction', '.5', 'is not valid JSON'],
+    ['a fraction without digits', '1.', 'is not valid JSON'],
+    ['an exponent without digits', '1e', 'is not valid JSON'],
+    ['a minus alone', '-', 'is not valid JSON'],
+    ['NaN', 'NaN', 'is not valid JSON'],
+    ['Infinity', '-Infinity', 'is not valid JSON'],
+    ['hexadecimal', '0x10', 'is not valid JSON'],
+    ['a raw control character in a string', '"a\u0001b"', 'is not valid JSON'],
+    ['a raw newline in a string', '"a\nb"', 'is not valid JSON'],
+    ['an unknown escape', '"\\x41"', 'is not valid JSON'],
+    ['a short unicode escape', '"\\u12"', 'is not valid JSON'],
+    ['an unterminated string', '"abc', 'is not valid JSON'],
+    ['an unterminated escape', '"\\', 'is not valid JSON'],
+    ['a capitalised literal', 'True', 'is not valid JSON'],
+    ['a truncated literal', 'nul', 'is not valid JSON'],
+    ['a non-JSON space', '\u00a0{}', 'is not valid JSON'],
+  ])('%s', (_case, text, reason) => {
+    expect(parseJsonBody(utf8(text))).toEqual({ ok: false, reason });
+  });
+
+  it.each([
+    ['a UTF-8 byte order mark', [0xef, 0xbb, 0xbf, 0x7b, 0x7d], 'must not start with a byte order mark'],
+    ['a byte that never occurs in UTF-8', [0x22, 0xff, 0x22], 'is not valid UTF-8'],
+    ['a cut multi-byte sequence', [0x22, 0xc3, 0x22], 'is not valid UTF-8'],
+    ['an overlong encoding of "/"', [0x22, 0xc0, 0xaf, 0x22], 'is not valid UTF-8'],
+    ['an encoded surrogate', [0x22, 0xed, 0xa0, 0x80, 0x22], 'is not valid UTF-8'],
+    ['a code point above U+10FFFF', [0x22, 0xf4, 0x90, 0x80, 0x80, 0x22], 'is not valid UTF-8'],
+    ['Latin-1 text', [...Buffer.from('{"name":"Caf\xe9"}', 'latin1')], 'is not valid UTF-8'],
+    ['UTF-16', [...Buffer.from('{}', 'utf16le')], 'is not valid JSON'],
+  ])('%s', (_case, bytes, reason) => {
+    expect(parseJsonBody(Buffer.from(bytes))).toEqual({ ok: false, reason });
+  });
+
+  it('nesting deeper than the limit, without exhausting the stack', () => {
+    expect(parseJsonBody(utf8(`${'['.repeat(64)}${']'.repeat(64)}`)).ok).toBe(true);
+    expect(parseJsonBody(utf8(`${'['.repeat(65)}${']'.repeat(65)}`))).toEqual({ ok: false, reason: 'is nested more than 64 levels deep' });
+    expect(parseJsonBody(utf8('{"a":'.repeat(30_000)))).toEqual({ ok: false, reason: 'is nested more than 64 levels deep' });
+    expect(parseJsonBody(utf8('[[[1]]]'), { maxDepth: 2 })).toEqual({ ok: false, reason: 'is nested more than 2 levels deep' });
+  });
+
+  it('cuts a long member name short in the reason', () => {
+    const name = 'n'.repeat(500);
+    expect(parseJsonBody(utf8(`{"${name}":1,"${name}":2}`))).toEqual({ ok: false, reason: `field '${'n'.repeat(79)}…' must be given once` });
+  });
+});
+
+describe('parseJsonBody and integer spellings', () => {
+  it.each([
+    ['1.0', 1],
+    ['1e2', 100],
+    ['1E+2', 100],
+    ['100e-2', 1],
+    ['-0', -0],
+    ['-0.0', -0],
+    ['0e0', 0],
+    ['0.0', 0],
+    ['1e-400', 0],
+    ['1.5e1', 15],
+    ['9.223372036854775807e18', 9223372036854775807],
+  ])('reports %s, whose value is an integer, with its spelling and place', (literal, value) => {
+    expect(parseJsonBody(utf8(`{"a":[{"b":${literal}}]}`))).toEqual({
+      ok: true,
+      value: { a: [{ b: value }] },
+      nonCanonicalIntegers: [{ path: ['a', 0, 'b'], text: literal }],
+    });
+  });
+
+  it.each(['0', '7', '-12', '1.5', '1e-1', '2.5e0', '1e400'])('does not report %s', (literal) => {
+    const parsed = parseJsonBody(utf8(`[${literal}]`));
+    expect(parsed).toEqual({ ok: true, value: [Number(literal)], nonCanonicalIntegers: [] });
+  });
+
+  it('reports a whole body that is one such number at the empty path', () => {
+    expect(parseJsonBody(utf8('1.0'))).toEqual({ ok: true, value: 1, nonCanonicalIntegers: [{ path: [], text: '1.0' }] });
+  });
+
+  it.each([
+    ['9223372036854775807', Number.MAX_SAFE_INTEGER],
+    ['-9223372036854775808', Number.MIN_SAFE_INTEGER],
+    ['9223372036854775808', 2 ** 64],
+    ['-9223372036854775809', -(2 ** 64)],
+    ['123456789012345678901234567890', 2 ** 64],
+  ])('decides the int64 range of %s on its digits', (literal, value) => {
+    expect(parseJsonBody(utf8(`{"id":${literal}}`))).toEqual({ ok: true, value: { id: value }, nonCanonicalIntegers: [] });
+  });
+});
+
+describe('parseJsonBody properties', () => {
+  // Numbers JSON.parse reads exactly; integers beyond double precision follow the int64 rule instead.
+  const number = fc.oneof(
+    fc.maxSafeInteger(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n) || Number.isSafeInteger(n)),
+  );
+  const string = fc.string({ unit: 'binary' });
+  const { json } = fc.letrec((tie) => ({
+    json: fc.oneof({ depthSize: 'small', maxDepth: 6 }, string, number, fc.boolean(), fc.constant(null), tie('array'), tie('object')),
+    array: fc.array(tie('json')),
+    object: fc.dictionary(string, tie('json')),
+  }));
+
+  it('agrees with JSON.parse on JSON.stringify output', () => {
+    fc.assert(
+      fc.property(json, fc.boolean(), (value, pretty) => {
+        const text = JSON.stringify(value, null, pretty ? 2 : undefined);
+        const parsed = parseJsonBody(utf8(text));
+        expect(parsed).toEqual({ ok: true, value: JSON.parse(text), nonCanonicalIntegers: expect.any(Array) });
+      }),
+    );
+  });
+
+  it('never throws on arbitrary bytes, and agrees with JSON.parse on what is JSON', () => {
+    const jsonish = fc.string({ unit: fc.constantFrom(...'{}[]",:0123456789.eE+- \\u"aenrstl'), maxLength: 40 }).map(utf8);
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), jsonish), (input) => {
+        const parsed = parseJsonBody(input);
+        const text = Buffer.from(input).toString('utf8');
+        // Integers beyond double precision follow the int64 rule, not JSON.parse.
+        if (/\d{16}/.test(text)) return;
+        if (parsed.ok) expect(parsed.value).toEqual(JSON.parse(text));
+        else if (parsed.reason === 'is not valid JSON') expect(() => JSON.parse(text)).toThrow(SyntaxError);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
