@@ -3,7 +3,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv';
 
 const INT64_MIN = -(2 ** 63);
-const INT64_LIMIT = 2 ** 63; // exclusive; see parseJsonPreservingInt64 for values near it
+const INT64_LIMIT = 2 ** 63; // exclusive; beyond double precision the body parser decides on the digits (strict-json.ts)
 
 export function createSchemaValidator(schemas: Readonly<Record<string, unknown>>): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: false, strict: true, useDefaults: false });
