@@ -36,7 +36,7 @@ function pinned(cpu: string, command: string, args: string[]): [string, string[]
  * Output goes to a file, as a container runtime would collect it: the gateway pays for writing its
  * access log, and no reader process competes with the servers for their core.
  */
-async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<number> {
+async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<{ port: number; pid: number }> {
   const [command, argv] = pinned(SERVER_CPU, process.execPath, args);
   const logFile = join(workDir, `${name}.log`);
   const log = openSync(logFile, 'a');
@@ -47,7 +47,8 @@ async function startServer(name: string, args: string[], env: Record<string, str
     for (const line of readFileSync(logFile, 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
       const parsed = JSON.parse(line) as { port?: number; msg?: string };
-      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening')) return parsed.port;
+      // taskset execs the server, so the child's pid is the server's own.
+      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening')) return { port: parsed.port, pid: child.pid ?? 0 };
     }
     await sleep(20);
   }
@@ -66,15 +67,31 @@ async function startRedis(): Promise<{ url: string }> {
   return { url: `redis://127.0.0.1:${port}` };
 }
 
+/** CPU seconds (user + system) a process has used so far, from its own accounting in /proc. */
+const CLOCK_TICKS = 100; // getconf CLK_TCK on Linux
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
 interface Result {
   rps: number;
+  /** CPU microseconds the target's server process spent per request served. */
+  cpuUsPerRequest: number;
   p50: number;
   p99: number;
   non2xx: number;
   errors: number;
 }
 
-function autocannon(url: string, headers: Record<string, string>, extra: string[], durationS = DURATION_S): Promise<Result> {
+async function measure(target: { url: string; headers: Record<string, string>; pid: number }, extra: string[], durationS = DURATION_S): Promise<Result> {
+  const before = cpuSeconds(target.pid);
+  const result = await autocannon(target.url, target.headers, extra, durationS);
+  const served = result.rps * durationS;
+  return { ...result, cpuUsPerRequest: served > 0 ? ((cpuSeconds(target.pid) - before) * 1e6) / served : 0 };
+}
+
+function autocannon(url: string, headers: Record<string, string>, extra: string[], durationS = DURATION_S): Promise<Omit<Result, 'cpuUsPerRequest'>> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
   const [command, argv] = pinned(LOAD_CPU, process.execPath, [
     join(ROOT, 'node_modules/autocannon/autocannon.js'),
@@ -104,6 +121,7 @@ function median(results: Result[]): Result {
   const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return {
     rps: middle(results.map((result) => result.rps)),
+    cpuUsPerRequest: middle(results.map((result) => result.cpuUsPerRequest)),
     p50: middle(results.map((result) => result.p50)),
     p99: middle(results.map((result) => result.p99)),
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
@@ -112,15 +130,16 @@ function median(results: Result[]): Result {
 }
 
 function row(name: string, result: Result): string {
-  return `${name.padEnd(28)} ${result.rps.toFixed(0).padStart(9)} ${result.p50.toFixed(2).padStart(9)} ${result.p99.toFixed(2).padStart(9)} ${String(result.non2xx + result.errors).padStart(8)}`;
+  return `${name.padEnd(28)} ${result.rps.toFixed(0).padStart(9)} ${result.cpuUsPerRequest.toFixed(0).padStart(9)} ${result.p50.toFixed(2).padStart(9)} ${result.p99.toFixed(2).padStart(9)} ${String(result.non2xx + result.errors).padStart(8)}`;
 }
 
 try {
   const redis = await startRedis();
-  const backendPort = await startServer('backend', ['bench/backend.ts', '0']);
+  const backend = await startServer('backend', ['bench/backend.ts', '0']);
+  const backendPort = backend.port;
   const backendUrl = `http://127.0.0.1:${backendPort}/v1`;
-  const bareProxyPort = await startServer('bare-proxy', ['bench/bare-proxy.ts', `http://127.0.0.1:${backendPort}`, '0']);
-  const gatewayPort = await startServer('gateway', ['src/main.ts'], {
+  const bareProxy = await startServer('bare-proxy', ['bench/bare-proxy.ts', `http://127.0.0.1:${backendPort}`, '0']);
+  const gatewayServer = await startServer('gateway', ['src/main.ts'], {
     PORT: '0',
     ADMIN_PORT: '0',
     REDIS_URL: redis.url,
@@ -140,9 +159,9 @@ try {
 
   const auth = { Authorization: `Bearer ${key}` };
   const targets = [
-    { name: 'backend direct', url: `http://127.0.0.1:${backendPort}/v1/pets?limit=20&status=available`, headers: {} },
-    { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxyPort}/v1/pets?limit=20&status=available`, headers: {} },
-    { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayPort}/v1/pets?limit=20&status=available`, headers: auth },
+    { name: 'backend direct', url: `http://127.0.0.1:${backendPort}/v1/pets?limit=20&status=available`, headers: {}, pid: backend.pid },
+    { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxy.port}/v1/pets?limit=20&status=available`, headers: {}, pid: bareProxy.pid },
+    { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayServer.port}/v1/pets?limit=20&status=available`, headers: auth, pid: gatewayServer.pid },
   ];
 
   process.stdout.write(
@@ -151,22 +170,25 @@ try {
   for (const target of targets) await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)], 3); // warm-up (JIT, pools)
   const runs: Result[][] = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [index, target] of targets.entries()) runs[index]!.push(await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)]));
+    for (const [index, target] of targets.entries()) runs[index]!.push(await measure(target, ['-c', String(CONNECTIONS)]));
     process.stdout.write(`round ${round + 1}: ${runs.map((results, index) => `${targets[index]!.name} ${results.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`);
   }
-  process.stdout.write('\nThroughput (median of rounds)\ntarget                           req/s   p50 ms    p99 ms   failed\n');
+  process.stdout.write('\nThroughput (median of rounds)\ntarget                           req/s  CPU µs/req  p50 ms    p99 ms   failed\n');
   const throughput = runs.map(median);
   for (const [index, target] of targets.entries()) process.stdout.write(`${row(target.name, throughput[index]!)}\n`);
   const [direct, bare, gateway] = throughput as [Result, Result, Result];
   process.stdout.write(
     `\nratios: gateway/bare-proxy ${(gateway.rps / bare.rps).toFixed(3)}  gateway/direct ${(gateway.rps / direct.rps).toFixed(3)}  bare-proxy/direct ${(bare.rps / direct.rps).toFixed(3)}\n`,
   );
+  process.stdout.write(
+    `CPU per request: gateway/bare-proxy ${(gateway.cpuUsPerRequest / bare.cpuUsPerRequest).toFixed(2)}  bare-proxy/direct ${(bare.cpuUsPerRequest / direct.cpuUsPerRequest).toFixed(2)}\n`,
+  );
   process.stdout.write(`features cost ${((1 - gateway.rps / bare.rps) * 100).toFixed(1)}% of bare-proxy throughput (aim: under 15%)\n\n`);
 
-  process.stdout.write(`Fixed rate: ${FIXED_RATE} req/s\ntarget                           req/s   p50 ms    p99 ms   failed\n`);
+  process.stdout.write(`Fixed rate: ${FIXED_RATE} req/s\ntarget                           req/s  CPU µs/req  p50 ms    p99 ms   failed\n`);
   const fixed: Result[] = [];
   for (const target of targets) {
-    const result = await autocannon(target.url, target.headers, ['-c', '20', '-R', String(FIXED_RATE)]);
+    const result = await measure(target, ['-c', '20', '-R', String(FIXED_RATE)]);
     fixed.push(result);
     process.stdout.write(`${row(target.name, result)}\n`);
   }
