@@ -1,6 +1,6 @@
 // Checks a request against its operation's parameters and body before anything is sent upstream.
 import type { Request, RequestHandler } from 'express';
-import express from 'express';
+import getRawBody from 'raw-body';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { announcesBody, expectsContinue } from '../http/framing.ts';
 import type { Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
@@ -73,6 +73,11 @@ function checkMediaType(req: Request, spec: RequestBodySpec): void {
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new GatewayError('unsupported_media_type', 'Request body must be encoded as UTF-8');
   }
+  // The gateway validates and forwards the bytes it received; it does not inflate them.
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== 'identity') {
+    throw new GatewayError('unsupported_media_type', 'Request body encoding is not supported');
+  }
 }
 
 function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
@@ -94,9 +99,6 @@ function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
  * (res.locals.gateway.rawBody) so the upstream gets exactly what the client sent.
  */
 export function createValidateRequest(options: ValidateRequestOptions): RequestHandler {
-  // Compressed bodies are refused (inflate: false): the gateway forwards the bytes it validated.
-  const readBody = express.raw({ type: () => true, limit: options.maxBodyBytes, inflate: false });
-
   return function validateRequest(req, res, next) {
     const context = res.locals.gateway;
     const operation = context.operation!;
@@ -113,17 +115,18 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
     }
     checkMediaType(req, spec);
     checkDeclaredSize(req, options.maxBodyBytes);
-    if (expectsContinue(req.headers)) {
+    if (expectsContinue(req)) {
       // Every check that needs no body has passed: only now is the client invited to send it.
       res.writeContinue();
       context.continueSent = true;
     }
-    readBody(req, res, (error?: unknown) => {
+    // raw-body stops reading at the limit (body-parser would read and discard the rest first); the
+    // refusal then closes the connection, so a chunked body cannot make the gateway receive without end.
+    getRawBody(req, { limit: options.maxBodyBytes }, (error, raw) => {
       if (error) return next(error);
       try {
-        const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
         checkBody(spec, raw);
-        if (raw) context.rawBody = raw;
+        if (raw.length > 0) context.rawBody = raw;
         next();
       } catch (refusal) {
         next(refusal);

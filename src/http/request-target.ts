@@ -7,6 +7,13 @@ import { expectsContinue } from './framing.ts';
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
 /**
+ * A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port. RFC 3986's reg-name also
+ * allows `,;=` and more, which no real host has and which would smuggle elements into the Forwarded
+ * and X-Forwarded-Host headers the upstream receives.
+ */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
  * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
  * them (RFC 9112 §3.2.2). Runs before the app: Express's router keeps the scheme and authority of an
  * absolute URL aside when it starts, so the rewrite must come first.
@@ -25,11 +32,12 @@ export function toOriginForm(req: IncomingMessage): void {
 export function createRequestTarget(): RequestHandler {
   return function checkRequestTarget(req, _res, next) {
     if (!req.url.startsWith('/')) throw new GatewayError('invalid_request', 'The request target must be a path');
-    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
-      throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header');
+    const host = req.headers.host;
+    if (host === undefined ? req.httpVersion === '1.1' : !HOST.test(host)) {
+      throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header naming a host and optional port');
     }
     const expect = req.headers.expect;
-    if (expect !== undefined && !expectsContinue(req.headers)) {
+    if (expect !== undefined && req.httpVersion === '1.1' && !expectsContinue(req)) {
       throw new GatewayError('expectation_failed', `The expectation '${expect}' cannot be met; only 100-continue is supported`);
     }
     next();

@@ -56,6 +56,12 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     res.once('close', () => {
       inFlight--;
       state.current = undefined;
+      if (req.socket.destroyed) {
+        // The connection went (this close may run before the socket's own): nobody is left to answer.
+        inFlight -= state.waiting.length;
+        state.waiting.length = 0;
+        return;
+      }
       if (!req.complete) state.answeredEarly = true;
       const next = state.waiting.shift();
       if (next) serve(state, ...next);

@@ -67,6 +67,8 @@ export function createProxy(options: ProxyOptions): Proxy {
 
   return {
     handler: async function forward(req, res) {
+      // The client left while an earlier stage waited: the upstream is not asked, and the breaker learns nothing.
+      if (res.destroyed) return;
       const context = res.locals.gateway;
       const request = describe(req, context);
       try {

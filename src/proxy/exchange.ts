@@ -68,6 +68,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const port = target.port ? Number(target.port) : secure ? 443 : 80;
 
   function exchange(request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver): Promise<ExchangeOutcome> {
+    // The client left while an earlier stage was waiting (Redis, the breaker): nothing to send, nothing to count.
+    if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
       const startedAt = performance.now();
       let settled = false;
@@ -105,8 +107,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         if (settled) return;
         upstreamReq.destroy();
         if (answered) {
+          // A client that stopped reading stalls the relay, and so the upstream: the client's doing, not the upstream's.
+          const clientStalled = res.writableNeedDrain;
           res.destroy();
-          succeed({ status: response?.statusCode ?? 502, failure: kind });
+          succeed(clientStalled ? { status: response?.statusCode ?? 502, clientClosed: true } : { status: response?.statusCode ?? 502, failure: kind });
           return;
         }
         if (!settle()) return;

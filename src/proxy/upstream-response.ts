@@ -17,6 +17,8 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+const NO_LENGTH: ReadonlySet<string> = new Set(['content-length']);
+
 /** Upstream error bodies are read to see whether they are Error-shaped; larger ones are not worth relaying. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
@@ -84,7 +86,8 @@ export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResp
   const status = upstream.statusCode ?? 502;
   res.once('finish', hooks.onRelayed);
   if (status < 400) {
-    copyHead(upstream, res);
+    // A 204 has no body, so no length (RFC 9110 §8.6); an intermediary that trusted one would desynchronise.
+    copyHead(upstream, res, status === 204 ? NO_LENGTH : undefined);
     res.writeHead(res.statusCode);
     hooks.onHeadRelayed();
     upstream.pipe(res);
@@ -103,7 +106,7 @@ export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResp
     hooks.onHeadRelayed();
     const body = Buffer.concat(chunks);
     if (!tooLarge && isErrorBody(parseJson(body))) {
-      copyHead(upstream, res, new Set(['content-length']));
+      copyHead(upstream, res, NO_LENGTH);
       res.setHeader('Content-Length', body.length);
       res.end(body);
       return;

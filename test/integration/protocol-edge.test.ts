@@ -195,6 +195,59 @@ describe('one response per request', () => {
   });
 });
 
+describe('a body still arriving when the gateway has answered', () => {
+  it('closes the connection after a refusal, instead of reading whatever the client keeps sending', async () => {
+    const head = 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const answer = await sendRaw(edge.running.port, head, { afterFirstResponse: `4000\r\n${'a'.repeat(0x4000)}\r\n`, waitMs: 1500 });
+    expect(answer.statuses).toEqual([401]);
+    expect(parseResponses(answer.text)[0]!.headers.connection).toBe('close');
+    expect(answer.closed).toBe(true);
+  });
+
+  it('answers a chunked body that outgrows the limit 413 at the limit and closes the connection', async () => {
+    const chunk = `400\r\n${'a'.repeat(0x400)}\r\n`;
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk}${chunk}`,
+      { waitMs: 1500 },
+    );
+    expect(answer.statuses).toEqual([413]);
+    expect(answer.closed).toBe(true);
+  });
+
+  it('closes the connection after a 417, so the next request is never read as the refused body', async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\nExpect: x-wait\r\n\r\n`,
+      { waitMs: 1000 },
+    );
+    expect(answer.statuses).toEqual([417]);
+    expect(answer.closed).toBe(true);
+  });
+});
+
+describe('a client that leaves before its request reaches the upstream', () => {
+  it('is not sent upstream and does not count against the upstream', async () => {
+    // A relay into a connection that is gone would never finish: it would end at the total timeout, as a failure.
+    const slow = await startEdge(upstream.baseUrl, { upstream: { totalTimeoutMs: 300, circuitBreaker: { failureThreshold: 2, openMs: 60_000 } } });
+    try {
+      const before = upstream.requests.length;
+      const twice = `GET /v1/pets?limit=3 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slow.gateway.apiKey}\r\n\r\n`.repeat(2);
+      // Written and abandoned at once, five times: the second request of each pair finds its connection gone.
+      for (let i = 0; i < 5; i++) await sendRaw(slow.running.port, twice, { waitMs: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const after = await sendRaw(slow.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slow.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
+      expect(after.statuses).toEqual([200]);
+      expect(upstream.requests.length - before).toBeLessThanOrEqual(6);
+      expect(await slow.gateway.scrape()).not.toMatch(/upstream_errors_total\{[^}]*\} [1-9]/);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe('declared body size', () => {
   it('answers a Content-Length over the limit 413 at once, before any of the body, and closes the connection', async () => {
     const answer = await sendRaw(
@@ -239,11 +292,31 @@ describe('request line and Host', () => {
     expect(errorOf(answer.text)).toEqual({ code: 'invalid_request', message: 'The request target must be a path', status: 400 });
   });
 
+  it.each(['gw.example,for=6.6.6.6;proto=https', 'a\\', 'a b'])('refuses Host %j, which would forge the Forwarded chain', async (host) => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\n\r\n`, { responses: 1 });
+    expect(answer.statuses).toEqual([400]);
+    expect(upstream.requests.length).toBe(before);
+  });
+
+  it('ignores Expect on an HTTP/1.0 request, as RFC 9110 says', async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `POST /v1/pets HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\nExpect: 100-continue\r\n\r\n${PET}`,
+      { responses: 1 },
+    );
+    expect(answer.statuses).toEqual([201]);
+  });
+
   it('refuses an HTTP/1.1 request without Host with an Error body', async () => {
     const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${key}\r\n\r\n`, { responses: 1 });
     expect(answer.statuses).toEqual([400]);
     expect(parseResponses(answer.text)[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(errorOf(answer.text)).toEqual({ code: 'invalid_request', message: 'An HTTP/1.1 request must carry a Host header', status: 400 });
+    expect(errorOf(answer.text)).toEqual({
+      code: 'invalid_request',
+      message: 'An HTTP/1.1 request must carry a Host header naming a host and optional port',
+      status: 400,
+    });
   });
 });
 
@@ -294,6 +367,21 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
       await raw.close();
     }
   }
+
+  it('relays a 204 without the Content-Length the upstream put on it', async () => {
+    const raw = await startRawUpstream((socket) => socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n'));
+    const through = await startEdge(raw.baseUrl);
+    try {
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
+        waitMs: 500,
+      });
+      expect(answer.statuses).toEqual([204]);
+      expect(answer.text.toLowerCase()).not.toContain('content-length');
+    } finally {
+      await through.close();
+      await raw.close();
+    }
+  });
 
   it('answers 502 when the upstream switches protocols on a plain request', async () => {
     const { statuses, error } = await throughRawUpstream('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', false);
