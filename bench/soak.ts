@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
-import { systemClock } from '../src/http/clock.ts';
+import { systemClock } from '../src/time/clock.ts';
 import { startSentinels } from '../test/helpers/start-sentinel.ts';
 import { unusedPort } from '../test/helpers/start-upstream.ts';
 

@@ -1,4 +1,6 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
+// Before it, the server's request tracker (src/pipeline/request-tracker.ts) has made the request's record
+// (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
 import express, { type Express } from 'express';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
@@ -10,13 +12,9 @@ import type { Contract } from './contract/compile-contract.ts';
 import { createMatchOperation, createRequireOperation } from './contract/match-operation.ts';
 import { createValidateRequest } from './contract/validate-request.ts';
 import { createErrorHandler, notFound } from './errors/error-handler.ts';
-import type { Clock } from './http/clock.ts';
-import { createLoadShedding } from './http/load-shedding.ts';
-import { createRequestId } from './http/request-id.ts';
+import type { Clock } from './time/clock.ts';
 import { createRequestTarget } from './http/request-target.ts';
-import { createAccessLog } from './observability/logger.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
-import { createObserve } from './observability/observe.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
@@ -48,10 +46,6 @@ export function createApp(deps: AppDependencies): Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
 
-  app.use(createRequestId());
-  app.use(createObserve(deps.metrics));
-  app.use(createLoadShedding({ maxInFlight: config.listen.maxInFlight, onShed: deps.metrics.shed }));
-  app.use(createAccessLog(logger, config.environment));
   app.use(createRequestTarget());
 
   const api = express.Router({ caseSensitive: true, strict: true });
@@ -67,7 +61,7 @@ export function createApp(deps: AppDependencies): Express {
       clock,
       onRefusal: deps.metrics.authRefused,
     }),
-    createRequireOperation(contract),
+    createRequireOperation(),
     createSunsetEnforcement(notices, clock),
     // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
     createRateLimit({

@@ -1,9 +1,9 @@
 // npm start: the production gateway. Config from config/ and the environment, keys in Redis.
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
-import { composeRedisGateway } from './compose.ts';
+import { composeRedisGateway } from './wiring/compose.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
-import { systemClock } from './http/clock.ts';
+import { systemClock } from './time/clock.ts';
 import { createLogger } from './observability/logger.ts';
 
 async function main(): Promise<void> {

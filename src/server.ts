@@ -1,7 +1,6 @@
 // Starts the public and admin listeners around an app, and shuts both down gracefully on SIGTERM.
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
 import type { GatewayConfig } from './config/schema.ts';
@@ -17,11 +16,16 @@ export interface RunningGateway {
   shutdown(reason: string): Promise<void>;
 }
 
-export interface StartOptions {
-  app: Express;
+/** What a listener needs of a built gateway (src/wiring/compose.ts). */
+export interface ListenableGateway {
   config: GatewayConfig;
-  logger: Logger;
+  handler: RequestListener;
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
+}
+
+export interface StartOptions {
+  gateway: ListenableGateway;
+  logger: Logger;
   /** Released after the listeners have closed (upstream pool, Redis connections...). */
   onClosed?: () => Promise<void> | void;
 }
@@ -37,7 +41,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 }
 
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
-  const { config, logger } = options;
+  const { logger, gateway } = options;
+  const { config } = gateway;
   let accepting = true;
   const publicServer = createServer({
     keepAliveTimeout: config.listen.keepAliveTimeoutMs,
@@ -54,7 +59,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       // A keep-alive client would otherwise send its next request to a listener that is going away.
       if (drainable.draining()) res.setHeader('Connection', 'close');
       toOriginForm(req);
-      options.app(req, res);
+      gateway.handler(req, res);
     },
     { maxQueuedPerConnection: config.listen.maxQueuedPerConnection },
   );
@@ -62,7 +67,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.mayAnswerOn));
-  const adminServer = createServer(createAdminApp({ ...options.admin, isAcceptingTraffic: () => accepting }));
+  const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
   const port = await listen(publicServer, config.listen.port, config.listen.host);
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost);
   logger.info({ port, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');

@@ -2,7 +2,7 @@
 import type { RequestHandler } from 'express';
 import type { Environment } from '../config/schema.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 import { hasApiKeyShape } from './api-key.ts';
 import { readBearer } from './bearer.ts';
 import type { KeyHasher } from './key-hash.ts';
@@ -68,7 +68,7 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
     }
     const reason = refusalFor(record, environment, clock.now());
     if (reason || !record) throw refuse(reason ?? 'unknown');
-    res.locals.gateway.consumer = {
+    res.locals.gateway.caller = {
       keyId: record.id,
       name: record.consumer,
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),

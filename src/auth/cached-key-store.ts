@@ -1,6 +1,6 @@
 // A read-through cache in front of a key store: found keys and known absences bounded apart, one lookup per key at a time.
 import { LRUCache } from 'lru-cache';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
 
 export interface KeyCacheOptions {

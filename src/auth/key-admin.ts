@@ -1,7 +1,7 @@
 // What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Used by the CLI.
 import type { RedisClient } from '../redis/connect.ts';
 import type { Environment } from '../config/schema.ts';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
 import { publishKeyEvent } from './key-events.ts';
 import type { KeyHasher } from './key-hash.ts';

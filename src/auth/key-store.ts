@@ -22,6 +22,12 @@ export interface Consumer {
   rateLimitPerMinute?: number;
 }
 
+/** For the stages after authentication; a missing caller there is a gateway bug (500). */
+export function callerOf(record: { caller?: Consumer | undefined }): Consumer {
+  if (!record.caller) throw new Error('no caller in the request record: a stage runs before authentication');
+  return record.caller;
+}
+
 /** Raised by a store that cannot answer (Redis unreachable, timed out). Authentication fails closed on it. */
 export class KeyStoreUnavailableError extends Error {
   override name = 'KeyStoreUnavailableError';

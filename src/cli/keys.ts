@@ -6,7 +6,7 @@ import type { KeyRecord } from '../auth/key-store.ts';
 import { loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, type Environment } from '../config/schema.ts';
-import { systemClock } from '../http/clock.ts';
+import { systemClock } from '../time/clock.ts';
 import { createRedisClient, redisTopology, type RedisClient, type RedisSettings } from '../redis/connect.ts';
 
 function positiveInteger(value: string): number {

@@ -48,3 +48,15 @@ export interface OperationMatch {
 export type PathMatch =
   | { kind: 'none' }
   | { kind: 'path'; byMethod: ReadonlyMap<string, Operation>; pathParams: Readonly<Record<string, string>> };
+
+/** The match stage's slice of the request record: the operation and its decoded path parameters. */
+export interface RouteSlice {
+  operation: Operation;
+  pathParams: Readonly<Record<string, string>>;
+}
+
+/** For the stages after the route was required; a missing route there is a gateway bug (500). */
+export function routeOf(record: { route?: RouteSlice | undefined }): RouteSlice {
+  if (!record.route) throw new Error('no route in the request record: a stage runs before createRequireOperation');
+  return record.route;
+}

@@ -3,7 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import getRawBody from 'raw-body';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { announcesBody, expectsContinue } from '../http/framing.ts';
-import type { Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
+import { routeOf, type Operation, type ParameterSpec, type RequestBodySpec } from './operations.ts';
 import { describeNonCanonicalInteger, findNonCanonicalInteger } from './integer-spelling.ts';
 import { describeSchemaError } from './schema-validator.ts';
 import { parseJsonBody } from './strict-json.ts';
@@ -25,9 +25,8 @@ function checkParameter(spec: ParameterSpec, raw: string, label: string): void {
   }
 }
 
-function checkQuery(operation: Operation, url: string): void {
-  const questionMark = url.indexOf('?');
-  const query = new URLSearchParams(questionMark === -1 ? '' : url.slice(questionMark + 1));
+function checkQuery(operation: Operation, queryString: string): void {
+  const query = new URLSearchParams(queryString);
   const declared = operation.parameters.filter((spec) => spec.in === 'query');
   for (const name of new Set(query.keys())) {
     if (!declared.some((spec) => spec.name === name)) throw invalid(`Query parameter '${name}' is not accepted by ${operation.id}`);
@@ -96,14 +95,14 @@ function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
 
 /**
  * Validates parameters, then reads and validates the body. The body is kept as the bytes received
- * (res.locals.gateway.rawBody) so the upstream gets exactly what the client sent.
+ * (the record's `body`) so the upstream gets exactly what the client sent.
  */
 export function createValidateRequest(options: ValidateRequestOptions): RequestHandler {
   return function validateRequest(req, res, next) {
-    const context = res.locals.gateway;
-    const operation = context.operation!;
-    checkPath(operation, context.pathParams ?? {});
-    checkQuery(operation, req.url);
+    const record = res.locals.gateway;
+    const { operation, pathParams } = routeOf(record);
+    checkPath(operation, pathParams);
+    checkQuery(operation, record.query);
     const spec = operation.requestBody;
     if (!spec) {
       if (announcesBody(req.headers)) throw invalid(`${operation.id} takes no request body`);
@@ -118,7 +117,7 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
     if (expectsContinue(req)) {
       // Every check that needs no body has passed: only now is the client invited to send it.
       res.writeContinue();
-      context.continueSent = true;
+      record.continueSent = true;
     }
     // raw-body stops reading at the limit (body-parser would read and discard the rest first); the
     // refusal then closes the connection, so a chunked body cannot make the gateway receive without end.
@@ -126,7 +125,7 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
       if (error) return next(error);
       try {
         checkBody(spec, raw);
-        if (raw.length > 0) context.rawBody = raw;
+        if (raw.length > 0) record.body = raw;
         next();
       } catch (refusal) {
         next(refusal);

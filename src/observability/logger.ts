@@ -1,8 +1,7 @@
 // The process logger and the one-line-per-request access log; neither ever sees a credential.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestHandler, Response } from 'express';
+import type { RequestRecord } from '../pipeline/request-record.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
-import { pinoHttp } from 'pino-http';
 
 /**
  * Headers are never logged (the Authorization header carries the key); redaction is the second line
@@ -24,20 +23,6 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
   return destination ? pino(options, destination) : pino(options);
 }
 
-function outcomeOf(res: Response, environment: string): Record<string, unknown> {
-  const context = res.locals.gateway;
-  return {
-    reqId: context.requestId,
-    environment,
-    operation: context.operation?.id ?? null,
-    ...(context.operation?.deprecation ? { deprecated: true } : {}),
-    keyId: context.consumer?.keyId ?? null,
-    consumer: context.consumer?.name ?? null,
-    upstreamMs: context.upstreamMs ?? null,
-    errorCode: context.error?.code ?? null,
-  };
-}
-
 /** Answers the gateway gives on purpose when the backend or Redis fails, or it is at capacity: not gateway bugs. */
 const DECIDED_REFUSALS: ReadonlySet<number> = new Set([502, 503, 504]);
 
@@ -51,39 +36,33 @@ export function accessLogLevel(statusCode: number, error?: Error): Level {
   return statusCode >= 500 ? 'error' : 'info';
 }
 
-function pathOf(url: string | undefined): string {
-  const query = url?.indexOf('?') ?? -1;
-  return url === undefined ? '' : query === -1 ? url : url.slice(0, query);
-}
-
 /**
  * One JSON line per request: request id, operation, status, durations, the consumer (key id and
  * name, never the key). The query string is left out: a client may put a secret there by mistake.
+ * A plain pino call with a literal object: no child logger, serializer or wrapper per request.
  */
-export function createAccessLog(logger: Logger, environment: string): RequestHandler {
-  const middleware = pinoHttp({
-    logger,
-    // One child logger per request (pino-http's default); quietReqLogger would add a second.
-    genReqId: (_req: IncomingMessage, res: ServerResponse) => (res as Response).locals.gateway.requestId,
-    serializers: {
-      req: (req: { method: string; url: string; raw: IncomingMessage }) => ({
-        method: req.method,
-        path: pathOf((req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url),
-        remoteAddress: req.raw.socket?.remoteAddress,
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-    // Added once, when the response is done: the operation and consumer are known only by then.
-    customSuccessObject: (_req: IncomingMessage, res: ServerResponse, line: object) => ({ ...line, ...outcomeOf(res as Response, environment) }),
-    // pino-http attaches an `err` (with a stack) to every 5xx line. For a decided refusal that stack
-    // locates nothing, and errorCode already says what happened, so the line goes without it.
-    customErrorObject: (_req: IncomingMessage, res: ServerResponse, _error: Error, line: object) => {
-      const { err, ...rest } = line as { err?: unknown };
-      return { ...(accessLogLevel(res.statusCode) === 'warn' ? rest : line), ...outcomeOf(res as Response, environment) };
-    },
-    customLogLevel: (_req: IncomingMessage, res: ServerResponse, error?: Error) => accessLogLevel(res.statusCode, error),
-    customSuccessMessage: () => 'request completed',
-    customErrorMessage: () => 'request failed',
-  });
-  return middleware as unknown as RequestHandler;
+export function createAccessLog(logger: Logger, environment: string): (req: IncomingMessage, res: ServerResponse, record: RequestRecord) => void {
+  return function logRequest(req, res, record) {
+    const statusCode = res.writableFinished ? res.statusCode : 499;
+    const level = accessLogLevel(statusCode);
+    if (!logger.isLevelEnabled(level)) return;
+    const operation = record.route?.operation;
+    logger[level](
+      {
+        reqId: record.requestId,
+        req: { method: req.method, path: record.path, remoteAddress: req.socket.remoteAddress },
+        res: { statusCode },
+        responseTime: Number(process.hrtime.bigint() - record.startedAt) / 1e6,
+        environment,
+        operation: operation?.id ?? null,
+        ...(operation?.deprecation ? { deprecated: true } : {}),
+        keyId: record.caller?.keyId ?? null,
+        consumer: record.caller?.name ?? null,
+        upstreamMs: record.upstream?.ms ?? null,
+        ...(record.upstream?.failure ? { upstreamFailure: record.upstream.failure } : {}),
+        errorCode: record.error?.code ?? null,
+      },
+      statusCode >= 400 ? 'request failed' : 'request completed',
+    );
+  };
 }

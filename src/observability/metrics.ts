@@ -27,6 +27,8 @@ export const AUTH_REFUSAL_REASONS = Object.keys({
 export interface MetricsOptions {
   environment: string;
   version: string;
+  /** Requests in flight, read at scrape time from the server's request tracker (0 when none is attached). */
+  inFlight?: () => number;
   /** Deprecated operations and their sunset, for the days-to-sunset gauge. */
   sunsets: ReadonlyArray<{ operation: string; sunset: Date }>;
   /**
@@ -52,7 +54,6 @@ export interface CompletedRequest {
 
 export interface GatewayMetrics {
   registry: Registry;
-  requestStarted(): void;
   requestCompleted(request: CompletedRequest): void;
   upstreamFailed(operation: string, kind: UpstreamFailureKind): void;
   authRefused(reason: AuthRefusalReason): void;
@@ -155,14 +156,17 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     registers,
   });
   circuitOpen.set({ environment }, 0);
-  const inFlight = new Gauge({
+  const readInFlight = options.inFlight ?? (() => 0);
+  new Gauge({
     name: name('in_flight_requests'),
     help: 'Requests accepted and not yet answered.',
     labelNames: ['environment'] as const,
     registers,
+    // Read from the request tracker when scraped: no per-request gauge updates on the hot path.
+    collect() {
+      this.set({ environment }, readInFlight());
+    },
   });
-  const inFlightSeries = inFlight.labels({ environment });
-  inFlightSeries.set(0);
   new Gauge({
     name: name('build_info'),
     help: 'Always 1; the labels say which gateway build runs where.',
@@ -227,9 +231,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   return {
     registry,
-    requestStarted: () => inFlightSeries.inc(),
     requestCompleted(request) {
-      inFlightSeries.dec();
       // Methods and status codes are bounded by Node's HTTP parser; operations by the document.
       const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);
       series.count.inc();

@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 import type { Contract } from '../contract/compile-contract.ts';
 import type { Operation } from '../contract/operations.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 
 export interface DeprecationPolicyEntry {
   /** When the operation was deprecated: the Deprecation header (RFC 9745). */
@@ -67,8 +67,7 @@ export function compileDeprecationNotices(options: DeprecationPolicyOptions): Re
 /** Adds Deprecation, Sunset and Link headers to every response of a deprecated operation. */
 export function createDeprecationNotice(notices: ReadonlyMap<string, CompiledNotice>): RequestHandler {
   return function announceDeprecation(_req, res, next) {
-    const operation = res.locals.gateway.operation;
-    const notice = operation && notices.get(operation.id);
+    const notice = notices.get(res.locals.gateway.route?.operation.id ?? '');
     if (notice) for (const [name, value] of notice.headers) res.setHeader(name, value);
     next();
   };
@@ -77,8 +76,7 @@ export function createDeprecationNotice(notices: ReadonlyMap<string, CompiledNot
 /** From the sunset on, a deprecated operation is refused with 410 and the upstream is not called. */
 export function createSunsetEnforcement(notices: ReadonlyMap<string, CompiledNotice>, clock: Clock): RequestHandler {
   return function enforceSunset(_req, res, next) {
-    const operation = res.locals.gateway.operation;
-    const notice = operation && notices.get(operation.id);
+    const notice = notices.get(res.locals.gateway.route?.operation.id ?? '');
     if (notice?.sunsetAt !== undefined && clock.now() >= notice.sunsetAt) {
       throw new GatewayError('gone', notice.removedMessage, { headers: { 'Cache-Control': 'no-store' } });
     }

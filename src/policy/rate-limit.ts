@@ -2,6 +2,8 @@
 import type { RequestHandler } from 'express';
 import { rateLimit, type Store } from 'express-rate-limit';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { callerOf } from '../auth/key-store.ts';
+import { routeOf } from '../contract/operations.ts';
 
 export interface RateLimitOptions {
   /** Fixed window length. */
@@ -32,14 +34,15 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
   return rateLimit({
     windowMs,
     limit: (_req, res) => {
-      const { consumer, operation } = res.locals.gateway;
-      if (consumer?.rateLimitPerMinute !== undefined) return perWindow(consumer.rateLimitPerMinute, windowMs);
-      return limits[operation!.id] ?? limits.default;
+      const record = res.locals.gateway;
+      const perMinute = callerOf(record).rateLimitPerMinute;
+      if (perMinute !== undefined) return perWindow(perMinute, windowMs);
+      return limits[routeOf(record).operation.id] ?? limits.default;
     },
-    keyGenerator: (_req, res) => `${res.locals.gateway.consumer!.keyId}:${res.locals.gateway.operation!.id}`,
+    keyGenerator: (_req, res) => `${callerOf(res.locals.gateway).keyId}:${routeOf(res.locals.gateway).operation.id}`,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
-    identifier: (_req, res) => `${res.locals.gateway.operation!.id}`,
+    identifier: (_req, res) => routeOf(res.locals.gateway).operation.id,
     passOnStoreError: options.onStoreError === 'allow',
     ...(options.store ? { store: options.store } : {}),
     // The checks are about keying by client address, which this limiter never does.
@@ -48,7 +51,7 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     // outage once and counts every failure, so this only counts the requests let through.
     logger: { error: () => options.onPassedUnlimited?.(), warn: () => undefined },
     handler: (_req, res, next) => {
-      const operation = res.locals.gateway.operation!.id;
+      const operation = routeOf(res.locals.gateway).operation.id;
       options.onLimited?.(operation);
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },

@@ -2,7 +2,7 @@
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import type { RedisClient } from '../redis/connect.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 
 /**
  * One round trip: count the hit and start the window on the first one. ioredis sends it as EVALSHA

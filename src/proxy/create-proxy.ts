@@ -1,8 +1,8 @@
 // The proxy stage: forwards a validated request through the circuit breaker and reports how the exchange went.
 import type { Request, RequestHandler } from 'express';
-import type { RequestContext } from '../http/request-context.ts';
+import { routeOf, type RouteSlice } from '../contract/operations.ts';
 import { createCircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
-import { createUpstream, type ExchangeOutcome, type UpstreamOptions } from './exchange.ts';
+import { createUpstream, type ExchangeOutcome, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
 import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
 
@@ -20,59 +20,61 @@ export interface Proxy {
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
+/** What the proxy stage reads of the request record. */
+interface ForwardedRecord {
+  requestId: string;
+  query: string;
+  route?: RouteSlice;
+  body?: Buffer;
+  upstream?: UpstreamSlice;
+}
+
 /** The path the upstream sees: the operation's template filled with the validated, re-encoded parameters. */
-export function canonicalPath(context: RequestContext, url: string): string {
-  const { operation, pathParams = {} } = context;
-  if (!operation) throw new Error('canonicalPath: the request matched no operation');
-  const path = operation.pathTemplate.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(pathParams[name] ?? ''));
-  const query = url.indexOf('?');
-  return query === -1 ? path : path + url.slice(query);
+export function canonicalPath(route: RouteSlice, query: string): string {
+  const path = route.operation.pathTemplate.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(route.pathParams[name] ?? ''));
+  return query === '' ? path : `${path}?${query}`;
 }
 
 export function createProxy(options: ProxyOptions): Proxy {
   const upstream = createUpstream(options);
   const guarded = createCircuitBreaker(options.circuitBreaker);
 
-  function describe(req: Request, context: RequestContext) {
+  function describe(req: Request, record: ForwardedRecord): UpstreamRequest {
     return {
       method: req.method,
-      path: canonicalPath(context, req.url),
+      path: canonicalPath(routeOf(record), record.query),
       headers: upstreamHeaders(req.headers, {
-        requestId: context.requestId,
+        requestId: record.requestId,
         peer: req.socket.remoteAddress ?? 'unknown',
-        proto: 'encrypted' in req.socket && req.socket.encrypted ? ('https' as const) : ('http' as const),
+        proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
         upstreamHost: upstream.host,
-        bodyLength: context.rawBody?.length,
+        bodyLength: record.body?.length,
         methodTakesBody: METHODS_WITH_BODY.has(req.method),
       }),
-      body: context.rawBody,
+      body: record.body,
     };
   }
 
-  /** Runs as the exchange settles, before the response's close: metrics and the access log read what it set. */
-  function record(context: RequestContext, ended: ExchangeOutcome | UpstreamFailure): void {
-    const operation = context.operation?.id ?? 'none';
+  /** Runs as the exchange settles, before the response's close: metrics and the access log read what it wrote. */
+  function settle(record: ForwardedRecord, ended: ExchangeOutcome | UpstreamFailure): void {
+    const operation = record.route?.operation.id ?? 'none';
     if (ended instanceof UpstreamFailure) {
-      context.upstreamFailure = ended.kind;
+      record.upstream = { failure: ended.kind };
       options.onFailure?.(ended.kind, operation, ended);
       return;
     }
-    context.upstreamStatus = ended.status;
-    context.upstreamMs = ended.upstreamMs;
-    if (ended.failure) {
-      context.upstreamFailure = ended.failure;
-      options.onFailure?.(ended.failure, operation, new UpstreamFailure(ended.failure, 'the answer was cut short'));
-    }
+    record.upstream = { status: ended.status, ms: ended.upstreamMs, ...(ended.failure ? { failure: ended.failure } : {}) };
+    if (ended.failure) options.onFailure?.(ended.failure, operation, new UpstreamFailure(ended.failure, 'the answer was cut short'));
   }
 
   return {
     handler: async function forward(req, res) {
       // The client left while an earlier stage waited: the upstream is not asked, and the breaker learns nothing.
       if (res.destroyed) return;
-      const context = res.locals.gateway;
-      const request = describe(req, context);
+      const record = res.locals.gateway;
+      const request = describe(req, record);
       try {
-        await guarded(() => upstream.exchange(request, res, (ended) => record(context, ended)));
+        await guarded(() => upstream.exchange(request, res, (ended) => settle(record, ended)));
       } catch (error) {
         if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
         throw error;

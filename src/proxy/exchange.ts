@@ -26,6 +26,16 @@ export interface UpstreamRequest {
   body: Buffer | undefined;
 }
 
+/** The proxy stage's slice of the request record, written as the exchange settles. */
+export interface UpstreamSlice {
+  /** The upstream's status, once its answer began. */
+  status?: number;
+  /** Milliseconds from sending the request to the end of the relayed answer. */
+  ms?: number;
+  /** Why the exchange failed or was cut short, when it was. */
+  failure?: UpstreamFailureKind;
+}
+
 /** How an exchange ended once the upstream's answer began to be relayed. */
 export interface ExchangeOutcome {
   /** The upstream's status. */

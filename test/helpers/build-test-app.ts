@@ -1,18 +1,17 @@
 // Builds the real gateway pipeline for tests: memory key store, fixed clock, silent or captured logs.
 import { Writable } from 'node:stream';
-import type { Express } from 'express';
-import { createApp } from '../../src/app.ts';
+import type { RequestListener } from 'node:http';
 import { generateApiKey, generateKeyId } from '../../src/auth/api-key.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import type { KeyRecord, KeyStore } from '../../src/auth/key-store.ts';
 import { MemoryKeyStore } from '../../src/auth/memory-key-store.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
-import { loadContract } from '../../src/contract/compile-contract.ts';
-import { fixedClock } from '../../src/http/clock.ts';
+import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
-import { createProxy, type Proxy } from '../../src/proxy/create-proxy.ts';
+import type { GatewayMetrics } from '../../src/observability/metrics.ts';
+import type { RunningGateway } from '../../src/server.ts';
+import { buildGateway } from '../../src/wiring/compose.ts';
 
 /** 2026-11-21T12:00:00Z: after the deprecation date, well before the sunset. */
 export const TEST_NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -26,7 +25,8 @@ export interface TestGatewayOptions {
 }
 
 export interface TestGateway {
-  app: Express;
+  /** The production handler (request tracker and pipeline), built by the composition root: call it in process. */
+  app: RequestListener;
   config: GatewayConfig;
   clock: ReturnType<typeof fixedClock>;
   keyStore: MemoryKeyStore;
@@ -40,20 +40,21 @@ export interface TestGateway {
   logs: Array<Record<string, unknown>>;
   /** Raw log output, for checks that nothing secret was written. */
   rawLogs(): string;
-  proxy: Proxy;
   metrics: GatewayMetrics;
   /** The Prometheus exposition, as /metrics serves it. */
   scrape(): Promise<string>;
-  close(): void;
+  /** Starts the real listeners (public and admin) on the configured ports; their shutdown closes the gateway. */
+  listen(): Promise<RunningGateway>;
+  close(): Promise<void>;
 }
 
+/** The production wiring (src/wiring/compose.ts) with a memory key store, a fixed clock and captured logs. */
 export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   const environment = options.environment ?? 'production';
   const config = loadConfig(
     { UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env },
     { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...options.overrides },
   );
-  const contract = loadContract(config.contractPath);
   const clock = fixedClock(TEST_NOW);
   const hashKey = createKeyHasher('test-pepper');
   const keyStore = new MemoryKeyStore();
@@ -68,25 +69,6 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     },
   });
   const logger = createLogger('info', sink);
-  const metrics = createMetrics({
-    environment,
-    version: 'test',
-    processMetrics: false,
-    operations: contract.operations.map((operation) => operation.id),
-    sunsets: contract.operations.flatMap((operation) =>
-      operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
-    ),
-  });
-  const proxy = createProxy({
-    baseUrl: config.upstreamBaseUrl,
-    idleTimeoutMs: config.upstream.timeoutMs,
-    connectTimeoutMs: config.upstream.connectTimeoutMs,
-    totalTimeoutMs: config.upstream.totalTimeoutMs,
-    maxSockets: config.upstream.maxSockets,
-    maxFreeSockets: config.upstream.maxFreeSockets,
-    circuitBreaker: { ...config.upstream.circuitBreaker, onStateChange: metrics.upstreamCircuit },
-    onFailure: (kind, operation) => metrics.upstreamFailed(operation, kind),
-  });
 
   function addKey(fields: Partial<KeyRecord> = {}): string {
     const key = generateApiKey(fields.environments ?? [environment]);
@@ -101,18 +83,15 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     return key;
   }
   const apiKey = addKey({ id: 'key_primary', consumer: 'acme' });
-  const app = createApp({
+  const gateway = buildGateway({
     config,
-    contract,
-    keyStore: options.keyStore ?? keyStore,
-    hashKey,
-    clock,
     logger,
-    proxy,
-    metrics,
+    clock,
+    hashKey,
+    stores: () => ({ keyStore: options.keyStore ?? keyStore, checks: [] }),
   });
   return {
-    app,
+    app: gateway.handler,
     config,
     clock,
     keyStore,
@@ -122,9 +101,9 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     hashKey,
     logs,
     rawLogs: () => raw.join(''),
-    proxy,
-    metrics,
-    scrape: () => metrics.registry.metrics(),
-    close: () => proxy.close(),
+    metrics: gateway.metrics,
+    scrape: () => gateway.metrics.registry.metrics(),
+    listen: () => gateway.listen(),
+    close: () => gateway.close(),
   };
 }

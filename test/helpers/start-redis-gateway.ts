@@ -2,9 +2,9 @@
 import { pino } from 'pino';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { composeRedisGateway } from '../../src/compose.ts';
+import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
-import { systemClock, type Clock } from '../../src/http/clock.ts';
+import { systemClock, type Clock } from '../../src/time/clock.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
 import { waitFor } from './start-gateway-process.ts';
 

@@ -1,9 +1,8 @@
 // Requests Node's HTTP parser rejects still get an Error body, on the real listener.
 import { connect } from 'node:net';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { startGateway, type RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -14,7 +13,7 @@ let running: RunningGateway;
 beforeAll(async () => {
   backend = await startPetStore();
   gateway = buildTestGateway({ upstreamUrl: backend.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' } });
-  running = await startGateway({ app: gateway.app, config: gateway.config, logger: pino({ level: 'silent' }), admin: { checks: [] } });
+  running = await gateway.listen();
 });
 afterAll(async () => {
   await running.shutdown('test over');

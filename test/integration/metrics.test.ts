@@ -1,5 +1,6 @@
 // Metrics after driving each operation and failure kind: the exact series and values an operator scrapes.
 import request from 'supertest';
+import packageJson from '../../package.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
@@ -98,8 +99,8 @@ describe('deprecation metrics', () => {
     );
   });
 
-  it('export build info', () => {
-    expect(series.get(seriesKey('petstore_gateway_build_info', { version: 'test', node_version: process.version, ...env }))).toBe(1);
+  it('export build info: the package version and the Node version', () => {
+    expect(series.get(seriesKey('petstore_gateway_build_info', { version: packageJson.version, node_version: process.version, ...env }))).toBe(1);
   });
 });
 

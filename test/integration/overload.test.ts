@@ -1,9 +1,8 @@
 // Overload: bounded in-flight requests (503 at once beyond), and slow clients cut off without starving others.
 import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
@@ -22,7 +21,7 @@ afterEach(async () => {
 async function start(overrides: Record<string, unknown>, handler: Parameters<typeof startScriptedUpstream>[0]) {
   upstream = await startScriptedUpstream(handler);
   gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides });
-  running = await startGateway({ app: gateway.app, config: gateway.config, logger: pino({ level: 'silent' }), admin: { checks: [] } });
+  running = await gateway.listen();
   return running;
 }
 

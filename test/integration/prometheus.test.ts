@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import { systemClock } from '../../src/http/clock.ts';
+import { systemClock } from '../../src/time/clock.ts';
 import { dashboardQueries, substituteGrafanaVariables } from '../helpers/promql.ts';
 import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
 import { startPrometheus, type PrivatePrometheus } from '../helpers/start-prometheus.ts';

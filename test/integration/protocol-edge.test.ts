@@ -1,7 +1,6 @@
 // The protocol edge, byte for byte: exact bytes from a client socket, exact bytes at the upstream, exact answers back.
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseResponses, sendRaw, startRawUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 
@@ -13,7 +12,7 @@ interface Edge {
 
 async function startEdge(upstreamUrl: string, overrides: Record<string, unknown> = {}): Promise<Edge> {
   const gateway = buildTestGateway({ upstreamUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides });
-  const running = await startGateway({ app: gateway.app, config: gateway.config, logger: pino({ level: 'silent' }), admin: { checks: [] } });
+  const running = await gateway.listen();
   return {
     gateway,
     running,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CachedKeyStore, type KeyCacheOptions } from '../../../src/auth/cached-key-store.ts';
 import { KeyStoreUnavailableError, type KeyRecord, type KeyStore } from '../../../src/auth/key-store.ts';
-import { fixedClock } from '../../../src/http/clock.ts';
+import { fixedClock } from '../../../src/time/clock.ts';
 
 const T0 = Date.parse('2026-11-21T12:00:00Z');
 const VALID: KeyRecord = { id: 'key_valid', consumer: 'acme', environments: ['production'], createdAt: '2026-01-01T00:00:00Z', revoked: false };

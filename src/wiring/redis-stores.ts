@@ -5,9 +5,9 @@ import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.t
 import { followKeyEvents } from '../auth/key-events.ts';
 import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import type { Clock } from '../http/clock.ts';
+import type { Clock } from '../time/clock.ts';
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
-import { createRedisClient, pingRedis } from './connect.ts';
+import { createRedisClient, pingRedis } from '../redis/connect.ts';
 
 /** Store failures come per request; an outage is logged once per this period. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;

@@ -1,20 +1,24 @@
-// Wires a gateway from its configuration and the parts that differ between production and the demo.
+// The composition root: one gateway built from its configuration and the parts that differ (stores), for
+// `npm start`, the demo and the tests alike.
+import type { RequestListener } from 'node:http';
 import { connect } from 'node:net';
-import type { Logger } from 'pino';
-import packageJson from '../package.json' with { type: 'json' };
-import type { ReadinessCheck } from './admin/admin-app.ts';
-import { createApp } from './app.ts';
-import type { KeyHasher } from './auth/key-hash.ts';
 import type { Store as RateLimitStore } from 'express-rate-limit';
-import type { KeyStore } from './auth/key-store.ts';
-import type { GatewayConfig } from './config/schema.ts';
-import { loadContract } from './contract/compile-contract.ts';
-import type { Clock } from './http/clock.ts';
-import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
-import { createProxy } from './proxy/create-proxy.ts';
-import { describeUpstreamFailure } from './proxy/upstream-failure.ts';
-import { createRedisStores, type RedisStores } from './redis/redis-stores.ts';
-import { startGateway, type RunningGateway } from './server.ts';
+import type { Logger } from 'pino';
+import packageJson from '../../package.json' with { type: 'json' };
+import type { AdminAppOptions, ReadinessCheck } from '../admin/admin-app.ts';
+import { createApp } from '../app.ts';
+import type { KeyHasher } from '../auth/key-hash.ts';
+import type { KeyStore } from '../auth/key-store.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import { loadContract } from '../contract/compile-contract.ts';
+import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
+import { createRequestCompletion } from '../observability/request-completion.ts';
+import { createRequestTracker, type RequestTracker } from '../pipeline/request-tracker.ts';
+import { createProxy } from '../proxy/create-proxy.ts';
+import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
+import { startGateway, type RunningGateway } from '../server.ts';
+import type { Clock } from '../time/clock.ts';
+import { createRedisStores, type RedisStores } from './redis-stores.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -26,13 +30,27 @@ export interface Stores {
   close?: () => Promise<void> | void;
 }
 
-export interface ComposeOptions {
+export interface GatewayParts {
   config: GatewayConfig;
   logger: Logger;
   clock: Clock;
   hashKey: KeyHasher;
   stores: (metrics: GatewayMetrics) => Stores;
+  /** Released after everything else, on shutdown (the demo's backend). */
   onClosed?: () => Promise<void> | void;
+}
+
+export interface Gateway {
+  config: GatewayConfig;
+  metrics: GatewayMetrics;
+  /** What the public listener serves: the request tracker around the pipeline. Tests call it in process. */
+  handler: RequestListener;
+  tracker: RequestTracker;
+  admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
+  /** Starts both listeners; their shutdown releases the gateway. */
+  listen(): Promise<RunningGateway>;
+  /** Releases the upstream pool and the stores (idempotent). */
+  close(): Promise<void>;
 }
 
 /** Whether a TCP connection to the upstream opens: reported by /readyz and metrics, not critical (see README). */
@@ -51,11 +69,12 @@ export function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<bo
   });
 }
 
-export async function composeGateway(options: ComposeOptions): Promise<RunningGateway & { metrics: GatewayMetrics }> {
-  const { config, logger } = options;
+export function buildGateway(parts: GatewayParts): Gateway {
+  const { config, logger } = parts;
   const contract = loadContract(config.contractPath);
   const upstreamCheck: ReadinessCheck = { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) };
   let stores: Stores | undefined;
+  let tracker: RequestTracker | undefined;
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
@@ -64,8 +83,9 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
     dependencies: () => [upstreamCheck, ...(stores?.checks ?? [])],
+    inFlight: () => tracker?.inFlight() ?? 0,
   });
-  stores = options.stores(metrics);
+  stores = parts.stores(metrics);
   const { keyStore, rateLimitStore, checks } = stores;
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
@@ -86,37 +106,55 @@ export async function composeGateway(options: ComposeOptions): Promise<RunningGa
     contract,
     keyStore,
     ...(rateLimitStore ? { rateLimitStore } : {}),
-    hashKey: options.hashKey,
-    clock: options.clock,
+    hashKey: parts.hashKey,
+    clock: parts.clock,
     logger,
     proxy,
     metrics,
   });
-  const running = await startGateway({
+  tracker = createRequestTracker({
     app,
+    maxInFlight: config.listen.maxInFlight,
+    onShed: metrics.shed,
+    onComplete: createRequestCompletion(metrics, logger, config.environment),
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      proxy.close();
+      await stores?.close?.();
+      await parts.onClosed?.();
+    })());
+  const gateway: Gateway = {
     config,
-    logger,
+    metrics,
+    handler: tracker.listener,
+    tracker,
     admin: {
       checks: [...checks, upstreamCheck],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
     },
-    onClosed: async () => {
-      proxy.close();
-      await stores?.close?.();
-      await options.onClosed?.();
-    },
-  });
-  return { ...running, metrics };
+    listen: () => startGateway({ gateway, logger, onClosed: close }),
+    close,
+  };
+  return gateway;
+}
+
+/** Builds and starts a gateway. */
+export async function composeGateway(parts: GatewayParts): Promise<RunningGateway & { metrics: GatewayMetrics }> {
+  const gateway = buildGateway(parts);
+  return { ...(await gateway.listen()), metrics: gateway.metrics };
 }
 
 /** The production wiring: keys and rate-limit counters in Redis, reporting into the metrics. */
 export async function composeRedisGateway(
-  options: Omit<ComposeOptions, 'stores'>,
+  parts: Omit<GatewayParts, 'stores'>,
 ): Promise<RunningGateway & { metrics: GatewayMetrics; redis: RedisStores }> {
-  const { config, logger, clock } = options;
+  const { config, logger, clock } = parts;
   let redis: RedisStores | undefined;
   const running = await composeGateway({
-    ...options,
+    ...parts,
     stores: (metrics) => {
       redis = createRedisStores(config, {
         logger,

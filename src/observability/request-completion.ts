@@ -1,0 +1,27 @@
+// The one completion hook: when a response is done, whoever answered it, metrics and the access log read its record.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { RequestRecord } from '../pipeline/request-record.ts';
+import { createAccessLog } from './logger.ts';
+import type { GatewayMetrics } from './metrics.ts';
+
+export type RequestCompletion = (req: IncomingMessage, res: ServerResponse, record: RequestRecord, shed: boolean) => void;
+
+export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger, environment: string): RequestCompletion {
+  const logRequest = createAccessLog(logger, environment);
+  return function completeRequest(req, res, record, shed) {
+    const operation = record.route?.operation;
+    const upstreamMs = record.upstream?.ms;
+    metrics.requestCompleted({
+      operation: operation?.id,
+      method: req.method ?? 'UNKNOWN',
+      // A client that went away before its answer was written is counted as 499, as nginx does.
+      statusCode: res.writableFinished ? res.statusCode : 499,
+      durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
+      ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
+    });
+    if (operation?.deprecation && record.caller) metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
+    // Shed requests are counted, not logged one by one: at capacity, a log line each would add to the load.
+    if (!shed) logRequest(req, res, record);
+  };
+}

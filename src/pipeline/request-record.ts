@@ -1,0 +1,56 @@
+// The one record a request carries through the gateway: made on arrival, each stage writes its own slice.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Consumer } from '../auth/key-store.ts';
+import type { RouteSlice } from '../contract/operations.ts';
+import type { GatewayError } from '../errors/gateway-error.ts';
+import type { UpstreamSlice } from '../proxy/exchange.ts';
+
+export interface RequestRecord {
+  readonly requestId: string;
+  /** process.hrtime.bigint() on arrival. */
+  readonly startedAt: bigint;
+  /** The target's path as received (origin form), split from its query once for every stage. */
+  readonly path: string;
+  /** The query string without its `?`; empty when there is none. */
+  readonly query: string;
+  route?: RouteSlice;
+  /** A path of the document asked with a method it does not serve: the 405 the match decided, raised after authentication. */
+  routeRefusal?: GatewayError;
+  /** The authenticated caller. */
+  caller?: Consumer;
+  /** The request body as received, for operations that take one: validated, then forwarded byte for byte. */
+  body?: Buffer;
+  /** 100 Continue was sent: the client was invited to send the body it announced. */
+  continueSent?: boolean;
+  upstream?: UpstreamSlice;
+  /** Why the request was refused, when it was. */
+  error?: GatewayError;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express types its Locals through this global namespace.
+  namespace Express {
+    interface Locals {
+      gateway: RequestRecord;
+    }
+  }
+}
+
+/** Printable, no spaces or separators a log or header parser could trip on; long enough for any tracing scheme. */
+const WELL_FORMED_ID = /^[A-Za-z0-9._:\-]{8,128}$/;
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** The caller's X-Request-Id when it is well-formed, a new UUID otherwise. */
+export function createRecord(req: IncomingMessage): RequestRecord {
+  const offered = req.headers[REQUEST_ID_HEADER];
+  const url = req.url ?? '/';
+  const questionMark = url.indexOf('?');
+  return {
+    requestId: typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID(),
+    startedAt: process.hrtime.bigint(),
+    path: questionMark === -1 ? url : url.slice(0, questionMark),
+    query: questionMark === -1 ? '' : url.slice(questionMark + 1),
+  };
+}

@@ -1,0 +1,52 @@
+// Every request the server hands over: its record made, admitted or shed, counted in flight, and completed once.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { sendError } from '../errors/send-error.ts';
+import { createRecord, type RequestRecord } from './request-record.ts';
+
+export interface RequestTrackerOptions {
+  /** The pipeline; it finds the record in `res.locals.gateway`. */
+  app: RequestListener;
+  /** Requests in flight per process; above it, 503 at once, before any Redis or upstream work. */
+  maxInFlight: number;
+  /** The one completion hook: metrics, the access log, deprecated-call accounting. `shed` requests are counted, not logged. */
+  onComplete(req: IncomingMessage, res: ServerResponse, record: RequestRecord, shed: boolean): void;
+  /** Told of every shed request. */
+  onShed?: () => void;
+}
+
+export interface RequestTracker {
+  listener: RequestListener;
+  /** Requests admitted and not yet answered (the in-flight gauge reads this at scrape time). */
+  inFlight(): number;
+}
+
+const AT_CAPACITY = new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly', { headers: { 'Retry-After': '1' } });
+
+export function createRequestTracker(options: RequestTrackerOptions): RequestTracker {
+  const { app, maxInFlight, onComplete, onShed } = options;
+  let inFlight = 0;
+
+  return {
+    listener(req, res) {
+      const record = createRecord(req);
+      // Express keeps locals it finds; every stage reads and writes this one record.
+      (res as ServerResponse & { locals?: { gateway: RequestRecord } }).locals = { gateway: record };
+      res.setHeader('X-Request-Id', record.requestId);
+      if (inFlight >= maxInFlight) {
+        onShed?.();
+        record.error = AT_CAPACITY;
+        res.once('close', () => onComplete(req, res, record, true));
+        sendError(res, AT_CAPACITY);
+        return;
+      }
+      inFlight++;
+      res.once('close', () => {
+        inFlight--;
+        onComplete(req, res, record, false);
+      });
+      app(req, res);
+    },
+    inFlight: () => inFlight,
+  };
+}
