@@ -14,6 +14,8 @@ export interface AdminAppOptions {
   checks: readonly ReadinessCheck[];
   /** Renders the metrics exposition; absent until metrics are wired. */
   metrics?: { contentType: string; render(): Promise<string> };
+  /** The public keys of the identity signer (RFC 7517); absent when nothing is signed (404). */
+  jwks?: () => object;
 }
 
 async function runCheck(check: ReadinessCheck): Promise<boolean> {
@@ -54,8 +56,16 @@ export function createAdminApp(options: AdminAppOptions): Express {
     });
   }
 
+  const { jwks } = options;
+  if (jwks) {
+    app.get('/.well-known/jwks.json', function publishKeys(_req, res) {
+      // A short max-age for HTTP caches; a verifier refetches anyway when it meets an unknown kid (a rotation).
+      res.set('Cache-Control', 'public, max-age=60').type('application/jwk-set+json').send(JSON.stringify(jwks()));
+    });
+  }
+
   app.use(function adminNotFound(_req, res) {
-    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics', status: 404 });
+    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics, /.well-known/jwks.json (when signing)', status: 404 });
   });
   return app;
 }

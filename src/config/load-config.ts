@@ -25,6 +25,9 @@ export const ENV_KEYS = {
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
+  UPSTREAM_IDENTITY_KEY_FILE: ['upstreamIdentity', 'keyFile'],
+  UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE: ['upstreamIdentity', 'previousKeyFile'],
+  UPSTREAM_IDENTITY_PREVIOUS_KEY_UNTIL: ['upstreamIdentity', 'previousKeyUntil'],
 } as const satisfies Record<string, readonly string[]>;
 
 export class ConfigError extends Error {

@@ -153,6 +153,36 @@ export const configSchema = z.object({
     .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .strict()
     .prefault({}),
+  /** Signed caller identity sent to the backend (Authorization: Bearer <JWT>); off while keyFile is null. */
+  upstreamIdentity: z
+    .object({
+      /** PKCS#8 PEM private key, Ed25519 (EdDSA) or P-256 (ES256), that signs the tokens; null: nothing is signed. */
+      keyFile: z.string().min(1).nullable().default(null),
+      /** Rotation: the key that signed before keyFile, still published in the JWKS until previousKeyUntil. */
+      previousKeyFile: z.string().min(1).nullable().default(null),
+      /** End of the rotation overlap: from this instant the previous key leaves the JWKS. */
+      previousKeyUntil: z.iso.datetime({ offset: true }).transform((value) => new Date(value)).nullable().default(null),
+      /** `iss` of every token; backends check it. */
+      issuer: z.string().min(1).default('petstore-gateway'),
+      /** `aud` of every token; backends check it. */
+      audience: z.string().min(1).default('petstore-backend'),
+      /** Token lifetime (exp - iat); a token is reused for two thirds of it. At most 300 (5 minutes). */
+      ttlSeconds: z.coerce.number().int().min(30).max(300).default(120),
+      /** Tokens kept for reuse in each process, one per API key and operation. */
+      maxCachedTokens: z.coerce.number().int().positive().default(10_000),
+      /** Also send X-Consumer-Id and X-Consumer-Name, unsigned, for backends on a trusted network. */
+      consumerHeaders: z.boolean().default(false),
+    })
+    .strict()
+    .refine((identity) => (identity.previousKeyFile === null) === (identity.previousKeyUntil === null), {
+      message: 'set previousKeyFile and previousKeyUntil together (the overlap needs an end)',
+      path: ['previousKeyUntil'],
+    })
+    .refine((identity) => identity.previousKeyFile === null || identity.keyFile !== null, {
+      message: 'a previous key needs a current key (keyFile) to rotate to',
+      path: ['keyFile'],
+    })
+    .prefault({}),
 }).strict();
 
 export type GatewayConfig = z.output<typeof configSchema> & {

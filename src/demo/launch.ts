@@ -1,18 +1,30 @@
 // npm run demo: the sample backend and the gateway in front of it, with an in-memory key store.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import { generateApiKey, generateKeyId } from '../auth/api-key.ts';
 import { MemoryKeyStore } from '../auth/memory-key-store.ts';
-import { composeGateway } from '../compose.ts';
+import { composeGateway } from '../wiring/compose.ts';
 import { loadConfig } from '../config/load-config.ts';
-import { systemClock } from '../http/clock.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import { writeSigningKeyFile } from '../identity/generate-key.ts';
+import { systemClock } from '../time/clock.ts';
 import { createLogger } from '../observability/logger.ts';
-import { startSampleBackend } from './sample-backend.ts';
+import { startSampleBackend, type SampleBackendIdentity } from './sample-backend.ts';
 
-const backend = await startSampleBackend({ port: Number(process.env.DEMO_BACKEND_PORT ?? 4010) });
+// The gateway signs who called with a fresh key; the sample backend verifies it against the gateway's JWKS.
+const identity = await prepareDemoCallerIdentity();
+const backendPort = Number(process.env.DEMO_BACKEND_PORT ?? 4010);
 const config = loadConfig(
-  { ...process.env, UPSTREAM_URL: backend.baseUrl },
-  { environment: 'staging', shutdown: { drainDelayMs: 0 } },
+  { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${backendPort}/v1` },
+  { environment: 'staging', shutdown: { drainDelayMs: 0 }, upstreamIdentity: { keyFile: identity.keyFile } },
 );
+const backend = await startSampleBackend({
+  port: backendPort,
+  identity: identity.backendIdentity(config),
+  log: (line) => process.stdout.write(`${JSON.stringify({ service: 'sample-backend', ...line })}\n`),
+});
 const logger = createLogger(config.logging.level);
 const hashKey = createKeyHasher(undefined);
 const keyStore = new MemoryKeyStore();
@@ -31,7 +43,10 @@ const gateway = await composeGateway({
   clock: systemClock,
   hashKey,
   stores: () => ({ keyStore, checks: [] }),
-  onClosed: () => backend.close(),
+  onClosed: async () => {
+    await backend.close();
+    await identity.cleanup();
+  },
 });
 
 const base = `http://localhost:${gateway.port}/v1`;
@@ -39,7 +54,8 @@ process.stdout.write(`
 Pet store gateway demo
   sample backend  ${backend.baseUrl}
   gateway         ${base}   (environment: ${config.environment})
-  admin           http://localhost:${gateway.adminPort}/healthz  /readyz  /metrics
+  admin           http://localhost:${gateway.adminPort}/healthz  /readyz  /metrics  /.well-known/jwks.json
+  caller identity the backend verifies a token signed by the gateway (kid ${identity.kid}); see its "pet created" lines
   demo API key    ${apiKey}
 
 Try it:
@@ -58,4 +74,32 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       () => process.exit(1),
     );
   });
+}
+
+/** Signed caller identity for the demo: a key the gateway signs with, and the check the sample backend makes. */
+export interface DemoCallerIdentity {
+  /** The new Ed25519 key: the gateway's upstreamIdentity.keyFile. */
+  keyFile: string;
+  kid: string;
+  /** The sample backend's `identity` option for a gateway with this configuration (its admin port, issuer, audience). */
+  backendIdentity(config: Pick<GatewayConfig, 'listen' | 'upstreamIdentity'>): SampleBackendIdentity;
+  /** Removes the key and its temporary directory. */
+  cleanup(): Promise<void>;
+}
+
+/** Writes a fresh signing key into a private temporary directory (0700, the key 0600). */
+export async function prepareDemoCallerIdentity(): Promise<DemoCallerIdentity> {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-demo-identity-'));
+  const keyFile = join(dir, 'identity-key.pem');
+  const key = await writeSigningKeyFile(keyFile, 'ed25519');
+  return {
+    keyFile,
+    kid: key.kid,
+    backendIdentity: (config) => ({
+      jwksUrl: `http://127.0.0.1:${config.listen.adminPort}/.well-known/jwks.json`,
+      issuer: config.upstreamIdentity.issuer,
+      audience: config.upstreamIdentity.audience,
+    }),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
 }

@@ -1,5 +1,6 @@
 // The proxy stage: forwards a validated request through the circuit breaker and reports how the exchange went.
 import type { Request, RequestHandler } from 'express';
+import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type RouteSlice } from '../contract/operations.ts';
 import { createCircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
 import { createUpstream, type ExchangeOutcome, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
@@ -8,6 +9,8 @@ import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from 
 
 export interface ProxyOptions extends UpstreamOptions {
   circuitBreaker: CircuitBreakerOptions;
+  /** Headers asserting who called (a signed token, consumer headers), set on every forwarded request. */
+  identityHeaders: (caller: { keyId: string; consumer: string; operationId: string }) => Promise<Readonly<Record<string, string>>>;
   /** Told of every failed exchange, for metrics and logs; `error` is the UpstreamFailure (never log its cause's raw bytes). */
   onFailure?: (kind: UpstreamFailureKind, operation: string, error: unknown) => void;
 }
@@ -25,6 +28,7 @@ interface ForwardedRecord {
   requestId: string;
   query: string;
   route?: RouteSlice;
+  caller?: Consumer;
   body?: Buffer;
   upstream?: UpstreamSlice;
 }
@@ -39,20 +43,20 @@ export function createProxy(options: ProxyOptions): Proxy {
   const upstream = createUpstream(options);
   const guarded = createCircuitBreaker(options.circuitBreaker);
 
-  function describe(req: Request, record: ForwardedRecord): UpstreamRequest {
-    return {
-      method: req.method,
-      path: canonicalPath(routeOf(record), record.query),
-      headers: upstreamHeaders(req.headers, {
-        requestId: record.requestId,
-        peer: req.socket.remoteAddress ?? 'unknown',
-        proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
-        upstreamHost: upstream.host,
-        bodyLength: record.body?.length,
-        methodTakesBody: METHODS_WITH_BODY.has(req.method),
-      }),
-      body: record.body,
-    };
+  async function describe(req: Request, record: ForwardedRecord): Promise<UpstreamRequest> {
+    const route = routeOf(record);
+    const caller = callerOf(record);
+    const headers = upstreamHeaders(req.headers, {
+      requestId: record.requestId,
+      peer: req.socket.remoteAddress ?? 'unknown',
+      proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
+      upstreamHost: upstream.host,
+      bodyLength: record.body?.length,
+      methodTakesBody: METHODS_WITH_BODY.has(req.method),
+    });
+    // Mostly a cached token (re-signed in the background before it ages); the client's own never passes.
+    Object.assign(headers, await options.identityHeaders({ keyId: caller.keyId, consumer: caller.name, operationId: route.operation.id }));
+    return { method: req.method, path: canonicalPath(route, record.query), headers, body: record.body };
   }
 
   /** Runs as the exchange settles, before the response's close: metrics and the access log read what it wrote. */
@@ -72,7 +76,9 @@ export function createProxy(options: ProxyOptions): Proxy {
       // The client left while an earlier stage waited: the upstream is not asked, and the breaker learns nothing.
       if (res.destroyed) return;
       const record = res.locals.gateway;
-      const request = describe(req, record);
+      const request = await describe(req, record);
+      // The client may have left while the token was being signed.
+      if (res.destroyed) return;
       try {
         await guarded(() => upstream.exchange(request, res, (ended) => settle(record, ended)));
       } catch (error) {

@@ -35,6 +35,9 @@ const NEVER_COPIED = new Set([
   'x-http-method-override',
   'x-http-method',
   'x-method-override',
+  // Set only by the gateway (signed identity, or the plain consumer headers when configured).
+  'x-consumer-id',
+  'x-consumer-name',
 ]);
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */

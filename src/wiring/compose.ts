@@ -18,6 +18,7 @@ import { createProxy } from '../proxy/create-proxy.ts';
 import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
 import type { Clock } from '../time/clock.ts';
+import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
@@ -36,6 +37,8 @@ export interface GatewayParts {
   clock: Clock;
   hashKey: KeyHasher;
   stores: (metrics: GatewayMetrics) => Stores;
+  /** Who called, asserted to the upstream (loaded at start-up by `loadUpstreamIdentity`); unsigned when absent. */
+  identity?: UpstreamIdentity;
   /** Released after everything else, on shutdown (the demo's backend). */
   onClosed?: () => Promise<void> | void;
 }
@@ -86,6 +89,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     inFlight: () => tracker?.inFlight() ?? 0,
   });
   stores = parts.stores(metrics);
+  const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
   const proxy = createProxy({
     baseUrl: config.upstreamBaseUrl,
@@ -95,6 +99,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     maxSockets: config.upstream.maxSockets,
     maxFreeSockets: config.upstream.maxFreeSockets,
     circuitBreaker: { ...config.upstream.circuitBreaker, onStateChange: metrics.upstreamCircuit },
+    identityHeaders: identity.headersFor,
     onFailure: (kind, operation, error) => {
       metrics.upstreamFailed(operation, kind);
       // A decided refusal, not a bug: no stack, and never the raw bytes a parser error carries.
@@ -134,6 +139,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     admin: {
       checks: [...checks, upstreamCheck],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
+      ...(identity.jwks ? { jwks: identity.jwks.document } : {}),
     },
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     close,
@@ -141,9 +147,15 @@ export function buildGateway(parts: GatewayParts): Gateway {
   return gateway;
 }
 
-/** Builds and starts a gateway. */
+/**
+ * Loads what start-up must read (the identity signing keys: a bad key file stops start-up with a message
+ * naming the setting), then builds and starts a gateway.
+ */
 export async function composeGateway(parts: GatewayParts): Promise<RunningGateway & { metrics: GatewayMetrics }> {
-  const gateway = buildGateway(parts);
+  const { config, logger } = parts;
+  const identity = parts.identity ?? (await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: parts.clock }));
+  logger.info({ identity: identity.summary }, identity.summary.signing ? 'identity assertion on: forwarded requests carry a signed token' : 'identity assertion off: the upstream gets no Authorization');
+  const gateway = buildGateway({ ...parts, identity });
   return { ...(await gateway.listen()), metrics: gateway.metrics };
 }
 

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';
 import type { RunningGateway } from '../../src/server.ts';
 import { buildGateway } from '../../src/wiring/compose.ts';
+import type { UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 
 /** 2026-11-21T12:00:00Z: after the deprecation date, well before the sunset. */
 export const TEST_NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -22,6 +23,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string>;
   overrides?: Record<string, unknown>;
   keyStore?: KeyStore;
+  /** Who called, asserted upstream (from `loadUpstreamIdentity`); unsigned when absent. */
+  identity?: UpstreamIdentity;
 }
 
 export interface TestGateway {
@@ -89,6 +92,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     clock,
     hashKey,
     stores: () => ({ keyStore: options.keyStore ?? keyStore, checks: [] }),
+    ...(options.identity ? { identity: options.identity } : {}),
   });
   return {
     app: gateway.handler,

@@ -1,0 +1,98 @@
+// From the upstreamIdentity settings to what the proxy sends and the admin listener publishes; built once at start-up.
+import type { Environment, GatewayConfig } from '../config/schema.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
+import { consumerHeaders } from './consumer-headers.ts';
+import { createIdentitySigner, type IdentityCaller, type IdentitySigner } from './identity-signer.ts';
+import { createJwks, type Jwks } from './jwks.ts';
+import { KEY_FILE_SETTING, loadSigningKey, PREVIOUS_KEY_FILE_SETTING, SigningKeyError, type SigningKey } from './signing-key.ts';
+
+export type UpstreamIdentitySettings = GatewayConfig['upstreamIdentity'];
+
+export interface UpstreamIdentityDeps {
+  environment: Environment;
+  clock?: Clock;
+  /** Counts signatures (see IdentitySignerOptions.onSigned). */
+  onSigned?: () => void;
+}
+
+/** What start-up logs: whether identity assertion is on, and with which keys. */
+export type UpstreamIdentitySummary =
+  | { signing: false; consumerHeaders: boolean }
+  | { signing: true; consumerHeaders: boolean; algorithm: string; kid: string; issuer: string; audience: string; ttlSeconds: number; previousKid: string | null; previousKeyUntil: string | null };
+
+export interface UpstreamIdentity {
+  /**
+   * Headers to set on the upstream request for this caller: `authorization` (when signing) and the
+   * `x-consumer-*` pair (when consumerHeaders is on); `{}` when both are off. Lower-case names.
+   */
+  headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
+  /** The JWKS to serve at /.well-known/jwks.json on the admin listener; null when not signing (answer 404). */
+  readonly jwks: Jwks | null;
+  /** The signer itself, null when not signing. */
+  readonly signer: IdentitySigner | null;
+  readonly summary: UpstreamIdentitySummary;
+}
+
+const NOTHING: Readonly<Record<string, string>> = Object.freeze({});
+
+/** Nothing signed: the upstream gets no Authorization, and the plain consumer headers only when configured. */
+export function unsignedIdentity(withConsumer: boolean): UpstreamIdentity {
+  return {
+    headersFor: async function identityHeaders(caller) {
+      return withConsumer ? consumerHeaders(caller) : NOTHING;
+    },
+    jwks: null,
+    signer: null,
+    summary: { signing: false, consumerHeaders: withConsumer },
+  };
+}
+
+/**
+ * Reads and checks the key files (a refusal is a SigningKeyError naming the setting: stop start-up
+ * on it) and builds the signer and the JWKS.
+ */
+export async function loadUpstreamIdentity(settings: UpstreamIdentitySettings, deps: UpstreamIdentityDeps): Promise<UpstreamIdentity> {
+  const { environment, clock = systemClock, onSigned } = deps;
+  const withConsumer = settings.consumerHeaders;
+  if (settings.keyFile === null) return unsignedIdentity(withConsumer);
+
+  const key = await loadSigningKey(settings.keyFile, KEY_FILE_SETTING);
+  let previous: { key: SigningKey; until: Date } | undefined;
+  if (settings.previousKeyFile !== null && settings.previousKeyUntil !== null) {
+    const previousKey = await loadSigningKey(settings.previousKeyFile, PREVIOUS_KEY_FILE_SETTING);
+    if (previousKey.kid === key.kid) {
+      throw new SigningKeyError('same_as_current', `${PREVIOUS_KEY_FILE_SETTING}: ${settings.previousKeyFile} is the same key as ${KEY_FILE_SETTING}; after a rotation it must be the old key`);
+    }
+    previous = { key: previousKey, until: settings.previousKeyUntil };
+  }
+
+  const signer = createIdentitySigner({
+    key,
+    issuer: settings.issuer,
+    audience: settings.audience,
+    environment,
+    ttlSeconds: settings.ttlSeconds,
+    maxCachedTokens: settings.maxCachedTokens,
+    clock,
+    ...(onSigned ? { onSigned } : {}),
+  });
+  return {
+    headersFor: async function identityHeaders(caller) {
+      const authorization = `Bearer ${await signer.tokenFor(caller)}`;
+      return withConsumer ? { authorization, ...consumerHeaders(caller) } : { authorization };
+    },
+    jwks: createJwks({ current: key, previous, clock }),
+    signer,
+    summary: {
+      signing: true,
+      consumerHeaders: withConsumer,
+      algorithm: key.algorithm,
+      kid: key.kid,
+      issuer: settings.issuer,
+      audience: settings.audience,
+      ttlSeconds: settings.ttlSeconds,
+      previousKid: previous?.key.kid ?? null,
+      previousKeyUntil: previous?.until.toISOString() ?? null,
+    },
+  };
+}
