@@ -63,7 +63,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     },
     { maxQueuedPerConnection: config.listen.maxQueuedPerConnection },
   );
-  const drainable = makeDrainable(publicServer, admission.inFlight);
+  const drainable = makeDrainable(publicServer, admission.idle);
   // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.mayAnswerOn));

@@ -8,30 +8,25 @@ export interface Drainable {
   drain(gracePeriodMs: number): Promise<{ forced: boolean }>;
 }
 
-/** Drains a server whose accepted requests are counted by `inFlight`. */
-export function makeDrainable(server: Server, inFlight: () => number): Drainable {
+/**
+ * Drains a server whose accepted requests settle `idle()`. `server.close()` closes the idle keep-alive
+ * connections; busy ones are told `Connection: close` on their next response (see `draining`).
+ */
+export function makeDrainable(server: Server, idle: () => Promise<void>): Drainable {
   let draining = false;
   return {
     draining: () => draining,
-    drain(gracePeriodMs) {
+    async drain(gracePeriodMs) {
       draining = true;
-      return new Promise((resolve) => {
-        const deadline = Date.now() + gracePeriodMs;
-        server.close();
-        const poll = setInterval(() => {
-          server.closeIdleConnections();
-          if (inFlight() === 0) {
-            clearInterval(poll);
-            server.closeAllConnections();
-            resolve({ forced: false });
-          } else if (Date.now() >= deadline) {
-            clearInterval(poll);
-            server.closeAllConnections();
-            resolve({ forced: true });
-          }
-        }, 25);
-        server.closeIdleConnections();
+      server.close();
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'forced'>((resolve) => {
+        timer = setTimeout(() => resolve('forced'), gracePeriodMs);
       });
+      const outcome = await Promise.race([idle().then(() => 'drained' as const), graceOver]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      return { forced: outcome === 'forced' };
     },
   };
 }

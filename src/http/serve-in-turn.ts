@@ -13,8 +13,10 @@ export interface ServeInTurnOptions {
 export interface RequestAdmission {
   /** For the server's `request`, `checkContinue` and `checkExpectation` events. */
   listener: RequestListener;
-  /** Requests accepted (served or waiting their turn) and not yet answered: the drain waits for 0. */
+  /** Requests accepted (served or waiting their turn) and not yet answered. */
   inFlight(): number;
+  /** Resolves when no accepted request is left unanswered (at once if none is): what the drain waits for. */
+  idle(): Promise<void>;
   /**
    * Whether the gateway may write a response of its own for a parser error on this connection: only
    * when that response would answer the request the error is in, and nothing answered it yet.
@@ -34,6 +36,13 @@ interface ConnectionState {
 export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
   const connections = new WeakMap<Socket, ConnectionState>();
   let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+  function settled(count: number): void {
+    inFlight -= count;
+    if (inFlight > 0 || idleWaiters.length === 0) return;
+    for (const wake of idleWaiters) wake();
+    idleWaiters = [];
+  }
 
   function stateOf(socket: Socket): ConnectionState {
     let state = connections.get(socket);
@@ -42,8 +51,9 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       connections.set(socket, created);
       // Requests still waiting when the connection goes will never be served.
       socket.once('close', () => {
-        inFlight -= created.waiting.length;
+        const dropped = created.waiting.length;
         created.waiting.length = 0;
+        settled(dropped);
       });
       state = created;
     }
@@ -54,14 +64,15 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     state.current = [req, res];
     state.answeredEarly = false;
     res.once('close', () => {
-      inFlight--;
       state.current = undefined;
       if (req.socket.destroyed) {
         // The connection went (this close may run before the socket's own): nobody is left to answer.
-        inFlight -= state.waiting.length;
+        const dropped = state.waiting.length;
         state.waiting.length = 0;
+        settled(1 + dropped);
         return;
       }
+      settled(1);
       if (!req.complete) state.answeredEarly = true;
       const next = state.waiting.shift();
       if (next) serve(state, ...next);
@@ -92,6 +103,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       req.socket.pause();
     },
     inFlight: () => inFlight,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     mayAnswerOn(socket) {
       const state = connections.get(socket);
       if (!state) return true;
