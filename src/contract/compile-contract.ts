@@ -74,6 +74,7 @@ export function compileContract(document: unknown): Contract {
         method,
         pathTemplate,
         parameters,
+        queryParameters: parameters.filter((parameter) => parameter.in === 'query'),
         ...(operation.requestBody === undefined
           ? {}
           : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),

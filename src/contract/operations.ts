@@ -33,6 +33,8 @@ export interface Operation {
   /** The path template relative to the base address, e.g. `/pets/{petId}`. */
   pathTemplate: string;
   parameters: readonly ParameterSpec[];
+  /** The query parameters among them, found once at compile time for the per-request check. */
+  queryParameters: readonly ParameterSpec[];
   requestBody?: RequestBodySpec;
   /** Present when the document marks the operation deprecated. */
   deprecation?: DeprecationSpec;

@@ -26,9 +26,10 @@ function checkParameter(spec: ParameterSpec, raw: string, label: string): void {
 }
 
 function checkQuery(operation: Operation, queryString: string): void {
+  const declared = operation.queryParameters;
+  if (queryString === '' && !declared.some((spec) => spec.required)) return;
   const query = new URLSearchParams(queryString);
-  const declared = operation.parameters.filter((spec) => spec.in === 'query');
-  for (const name of new Set(query.keys())) {
+  for (const name of query.keys()) {
     if (!declared.some((spec) => spec.name === name)) throw invalid(`Query parameter '${name}' is not accepted by ${operation.id}`);
   }
   for (const spec of declared) {

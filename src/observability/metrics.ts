@@ -229,6 +229,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const cap = options.deprecatedConsumerCap ?? DEFAULT_DEPRECATED_CONSUMER_CAP;
   const trackedConsumers = new Set<string>();
 
+  const keyCacheHits = keyCache.labels({ result: 'hit', environment });
+  const keyCacheMisses = keyCache.labels({ result: 'miss', environment });
   return {
     registry,
     requestCompleted(request) {
@@ -244,7 +246,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
-    keyCacheLookup: (result) => keyCache.inc({ result, environment }),
+    // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
+    keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
