@@ -1,35 +1,103 @@
-// npm run bench: listPets through three targets in one run: the backend directly, a bare Express proxy, the gateway.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// npm run bench: listPets through every target in one run: the backend directly, nginx (when installed),
+// a bare Express + http-proxy-middleware proxy, and the gateway with every feature on. Load from wrk.
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { constants, tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
-import { systemClock } from '../src/http/clock.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
+const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
+const DURATION_S = Math.max(1, Math.round(Number(process.env.BENCH_DURATION_S ?? 8)));
 /** Targets take turns for this many rounds; medians are reported, since loopback load here is noisy. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+/** Connections of the saturating runs (one wrk thread: the load generator has one core). */
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const FIXED_RATE = Number(process.env.BENCH_RATE ?? 1000);
+/** The paced rate, requests per second, spread evenly over 10 connections (one more per 100 req/s above 1,000). */
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
+const PACED_CONNECTIONS = Math.max(10, Math.ceil(RATE / 100));
+/** The paced runs count as paced when they reach this share of RATE (and no more than 1/this). */
+const PACE_TOLERANCE = 0.98;
+const WARM_UP_S = 3;
 const PEPPER = 'bench-pepper-0123456789abcdef';
 /** On two cores: servers on core 0, the load generator on core 1, so it does not steal the servers' CPU. */
 const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
+/**
+ * redis-server shares the load generator's core by default: in production it runs on another host, and on
+ * the servers' core it would take CPU from the gateway that the bare proxy does not pay. Its own CPU per
+ * request is reported apart. BENCH_REDIS_CPU='' leaves it unpinned.
+ */
+const REDIS_CPU = process.env.BENCH_REDIS_CPU ?? LOAD_CPU;
+const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
 
-const children: ChildProcess[] = [];
-// However the run ends, no server is left behind.
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
+/** Logs, nginx's prefix and Redis's dir; removed after a run that went well or was interrupted. */
 const workDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 
+// However the run ends (done, error, Ctrl-C, kill), every process it started is killed, by pid.
+const pids = new Set<number>();
+const names = new Map<number, string>();
+const exited: Promise<unknown>[] = [];
+function killAll(): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  pids.clear();
+}
+process.on('exit', killAll);
+let stopping = false;
+async function stop(reason: string, code: number): Promise<never> {
+  stopping = true;
+  process.stderr.write(`\nbench: ${reason}: stopping every process it started\n`);
+  await stopAll();
+  rmSync(workDir, { recursive: true, force: true });
+  process.exit(code);
+}
+/** SIGTERM to nginx's master first (it stops and reaps its worker), then SIGKILL to everything left. */
+let nginxMaster: ChildProcess | undefined;
+async function stopAll(): Promise<void> {
+  if (nginxMaster !== undefined && nginxMaster.exitCode === null && nginxMaster.signalCode === null) {
+    const gone = new Promise((resolve) => nginxMaster!.once('exit', resolve));
+    nginxMaster.kill('SIGTERM');
+    await Promise.race([gone, sleep(1000)]);
+  }
+  killAll();
+  await reaped();
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(signal, 128 + constants.signals[signal]));
+// `npm run` starts this under sh, which does not pass a SIGTERM on: when the parent goes, so does the run.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) void stop('the parent process exited', 1);
+}, 500).unref();
+/** Waits (2 s at most) for the processes started to be gone, so that no zombie outlives the run. */
+async function reaped(): Promise<void> {
+  await Promise.race([Promise.all(exited), sleep(2000)]);
+}
+
+function track(child: ChildProcess, name?: string): ChildProcess {
+  if (child.pid !== undefined) {
+    const pid = child.pid;
+    pids.add(pid);
+    if (name !== undefined) names.set(pid, name);
+    exited.push(new Promise((resolve) => child.once('exit', resolve)));
+    child.once('exit', () => pids.delete(pid));
+  }
+  return child;
+}
+
+
 function pinned(cpu: string, command: string, args: string[]): [string, string[]] {
-  return process.platform === 'linux' ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
+  return process.platform === 'linux' && cpu !== '' ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
 }
 
 /**
@@ -40,10 +108,10 @@ async function startServer(name: string, args: string[], env: Record<string, str
   const [command, argv] = pinned(SERVER_CPU, process.execPath, args);
   const logFile = join(workDir, `${name}.log`);
   const log = openSync(logFile, 'a');
-  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', log, log] });
-  children.push(child);
+  const child = track(spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', log, log] }), `${name}, log in ${logFile}`);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
     for (const line of readFileSync(logFile, 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
       const parsed = JSON.parse(line) as { port?: number; msg?: string };
@@ -52,69 +120,223 @@ async function startServer(name: string, args: string[], env: Record<string, str
     }
     await sleep(20);
   }
-  throw new Error(`${name} did not start; see ${workDir}/${name}.log`);
+  throw new Error(`${name} did not start; see ${logFile}`);
 }
 
-async function startRedis(): Promise<{ url: string }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir], { stdio: 'ignore' });
-  children.push(child);
+async function startRedis(): Promise<{ url: string; pid: number }> {
+  const port = await freePort();
+  const [command, argv] = pinned(REDIS_CPU, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir]);
+  const child = track(spawn(command, argv, { stdio: 'ignore' }), 'redis-server');
   // The offline queue holds the PING until redis-server accepts connections.
   const client = new Redis({ port, retryStrategy: () => 50, maxRetriesPerRequest: null });
   client.on('error', () => {});
   await client.ping();
   client.disconnect();
-  return { url: `redis://127.0.0.1:${port}` };
+  return { url: `redis://127.0.0.1:${port}`, pid: child.pid ?? 0 };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function findExecutable(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'].filter((dir) => dir !== '');
+  return dirs.map((dir) => join(dir, name)).find((file) => existsSync(file));
+}
+
+/**
+ * nginx as the ceiling a C proxy reaches here: its own process, one worker, a keep-alive upstream pool
+ * (without proxy_http_version 1.1 and an empty Connection header it opens a connection per request),
+ * no access log. Returns the worker's pid: the process that does the proxying.
+ */
+async function startNginx(nginx: string, backendPort: number): Promise<{ port: number; pid: number }> {
+  const prefix = join(workDir, 'nginx');
+  mkdirSync(prefix);
+  // The workers run as nobody when nginx starts as root.
+  chmodSync(workDir, 0o755);
+  chmodSync(prefix, 0o777);
+  const port = await freePort();
+  const conf = join(prefix, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `daemon off;
+master_process on;
+worker_processes 1;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${prefix}/client_body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  # Node closes no keep-alive connection after N requests; nor does nginx here (its default is 1,000).
+  keepalive_requests 1000000;
+  upstream b {
+    server 127.0.0.1:${backendPort};
+    keepalive 64;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://b;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+`,
+  );
+  const [command, argv] = pinned(SERVER_CPU, nginx, ['-p', prefix, '-c', conf, '-e', join(prefix, 'error.log')]);
+  const master = track(spawn(command, argv, { stdio: ['ignore', 'ignore', openSync(join(prefix, 'stderr.log'), 'a')] }), 'nginx');
+  nginxMaster = master;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (master.exitCode !== null) break;
+    const worker = master.pid === undefined ? undefined : childrenOf(master.pid)[0];
+    if (worker !== undefined) {
+      pids.add(worker); // a worker whose master is SIGKILLed stays behind
+      names.set(worker, `the nginx worker, log in ${prefix}/error.log`);
+      return { port, pid: worker };
+    }
+    await sleep(20);
+  }
+  throw new Error(`nginx did not start; see ${prefix}/error.log and ${prefix}/stderr.log`);
+}
+
+function childrenOf(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === parent;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 /** CPU seconds (user + system) a process has used so far, from its own accounting in /proc. */
-const CLOCK_TICKS = 100; // getconf CLK_TCK on Linux
+const CLOCK_TICKS = clockTicks();
+function clockTicks(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const fields = procFile(pid, 'stat').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+function procFile(pid: number, file: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch {
+    throw new Error(`process ${pid} exited during the run (${names.get(pid) ?? 'a server'}; something else may have stopped it)`);
+  }
+}
+
+/** Resident memory of a process, in MB (VmRSS, KiB / 1024). */
+function rssMb(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(procFile(pid, 'status'));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  /** The process whose CPU and memory are the target's own (nginx: its worker). */
+  pid: number;
+}
+
+/** What bench/wrk/*.lua print in done(): counts, and latencies in microseconds. */
+interface WrkReport {
+  requests: number;
+  durationUs: number;
+  skipped?: number;
+  non2xx: number;
+  connect: number;
+  read: number;
+  write: number;
+  status: number;
+  timeout: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
 }
 
 interface Result {
   rps: number;
   /** CPU microseconds the target's server process spent per request served. */
   cpuUsPerRequest: number;
+  /** redis-server's CPU microseconds per request in the same run. */
+  redisCpuUsPerRequest: number;
+  /** Latencies in milliseconds. */
   p50: number;
   p99: number;
-  non2xx: number;
-  errors: number;
+  p999: number;
+  /** Non-2xx answers, socket errors and timeouts. */
+  failed: number;
+  /** VmRSS near the end of the run, under load (throughput runs only). */
+  rssMb: number;
 }
 
-async function measure(target: { url: string; headers: Record<string, string>; pid: number }, extra: string[], durationS = DURATION_S): Promise<Result> {
-  const before = cpuSeconds(target.pid);
-  const result = await autocannon(target.url, target.headers, extra, durationS);
-  const served = result.rps * durationS;
-  return { ...result, cpuUsPerRequest: served > 0 ? ((cpuSeconds(target.pid) - before) * 1e6) / served : 0 };
-}
+type Mode = { kind: 'throughput'; durationS: number } | { kind: 'paced'; durationS: number };
 
-function autocannon(url: string, headers: Record<string, string>, extra: string[], durationS = DURATION_S): Promise<Omit<Result, 'cpuUsPerRequest'>> {
-  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
-  const [command, argv] = pinned(LOAD_CPU, process.execPath, [
-    join(ROOT, 'node_modules/autocannon/autocannon.js'),
-    '--json',
-    '-d',
-    String(durationS),
-    ...headerArgs,
-    ...extra,
-    url,
-  ]);
+function wrk(target: Target, mode: Mode): Promise<WrkReport> {
+  const headerArgs = Object.entries(target.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  const load =
+    mode.kind === 'throughput'
+      ? ['-c', String(CONNECTIONS), '-s', join(WRK_SCRIPTS, 'throughput.lua'), target.url]
+      : ['-c', String(PACED_CONNECTIONS), '-s', join(WRK_SCRIPTS, 'paced.lua'), target.url, '--', String(RATE), String(PACED_CONNECTIONS)];
+  const [command, argv] = pinned(LOAD_CPU, 'wrk', ['-t1', '-d', `${mode.durationS}s`, '--timeout', '10s', ...headerArgs, ...load]);
   return new Promise((resolve, reject) => {
-    execFile(command, argv, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) return reject(error);
-      if (!stdout.trim()) return reject(new Error(`autocannon printed no report: ${stderr}`));
-      const report = JSON.parse(stdout) as {
-        requests: { average: number };
-        latency: { p50: number; p99: number };
-        non2xx: number;
-        errors: number;
-      };
-      resolve({ rps: report.requests.average, p50: report.latency.p50, p99: report.latency.p99, non2xx: report.non2xx, errors: report.errors });
+    const child = execFile(command, argv, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`wrk failed (exit ${error.code ?? error.signal}): ${stderr || stdout}`));
+      const line = stdout.split('\n').findLast((candidate) => candidate.startsWith('{'));
+      if (line === undefined) return reject(new Error(`wrk printed no report:\n${stdout}\n${stderr}`));
+      resolve(JSON.parse(line) as WrkReport);
     });
+    track(child);
   });
+}
+
+async function measure(target: Target, mode: Mode, redisPid: number): Promise<Result & { report: WrkReport }> {
+  const before = cpuSeconds(target.pid);
+  const redisBefore = cpuSeconds(redisPid);
+  let rss = Number.NaN;
+  // Memory under sustained load: sampled just before the load stops.
+  const sampler = setTimeout(() => (rss = rssMb(target.pid)), Math.max(0, mode.durationS * 1000 - 250));
+  const report = await wrk(target, mode).finally(() => clearTimeout(sampler));
+  const cpu = cpuSeconds(target.pid) - before;
+  const redisCpu = cpuSeconds(redisPid) - redisBefore;
+  const served = report.requests;
+  return {
+    report,
+    rps: served / (report.durationUs / 1e6),
+    cpuUsPerRequest: served > 0 ? (cpu * 1e6) / served : 0,
+    redisCpuUsPerRequest: served > 0 ? (redisCpu * 1e6) / served : 0,
+    p50: report.p50 / 1000,
+    p99: report.p99 / 1000,
+    p999: report.p999 / 1000,
+    failed: report.non2xx + report.connect + report.read + report.write + report.timeout,
+    rssMb: rss,
+  };
 }
 
 function median(results: Result[]): Result {
@@ -122,86 +344,165 @@ function median(results: Result[]): Result {
   return {
     rps: middle(results.map((result) => result.rps)),
     cpuUsPerRequest: middle(results.map((result) => result.cpuUsPerRequest)),
+    redisCpuUsPerRequest: middle(results.map((result) => result.redisCpuUsPerRequest)),
     p50: middle(results.map((result) => result.p50)),
     p99: middle(results.map((result) => result.p99)),
-    non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
-    errors: results.reduce((sum, result) => sum + result.errors, 0),
+    p999: middle(results.map((result) => result.p999)),
+    failed: results.reduce((sum, result) => sum + result.failed, 0),
+    // The last round's sample: the longest the process has been under load.
+    rssMb: results.at(-1)!.rssMb,
   };
 }
 
-function row(name: string, result: Result): string {
-  return `${name.padEnd(28)} ${result.rps.toFixed(0).padStart(9)} ${result.cpuUsPerRequest.toFixed(0).padStart(9)} ${result.p50.toFixed(2).padStart(9)} ${result.p99.toFixed(2).padStart(9)} ${String(result.non2xx + result.errors).padStart(8)}`;
+const num = (value: number, digits: number, width: number) => (Number.isFinite(value) ? value.toFixed(digits) : '-').padStart(width);
+const NAME_WIDTH = 28;
+
+/** Requests answered 2xx, or a readable error: a key or route that fails would make every figure meaningless. */
+async function preflight(target: Target): Promise<void> {
+  const response = await fetch(target.url, { headers: target.headers });
+  const body = await response.text();
+  if (response.status < 200 || response.status > 299) throw new Error(`${target.name} answered ${response.status} to ${target.url}: ${body.slice(0, 300)}`);
 }
 
+function verdict(pass: boolean): string {
+  return pass ? 'PASS' : 'MISS';
+}
+
+let succeeded = false;
 try {
+  // BENCH_NGINX: the nginx binary to use, or '' to leave nginx out.
+  const nginxBinary = process.env.BENCH_NGINX !== undefined ? process.env.BENCH_NGINX || undefined : process.platform === 'linux' ? findExecutable('nginx') : undefined;
   const redis = await startRedis();
   const backend = await startServer('backend', ['bench/backend.ts', '0']);
   const backendPort = backend.port;
-  const backendUrl = `http://127.0.0.1:${backendPort}/v1`;
+  const nginx = nginxBinary === undefined ? undefined : await startNginx(nginxBinary, backendPort);
   const bareProxy = await startServer('bare-proxy', ['bench/bare-proxy.ts', `http://127.0.0.1:${backendPort}`, '0']);
   const gatewayServer = await startServer('gateway', ['src/main.ts'], {
     PORT: '0',
     ADMIN_PORT: '0',
     REDIS_URL: redis.url,
-    UPSTREAM_URL: backendUrl,
+    UPSTREAM_URL: `http://127.0.0.1:${backendPort}/v1`,
     GATEWAY_ENVIRONMENT: 'production',
     API_KEY_PEPPER: PEPPER,
     LOG_LEVEL: 'info',
   });
   const adminRedis = new Redis(redis.url);
-  const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock }).create({
+  const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({
     consumer: 'bench',
     environments: ['production'],
-    // Limits are counted (one Redis round trip per request) but never reached.
+    // Limits are counted (Redis work on every request) but never reached.
     rateLimitPerMinute: 1_000_000_000,
   });
   adminRedis.disconnect();
 
-  const auth = { Authorization: `Bearer ${key}` };
-  const targets = [
-    { name: 'backend direct', url: `http://127.0.0.1:${backendPort}/v1/pets?limit=20&status=available`, headers: {}, pid: backend.pid },
-    { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxy.port}/v1/pets?limit=20&status=available`, headers: {}, pid: bareProxy.pid },
-    { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayServer.port}/v1/pets?limit=20&status=available`, headers: auth, pid: gatewayServer.pid },
+  const targets: Target[] = [
+    { name: 'backend direct', url: `http://127.0.0.1:${backendPort}${PATH_AND_QUERY}`, headers: {}, pid: backend.pid },
+    ...(nginx === undefined ? [] : [{ name: 'nginx (keepalive upstream)', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
+    { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxy.port}${PATH_AND_QUERY}`, headers: {}, pid: bareProxy.pid },
+    { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayServer.port}${PATH_AND_QUERY}`, headers: { Authorization: `Bearer ${key}` }, pid: gatewayServer.pid },
   ];
+  const GATEWAY = targets.length - 1;
+  const BARE = targets.length - 2;
+  for (const target of targets) await preflight(target);
 
   process.stdout.write(
-    `listPets, ${CONNECTIONS} connections, ${DURATION_S} s per run, ${ROUNDS} rounds (medians), servers on CPU ${SERVER_CPU}, load on CPU ${LOAD_CPU}\n\n`,
+    `GET ${PATH_AND_QUERY}; servers on CPU ${SERVER_CPU}, wrk (1 thread) on CPU ${LOAD_CPU}, redis-server on ${REDIS_CPU === '' ? 'any CPU' : `CPU ${REDIS_CPU}`}; ` +
+      `${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, targets in turn, medians\n` +
+      `saturating: ${CONNECTIONS} connections, ${DURATION_S} s per run; paced: ${RATE} req/s over ${PACED_CONNECTIONS} connections (bench/wrk/paced.lua), ${DURATION_S} s per run\n`,
   );
-  for (const target of targets) await autocannon(target.url, target.headers, ['-c', String(CONNECTIONS)], 3); // warm-up (JIT, pools)
-  const runs: Result[][] = targets.map(() => []);
+  if (nginx === undefined) process.stdout.write(process.env.BENCH_NGINX === '' ? "nginx left out (BENCH_NGINX='')\n" : 'nginx is not installed: skipped (Debian: apt-get install nginx-light)\n');
+  process.stdout.write('\n');
+
+  for (const target of targets) await wrk(target, { kind: 'throughput', durationS: WARM_UP_S }); // warm-up (JIT, pools)
+  const throughputRuns: Result[][] = targets.map(() => []);
+  const pacedRuns: (Result & { report: WrkReport })[][] = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [index, target] of targets.entries()) runs[index]!.push(await measure(target, ['-c', String(CONNECTIONS)]));
-    process.stdout.write(`round ${round + 1}: ${runs.map((results, index) => `${targets[index]!.name} ${results.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`);
+    for (const [index, target] of targets.entries()) throughputRuns[index]!.push(await measure(target, { kind: 'throughput', durationS: DURATION_S }, redis.pid));
+    for (const [index, target] of targets.entries()) pacedRuns[index]!.push(await measure(target, { kind: 'paced', durationS: DURATION_S }, redis.pid));
+    process.stdout.write(
+      `round ${round + 1}: ${targets.map((target, index) => `${target.name.split(' ')[0]} ${throughputRuns[index]!.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s; ` +
+        `paced p99 ${targets.map((target, index) => `${target.name.split(' ')[0]} ${pacedRuns[index]!.at(-1)!.p99.toFixed(2)}`).join(', ')} ms\n`,
+    );
   }
-  process.stdout.write('\nThroughput (median of rounds)\ntarget                           req/s  CPU µs/req  p50 ms    p99 ms   failed\n');
-  const throughput = runs.map(median);
-  for (const [index, target] of targets.entries()) process.stdout.write(`${row(target.name, throughput[index]!)}\n`);
-  const [direct, bare, gateway] = throughput as [Result, Result, Result];
-  process.stdout.write(
-    `\nratios: gateway/bare-proxy ${(gateway.rps / bare.rps).toFixed(3)}  gateway/direct ${(gateway.rps / direct.rps).toFixed(3)}  bare-proxy/direct ${(bare.rps / direct.rps).toFixed(3)}\n`,
-  );
-  process.stdout.write(
-    `CPU per request: gateway/bare-proxy ${(gateway.cpuUsPerRequest / bare.cpuUsPerRequest).toFixed(2)}  bare-proxy/direct ${(bare.cpuUsPerRequest / direct.cpuUsPerRequest).toFixed(2)}\n`,
-  );
-  process.stdout.write(`features cost ${((1 - gateway.rps / bare.rps) * 100).toFixed(1)}% of bare-proxy throughput (aim: under 15%)\n\n`);
 
-  process.stdout.write(`Fixed rate: ${FIXED_RATE} req/s\ntarget                           req/s  CPU µs/req  p50 ms    p99 ms   failed\n`);
-  const fixed: Result[] = [];
-  for (const target of targets) {
-    const result = await measure(target, ['-c', '20', '-R', String(FIXED_RATE)]);
-    fixed.push(result);
-    process.stdout.write(`${row(target.name, result)}\n`);
-  }
-  const [directFixed, bareFixed, gatewayFixed] = fixed as [Result, Result, Result];
+  const throughput = throughputRuns.map(median);
   process.stdout.write(
-    `\nadded latency vs direct: bare proxy p50 +${(bareFixed.p50 - directFixed.p50).toFixed(2)} ms, p99 +${(bareFixed.p99 - directFixed.p99).toFixed(2)} ms; ` +
-      `gateway p50 +${(gatewayFixed.p50 - directFixed.p50).toFixed(2)} ms, p99 +${(gatewayFixed.p99 - directFixed.p99).toFixed(2)} ms (aim: p99 under +2 ms)\n`,
+    `\nSaturating (${CONNECTIONS} connections; RSS: sampled under load at the end of the last round)\n` +
+      `${'target'.padEnd(NAME_WIDTH)}     req/s  CPU µs/req   p50 ms   p99 ms   RSS MB  failed\n`,
   );
-  const failures = [...throughput, ...fixed].reduce((sum, result) => sum + result.non2xx + result.errors, 0);
-  if (failures > 0) {
-    process.stdout.write(`\n${failures} requests failed: the figures above are not comparable (logs in ${workDir})\n`);
-    process.exitCode = 1;
+  for (const [index, target] of targets.entries()) {
+    const result = throughput[index]!;
+    process.stdout.write(
+      `${target.name.padEnd(NAME_WIDTH)} ${num(result.rps, 0, 9)} ${num(result.cpuUsPerRequest, 1, 11)} ${num(result.p50, 2, 8)} ${num(result.p99, 2, 8)} ${num(result.rssMb, 0, 8)} ${String(result.failed).padStart(7)}\n`,
+    );
   }
+  process.stdout.write(`(redis-server: ${throughput[GATEWAY]!.redisCpuUsPerRequest.toFixed(1)} CPU µs per gateway request)\n`);
+
+  const paced = pacedRuns.map(median);
+  const direct = paced[0]!;
+  process.stdout.write(`\nPaced at ${RATE} req/s\n${'target'.padEnd(NAME_WIDTH)}     req/s  CPU µs/req   p50 ms   p99 ms  p99.9 ms  added p99  failed\n`);
+  for (const [index, target] of targets.entries()) {
+    const result = paced[index]!;
+    const added = index === 0 ? '-'.padStart(10) : `${result.p99 - direct.p99 >= 0 ? '+' : ''}${(result.p99 - direct.p99).toFixed(2)}`.padStart(10);
+    process.stdout.write(
+      `${target.name.padEnd(NAME_WIDTH)} ${num(result.rps, 1, 9)} ${num(result.cpuUsPerRequest, 1, 11)} ${num(result.p50, 2, 8)} ${num(result.p99, 2, 8)} ${num(result.p999, 2, 9)} ${added} ${String(result.failed).padStart(7)}\n`,
+    );
+  }
+  // Pacing, checked: the rate each paced run achieved (wrk's requests / its duration), the medians against RATE.
+  const within = (rate: number) => rate >= RATE * PACE_TOLERANCE && rate <= RATE / PACE_TOLERANCE;
+  const tolerance = `${((1 - PACE_TOLERANCE) * 100).toFixed(0)}%`;
+  const kept = paced.every((result) => within(result.rps));
+  const offRuns = targets.flatMap((target, index) =>
+    pacedRuns[index]!.flatMap((result, round) =>
+      within(result.rps) && !result.report.skipped
+        ? []
+        : [`${target.name.split(' ')[0]} round ${round + 1}: ${result.rps.toFixed(1)} req/s${result.report.skipped ? `, ${result.report.skipped} send slots skipped after a stall` : ''}`],
+    ),
+  );
+  process.stdout.write(
+    `pacing: achieved (median) ${targets.map((target, index) => `${target.name.split(' ')[0]} ${paced[index]!.rps.toFixed(1)}`).join(', ')} req/s: ` +
+      (kept ? `within ${tolerance} of ${RATE}, paced as asked\n` : `NOT within ${tolerance} of ${RATE}: these latencies are for another rate\n`) +
+      (offRuns.length === 0 ? `every paced run within ${tolerance}, no send slot skipped\n` : `runs off pace: ${offRuns.join('; ')}\n`),
+  );
+
+  const gatewayT = throughput[GATEWAY]!;
+  const bareT = throughput[BARE]!;
+  const throughputRatio = gatewayT.rps / bareT.rps;
+  const cpuRatio = gatewayT.cpuUsPerRequest / bareT.cpuUsPerRequest;
+  const gatewayAdded = paced[GATEWAY]!.p99 - direct.p99;
+  const bareAdded = paced[BARE]!.p99 - direct.p99;
+  const latencyDelta = gatewayAdded - bareAdded;
+  const rss = gatewayT.rssMb;
+  const line = (label: string, value: string, target: string, pass: boolean) => `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
+  process.stdout.write(
+    '\nTargets (issue 9)\n' +
+      line('gateway/bare proxy throughput', throughputRatio.toFixed(2), '>= 0.85', throughputRatio >= 0.85) +
+      line('gateway/bare proxy CPU per request', cpuRatio.toFixed(2), '<= 1.2', cpuRatio <= 1.2) +
+      line(`gateway added p99 - bare added p99 at ${RATE} req/s`, `${latencyDelta >= 0 ? '+' : ''}${latencyDelta.toFixed(2)} ms`, '<= 1 ms', latencyDelta <= 1) +
+      line('gateway RSS under load', `${rss.toFixed(0)} MB`, '<= 160 MB', rss <= 160) +
+      `  for reference: bare/direct throughput ${(bareT.rps / throughput[0]!.rps).toFixed(2)}` +
+      (nginx === undefined ? '' : `, nginx/direct ${(throughput[1]!.rps / throughput[0]!.rps).toFixed(2)}`) +
+      `, gateway/direct ${(gatewayT.rps / throughput[0]!.rps).toFixed(2)}\n`,
+  );
+
+  const failures = [...throughputRuns.flat(), ...pacedRuns.flat()].reduce((sum, result) => sum + result.failed, 0);
+  if (failures > 0) {
+    const byTarget = targets
+      .map((target, index) => ({ name: target.name, failed: throughput[index]!.failed + paced[index]!.failed }))
+      .filter((entry) => entry.failed > 0)
+      .map((entry) => `${entry.name} ${entry.failed}`)
+      .join(', ');
+    process.stdout.write(`\n${failures} requests failed (non-2xx, socket errors or timeouts: ${byTarget}): the figures above are not comparable. Logs in ${workDir}\n`);
+    process.exitCode = 1;
+  } else {
+    succeeded = true;
+  }
+} catch (error) {
+  if (stopping) await new Promise(() => {}); // stop() ends the process
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\nlogs in ${workDir}\n`);
+  process.exitCode = 1;
 } finally {
-  for (const child of children) child.kill('SIGKILL');
+  await stopAll();
+  // The logs (the gateway's access log grows by tens of MB a run) are kept only when something went wrong.
+  if (succeeded) rmSync(workDir, { recursive: true, force: true });
 }
