@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
+import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
@@ -377,7 +378,11 @@ try {
   const backendPort = backend.port;
   const nginx = nginxBinary === undefined ? undefined : await startNginx(nginxBinary, backendPort);
   const bareProxy = await startServer('bare-proxy', ['bench/bare-proxy.ts', `http://127.0.0.1:${backendPort}`, '0']);
+  // Every feature on includes the signed caller identity: each forwarded request carries a token.
+  const identityKeyFile = join(workDir, 'identity-key.pem');
+  await writeSigningKeyFile(identityKeyFile, 'ed25519');
   const gatewayServer = await startServer('gateway', ['src/main.ts'], {
+    UPSTREAM_IDENTITY_KEY_FILE: identityKeyFile,
     PORT: '0',
     ADMIN_PORT: '0',
     REDIS_URL: redis.url,
