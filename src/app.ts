@@ -15,6 +15,8 @@ import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './time/clock.ts';
 import { createRequestTarget } from './http/request-target.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
+import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
+import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
@@ -27,6 +29,8 @@ export interface AppDependencies {
   rateLimitStore?: RateLimitStore;
   hashKey: KeyHasher;
   clock: Clock;
+  /** Brownouts of deprecated operations, scheduled and set by operators. */
+  brownouts: BrownoutBoard;
   logger: Logger;
   proxy: Proxy;
   metrics: GatewayMetrics;
@@ -62,7 +66,9 @@ export function createApp(deps: AppDependencies): Express {
       onRefusal: deps.metrics.authRefused,
     }),
     createRequireOperation(),
-    createSunsetEnforcement(notices, clock),
+    createSunsetEnforcement(notices, clock, deps.metrics.deprecatedRefused),
+    // Before the sunset, brownouts: refused the same way for a while, so callers notice while they can still move.
+    createBrownoutEnforcement({ notices, brownouts: deps.brownouts, clock, onRefused: deps.metrics.deprecatedRefused }),
     // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
     createRateLimit({
       windowMs: config.rateLimit.windowMs,

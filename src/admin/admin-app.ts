@@ -1,4 +1,4 @@
-// The admin listener: liveness, readiness and metrics, never on the public port.
+// The admin listener: liveness, readiness, metrics and the deprecation report, never on the public port.
 import express, { type Express } from 'express';
 
 export interface ReadinessCheck {
@@ -16,6 +16,8 @@ export interface AdminAppOptions {
   metrics?: { contentType: string; render(): Promise<string> };
   /** The public keys of the identity signer (RFC 7517); absent when nothing is signed (404). */
   jwks?: () => object;
+  /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
+  deprecations?: () => Promise<readonly object[]>;
 }
 
 async function runCheck(check: ReadinessCheck): Promise<boolean> {
@@ -64,8 +66,20 @@ export function createAdminApp(options: AdminAppOptions): Express {
     });
   }
 
+  const { deprecations } = options;
+  if (deprecations) {
+    app.get('/deprecations', async function reportDeprecatedCalls(_req, res) {
+      res.set('Cache-Control', 'no-store');
+      try {
+        res.json(await deprecations());
+      } catch {
+        res.status(503).json({ code: 'service_unavailable', message: 'The deprecation report cannot be read from Redis; retry shortly', status: 503 });
+      }
+    });
+  }
+
   app.use(function adminNotFound(_req, res) {
-    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics, /.well-known/jwks.json (when signing)', status: 404 });
+    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)', status: 404 });
   });
   return app;
 }

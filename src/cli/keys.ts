@@ -7,7 +7,7 @@ import { loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, type Environment } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
-import { createRedisClient, redisTopology, type RedisClient, type RedisSettings } from '../redis/connect.ts';
+import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -25,26 +25,6 @@ function futureInstant(value: string): string {
 function collectEnvironment(value: string, previous: Environment[] = []): Environment[] {
   if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${ENVIRONMENTS.join(', ')}`);
   return [...previous, value as Environment];
-}
-
-/** The URL without its password, for messages. */
-function safeUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
-}
-
-/** Where the CLI looked for Redis, without credentials. */
-function describeRedis(settings: RedisSettings): string {
-  const nodes = (list: RedisSettings['sentinels']) => list.map(({ host, port }) => `${host}:${port}`).join(',');
-  switch (redisTopology(settings)) {
-    case 'sentinel':
-      return `sentinels ${nodes(settings.sentinels)} (primary ${settings.sentinelName})`;
-    case 'cluster':
-      return `cluster ${nodes(settings.clusterNodes)}`;
-    default:
-      return safeUrl(settings.url);
-  }
 }
 
 function describe(record: KeyRecord): string {
@@ -73,26 +53,9 @@ function printRecord(record: KeyRecord, json: boolean): void {
 
 async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const redis: RedisClient = createRedisClient(config.redis, { role: 'tool', name: 'petstore-gateway-keys' });
-  redis.on('error', () => {
-    /* reported below, once, as the command's failure */
-  });
-  try {
-    await redis.ping();
-  } catch (cause) {
-    redis.disconnect();
-    throw new KeyAdminError(`Redis at ${describeRedis(config.redis)} is unreachable (${(cause as Error).message}); check the Redis settings (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES)`);
-  }
-  try {
-    const admin = new KeyAdmin(redis, {
-      keyPrefix: config.redis.keyPrefix,
-      hashKey: createKeyHasher(loadPepper(config.auth.pepperFile)),
-      clock: systemClock,
-    });
-    return await work(admin);
-  } finally {
-    await redis.quit().catch(() => redis.disconnect());
-  }
+  return withToolRedis(config.redis, 'petstore-gateway-keys', (redis) =>
+    work(new KeyAdmin(redis, { keyPrefix: config.redis.keyPrefix, hashKey: createKeyHasher(loadPepper(config.auth.pepperFile)), clock: systemClock })),
+  );
 }
 
 /** README's contract: 2 for a usage error (commander's), 1 for a runtime error (Redis, unknown id, configuration). */
@@ -185,7 +148,7 @@ try {
 } catch (error) {
   // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  const known = error instanceof KeyAdminError || error instanceof ConfigError;
+  const known = error instanceof KeyAdminError || error instanceof ConfigError || error instanceof RedisUnreachableError;
   process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 }

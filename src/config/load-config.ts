@@ -25,6 +25,7 @@ export const ENV_KEYS = {
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
+  DEPRECATION_REPORT_FLUSH_MS: ['deprecationReport', 'flushIntervalMs'],
   UPSTREAM_IDENTITY_KEY_FILE: ['upstreamIdentity', 'keyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE: ['upstreamIdentity', 'previousKeyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_UNTIL: ['upstreamIdentity', 'previousKeyUntil'],

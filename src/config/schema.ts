@@ -82,10 +82,30 @@ export const configSchema = z.object({
           documentationUrl: z.url().nullable().default(null),
           /** A page about the sunset (what is removed, when, how to migrate): Link rel="sunset". */
           sunsetDocumentationUrl: z.url().nullable().default(null),
+          /** Scheduled brownouts: the operation is refused (410 brownout) from each start until its end. */
+          brownouts: z
+            .array(
+              z
+                .object({
+                  start: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+                  end: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+                })
+                .strict()
+                .refine((window) => window.end > window.start, { message: 'must be after start', path: ['end'] }),
+            )
+            .default([]),
         })
         .strict(),
     )
     .default({}),
+  /** Who still calls deprecated operations: counted in each process, added up in Redis in batches. */
+  deprecationReport: z
+    .object({
+      /** How often each process writes its counts to Redis; a crash loses at most this long's calls. */
+      flushIntervalMs: positiveMs.default(5000),
+    })
+    .strict()
+    .prefault({}),
   shutdown: z
     .object({
       gracePeriodMs: positiveMs.default(20_000),

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   request_timeout: 408,
   conflict: 409,
   gone: 410,
+  /** A deprecated operation refused during a brownout, before its sunset (Retry-After at the window's end). */
+  brownout: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   expectation_failed: 417,

@@ -1,6 +1,7 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
+import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 
 export const METRIC_PREFIX = 'petstore_gateway_';
@@ -37,6 +38,10 @@ export interface MetricsOptions {
    */
   operations?: readonly string[];
   deprecatedConsumerCap?: number;
+  /** Deprecated operations: their refusal counters (sunset, brownout) and brownout gauge start at 0. */
+  deprecatedOperations?: readonly string[];
+  /** Whether an operation is browned out now, read at scrape time. */
+  brownoutActive?: (operation: string) => boolean;
   /** Probes of Redis and the upstream, run at scrape time. */
   dependencies?: () => ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
   /** Collect Node's process metrics (off in unit tests that assert exact output). */
@@ -59,6 +64,7 @@ export interface GatewayMetrics {
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
+  deprecatedRefused(operation: string, reason: DeprecatedRefusalReason): void;
   rateLimited(operation: string): void;
   rateLimitStoreError(): void;
   rateLimitPassed(): void;
@@ -143,6 +149,23 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'key_id', 'consumer', 'environment'] as const,
     registers,
   });
+  const deprecatedRefusals = new Counter({
+    name: name('deprecated_refusals_total'),
+    help: 'Requests to deprecated operations refused with 410, by operation and reason: sunset (removed) or brownout.',
+    labelNames: ['operation', 'reason', 'environment'] as const,
+    registers,
+  });
+  const deprecatedOperations = options.deprecatedOperations ?? [];
+  const brownoutActive = options.brownoutActive ?? (() => false);
+  new Gauge({
+    name: name('brownout_active'),
+    help: 'Whether a deprecated operation is browned out (refused until the window ends) at scrape time: 1, else 0.',
+    labelNames: ['operation', 'environment'] as const,
+    registers,
+    collect() {
+      for (const operation of deprecatedOperations) this.set({ operation, environment }, brownoutActive(operation) ? 1 : 0);
+    },
+  });
   const shed = new Counter({
     name: name('shed_requests_total'),
     help: 'Requests answered 503 at once because too many were in flight (load shedding).',
@@ -187,6 +210,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const operation of options.operations ?? []) {
     rateLimited.inc({ operation, environment }, 0);
     for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
+  }
+  for (const operation of deprecatedOperations) {
+    for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
   }
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
@@ -249,6 +275,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
+    deprecatedRefused: (operation, reason) => deprecatedRefusals.inc({ operation, reason, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),

@@ -7,7 +7,10 @@ import type { GatewayMetrics } from './metrics.ts';
 
 export type RequestCompletion = (req: IncomingMessage, res: ServerResponse, record: RequestRecord, shed: boolean) => void;
 
-export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger, environment: string): RequestCompletion {
+/** Told of every authenticated call of a deprecated operation, answered or refused (the deprecation report counts them). */
+export type DeprecatedCallHook = (operation: string, keyId: string, consumer: string) => void;
+
+export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger, environment: string, onDeprecatedCall?: DeprecatedCallHook): RequestCompletion {
   const logRequest = createAccessLog(logger, environment);
   return function completeRequest(req, res, record, shed) {
     const operation = record.route?.operation;
@@ -20,7 +23,10 @@ export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger,
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
     });
-    if (operation?.deprecation && record.caller) metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
+    if (operation?.deprecation && record.caller) {
+      metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
+      onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);
+    }
     // Shed requests are counted, not logged one by one: at capacity, a log line each would add to the load.
     if (!shed) logRequest(req, res, record);
   };

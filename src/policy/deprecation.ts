@@ -22,11 +22,18 @@ export interface DeprecationPolicyOptions {
   basePath: string;
 }
 
-interface CompiledNotice {
+export interface CompiledNotice {
   headers: ReadonlyArray<[string, string | string[]]>;
   sunsetAt?: number;
   removedMessage: string;
+  /** `GET /v1/pets/{petId} (getPet)`: how refusals name the operation. */
+  subject: string;
+  /** `; use GET /v1/pets (listPets) instead`, or empty when the document names no replacement. */
+  instead: string;
 }
+
+/** Why a deprecated operation was refused: after its sunset, or during a brownout. */
+export type DeprecatedRefusalReason = 'sunset' | 'brownout';
 
 function describe(operation: Operation, basePath: string): string {
   return `${operation.method} ${basePath}${operation.pathTemplate} (${operation.id})`;
@@ -49,6 +56,8 @@ function compileNotice(operation: Operation, entry: DeprecationPolicyEntry, cont
     headers,
     ...(sunset ? { sunsetAt: sunset.getTime() } : {}),
     removedMessage: `${describe(operation, basePath)} was removed on ${sunset?.toISOString()}${instead}`,
+    subject: describe(operation, basePath),
+    instead,
   };
 }
 
@@ -74,10 +83,16 @@ export function createDeprecationNotice(notices: ReadonlyMap<string, CompiledNot
 }
 
 /** From the sunset on, a deprecated operation is refused with 410 and the upstream is not called. */
-export function createSunsetEnforcement(notices: ReadonlyMap<string, CompiledNotice>, clock: Clock): RequestHandler {
+export function createSunsetEnforcement(
+  notices: ReadonlyMap<string, CompiledNotice>,
+  clock: Clock,
+  onRefused?: (operation: string, reason: DeprecatedRefusalReason) => void,
+): RequestHandler {
   return function enforceSunset(_req, res, next) {
-    const notice = notices.get(res.locals.gateway.route?.operation.id ?? '');
+    const operation = res.locals.gateway.route?.operation.id ?? '';
+    const notice = notices.get(operation);
     if (notice?.sunsetAt !== undefined && clock.now() >= notice.sunsetAt) {
+      onRefused?.(operation, 'sunset');
       throw new GatewayError('gone', notice.removedMessage, { headers: { 'Cache-Control': 'no-store' } });
     }
     next();

@@ -11,9 +11,11 @@ import type { KeyHasher } from '../auth/key-hash.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { loadContract } from '../contract/compile-contract.ts';
+import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
 import { createRequestTracker, type RequestTracker } from '../pipeline/request-tracker.ts';
+import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
 import { createProxy } from '../proxy/create-proxy.ts';
 import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
@@ -28,6 +30,8 @@ export interface Stores {
   rateLimitStore?: RateLimitStore;
   /** Readiness checks of the stores' dependencies (Redis). */
   checks: readonly ReadinessCheck[];
+  /** Where the deprecation report's counts add up across replicas; absent, this process alone (in memory). */
+  deprecatedCalls?: DeprecatedCallStore;
   close?: () => Promise<void> | void;
 }
 
@@ -36,7 +40,8 @@ export interface GatewayParts {
   logger: Logger;
   clock: Clock;
   hashKey: KeyHasher;
-  stores: (metrics: GatewayMetrics) => Stores;
+  /** Given the metrics to report into and the brownout board to keep up to date (operator brownouts). */
+  stores: (metrics: GatewayMetrics, brownouts: BrownoutBoard) => Stores;
   /** Who called, asserted to the upstream (loaded at start-up by `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
   /** Released after everything else, on shutdown (the demo's backend). */
@@ -78,6 +83,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
   const upstreamCheck: ReadinessCheck = { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) };
   let stores: Stores | undefined;
   let tracker: RequestTracker | undefined;
+  const brownouts = new BrownoutBoard(compileBrownoutSchedule(contract, config.deprecations));
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
@@ -85,10 +91,20 @@ export function buildGateway(parts: GatewayParts): Gateway {
     sunsets: contract.operations.flatMap((operation) =>
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
+    deprecatedOperations: brownouts.operations,
+    brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
     dependencies: () => [upstreamCheck, ...(stores?.checks ?? [])],
     inFlight: () => tracker?.inFlight() ?? 0,
   });
-  stores = parts.stores(metrics);
+  stores = parts.stores(metrics, brownouts);
+  const deprecatedCallStore = stores.deprecatedCalls ?? new MemoryDeprecatedCallStore();
+  // Counted in process and written in batches: the report costs the request path no Redis round trip.
+  const deprecatedCalls = createDeprecatedCallRecorder({
+    store: deprecatedCallStore,
+    clock: parts.clock,
+    flushIntervalMs: config.deprecationReport.flushIntervalMs,
+    logger,
+  });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
   const proxy = createProxy({
@@ -113,6 +129,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     ...(rateLimitStore ? { rateLimitStore } : {}),
     hashKey: parts.hashKey,
     clock: parts.clock,
+    brownouts,
     logger,
     proxy,
     metrics,
@@ -121,13 +138,15 @@ export function buildGateway(parts: GatewayParts): Gateway {
     app,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
-    onComplete: createRequestCompletion(metrics, logger, config.environment),
+    onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
   });
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       proxy.close();
+      // After the listeners drained: every request is counted; written before the stores' connections close.
+      await deprecatedCalls.close();
       await stores?.close?.();
       await parts.onClosed?.();
     })());
@@ -139,6 +158,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     admin: {
       checks: [...checks, upstreamCheck],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
+      deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       ...(identity.jwks ? { jwks: identity.jwks.document } : {}),
     },
     listen: () => startGateway({ gateway, logger, onClosed: close }),
@@ -159,7 +179,7 @@ export async function composeGateway(parts: GatewayParts): Promise<RunningGatewa
   return { ...(await gateway.listen()), metrics: gateway.metrics };
 }
 
-/** The production wiring: keys and rate-limit counters in Redis, reporting into the metrics. */
+/** The production wiring: keys, rate-limit counters, brownouts and deprecated-call counts in Redis, reporting into the metrics. */
 export async function composeRedisGateway(
   parts: Omit<GatewayParts, 'stores'>,
 ): Promise<RunningGateway & { metrics: GatewayMetrics; redis: RedisStores }> {
@@ -167,14 +187,21 @@ export async function composeRedisGateway(
   let redis: RedisStores | undefined;
   const running = await composeGateway({
     ...parts,
-    stores: (metrics) => {
+    stores: (metrics, brownouts) => {
       redis = createRedisStores(config, {
         logger,
         clock,
+        brownouts,
         onLookup: metrics.keyCacheLookup,
         onRateLimitStoreError: metrics.rateLimitStoreError,
       });
-      return { keyStore: redis.keyStore, rateLimitStore: redis.rateLimitStore, checks: [redis.readiness], close: redis.close };
+      return {
+        keyStore: redis.keyStore,
+        rateLimitStore: redis.rateLimitStore,
+        deprecatedCalls: redis.deprecatedCalls,
+        checks: [redis.readiness],
+        close: redis.close,
+      };
     },
   });
   if (!redis) throw new Error('composeGateway did not build the stores');

@@ -1,4 +1,4 @@
-// What the gateway keeps in Redis, wired together: keys (store, cache, events) and rate-limit counters.
+// What the gateway keeps in Redis, wired together: keys (store, cache, events), rate-limit counters, brownouts, deprecated calls.
 import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
@@ -6,15 +6,25 @@ import { followKeyEvents } from '../auth/key-events.ts';
 import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
+import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call-store.ts';
+import { followBrownouts, type BrownoutFollower } from '../policy/brownout-events.ts';
+import type { BrownoutBoard } from '../policy/brownouts.ts';
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
 import { createRedisClient, pingRedis } from '../redis/connect.ts';
 
 /** Store failures come per request; an outage is logged once per this period. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
+/** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
+const BROWNOUT_RESYNC_MS = 5000;
+
 export interface RedisStores {
   keyStore: CachedKeyStore;
   rateLimitStore: RedisRateLimitStore;
+  /** Where every replica's deprecated-call counts add up (the deprecation report). */
+  deprecatedCalls: RedisDeprecatedCallStore;
+  /** Keeps the board's operator brownouts up to date; absent when no board was given. */
+  brownouts?: BrownoutFollower;
   /** Critical: without Redis, keys outside the cache cannot be checked. */
   readiness: ReadinessCheck;
   /** True while the request-path connection is up. */
@@ -24,7 +34,14 @@ export interface RedisStores {
 
 export function createRedisStores(
   config: GatewayConfig,
-  options: { logger: Logger; clock: Clock; onLookup?: KeyCacheOptions['onLookup']; onRateLimitStoreError?: () => void },
+  options: {
+    logger: Logger;
+    clock: Clock;
+    /** The process's brownouts, to follow operators' starts and stops on. */
+    brownouts?: BrownoutBoard;
+    onLookup?: KeyCacheOptions['onLookup'];
+    onRateLimitStoreError?: () => void;
+  },
 ): RedisStores {
   const { logger, clock } = options;
   const redis = createRedisClient(config.redis, { role: 'request-path', name: 'petstore-gateway', logger });
@@ -49,12 +66,18 @@ export function createRedisStores(
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
   );
+  const brownouts = options.brownouts
+    ? followBrownouts({ redis, subscriber, keyPrefix: config.redis.keyPrefix, board: options.brownouts, resyncMs: BROWNOUT_RESYNC_MS, logger })
+    : undefined;
   return {
     keyStore,
     rateLimitStore,
+    deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix),
+    ...(brownouts ? { brownouts } : {}),
     readiness: { name: 'redis', critical: true, check: () => pingRedis(redis) },
     isRedisAvailable: () => redis.status === 'ready',
     close() {
+      brownouts?.close();
       redis.disconnect();
       subscriber.disconnect();
     },

@@ -38,7 +38,7 @@ export interface paths {
         /**
          * Get an animal (deprecated)
          * @deprecated
-         * @description Deprecated, and removed on 5 December 2030. Use GET /pets with a status filter instead. Every response carries `Deprecation`, `Sunset` and `Link` (the replacement as `rel="successor-version"`), refusals included; from the sunset on the operation is answered `410 gone`.
+         * @description Deprecated, and removed on 5 December 2030. Use GET /pets with a status filter instead. Every response carries `Deprecation`, `Sunset` and `Link` (the replacement as `rel="successor-version"`), refusals included; from the sunset on the operation is answered `410 gone`. Before the sunset it may be browned out for a while (refused with `410 brownout` until the time `Retry-After` gives), a warning to move before it is removed for good.
          */
         get: operations["getPet"];
         put?: never;
@@ -238,6 +238,11 @@ export interface components {
          */
         RetryAfterUnlessRelayed: components["schemas"]["RetryAfterSeconds"];
         /**
+         * @description Seconds until the brownout ends and the operation is served again (RFC 9110); sent with `410 brownout` only, never with `410 gone`.
+         * @example 43200
+         */
+        RetryAfterBrownout: components["schemas"]["RetryAfterSeconds"];
+        /**
          * @description When the operation was deprecated, as `@` and seconds since the epoch (RFC 9745).
          * @example @1795219200
          */
@@ -401,11 +406,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `gone`: the operation was removed at its sunset (5 December 2030). The backend is not called; the message names the replacement. */
+            /** @description `gone`: the operation was removed at its sunset (5 December 2030). `brownout`: before the sunset, the operation is refused for a while (a brownout) to warn its callers; the message names the end of the brownout and the sunset date, and `Retry-After` gives the seconds until the brownout ends. Either way the backend is not called and the message names the replacement. */
             410: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfterBrownout"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link"];

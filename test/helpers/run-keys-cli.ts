@@ -1,4 +1,4 @@
-// Runs `npm run keys --` (its entry point) as operators do, and returns what it printed.
+// Runs the operators' CLIs (`npm run keys --`, `npm run deprecations --`: their entry points) as operators do, and returns what they printed.
 import { execFile } from 'node:child_process';
 import { PROJECT_ROOT } from './start-gateway-process.ts';
 
@@ -8,11 +8,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runKeysCli(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
+export function runCli(script: string, args: readonly string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['src/cli/keys.ts', ...args],
+      [script, ...args],
       { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
@@ -21,3 +21,7 @@ export function runKeysCli(args: readonly string[], env: Record<string, string>)
     );
   });
 }
+
+export const runKeysCli = (args: readonly string[], env: Record<string, string>) => runCli('src/cli/keys.ts', args, env);
+
+export const runDeprecationsCli = (args: readonly string[], env: Record<string, string>) => runCli('src/cli/deprecations.ts', args, env);

@@ -102,6 +102,8 @@ let holdingUpstream: ScriptedUpstream;
 let served: Target;
 /** The same, with the clock past getPet's sunset. */
 let pastSunset: Target;
+/** The same, with the clock inside a brownout window of getPet. */
+let browningOut: Target;
 /** Nothing listens at the upstream address. */
 let refused: Target;
 /** The upstream accepts requests and never answers; the gateway waits 100 ms. */
@@ -126,6 +128,9 @@ beforeAll(async () => {
   served = await start({ upstreamUrl: backend.baseUrl });
   pastSunset = await start({ upstreamUrl: backend.baseUrl });
   pastSunset.gateway.clock.set(SUNSET);
+  const brownout = { start: '2027-03-01T14:00:00Z', end: '2027-03-02T02:00:00Z' };
+  browningOut = await start({ upstreamUrl: backend.baseUrl, overrides: { deprecations: { getPet: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [brownout] } } } });
+  browningOut.gateway.clock.set(Date.parse(brownout.start));
   refused = await start({ upstreamUrl: nowhere, overrides: { upstream: { circuitBreaker: NEVER_OPENS } } });
   silent = await start({ upstreamUrl: silentUpstream.baseUrl, overrides: { upstream: { timeoutMs: 100, circuitBreaker: NEVER_OPENS } } });
   circuitOpen = await start({ upstreamUrl: nowhere, overrides: { upstream: { circuitBreaker: { failureThreshold: 1, openMs: 60_000 } } } });
@@ -146,7 +151,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const target of [served, pastSunset, refused, silent, circuitOpen, keysDown, failing, crowded]) await target?.close();
+  for (const target of [served, pastSunset, browningOut, refused, silent, circuitOpen, keysDown, failing, crowded]) await target?.close();
   await Promise.all([backend?.close(), silentUpstream?.close(), failingUpstream?.close(), holdingUpstream?.close(), held]);
 });
 
@@ -257,7 +262,8 @@ const CASES: readonly Case[] = [
   { operation: 'getPet', declared: 401, why: 'no API key', send: () => getPet(served, { key: null }) },
   { operation: 'getPet', declared: 401, why: 'a revoked API key', send: () => getPet(served, { key: revokedKey() }) },
   { operation: 'getPet', declared: 404, why: 'an animal the backend does not have', send: () => getPet(served, {}, '424242') },
-  { operation: 'getPet', declared: 410, why: 'a request from the sunset on', send: () => getPet(pastSunset) },
+  { operation: 'getPet', declared: 410, why: 'a request from the sunset on', send: () => getPet(pastSunset), absent: ['retry-after'] },
+  { operation: 'getPet', declared: 410, why: 'a request during a brownout', send: () => getPet(browningOut) },
   { operation: 'getPet', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => getPet(served, options)) },
   { operation: 'getPet', declared: 502, why: 'the backend refuses connections', send: () => getPet(refused) },
   { operation: 'getPet', declared: 503, why: 'the circuit breaker is open', send: () => getPet(circuitOpen) },

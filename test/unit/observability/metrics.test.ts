@@ -60,3 +60,29 @@ describe('a fresh registry', () => {
     expect(series.get(metric('shed_requests_total'))).toBe(1);
   });
 });
+
+describe('deprecated operations', () => {
+  const deprecated = (browned: Set<string>) =>
+    createMetrics({ environment, version: 't', sunsets: [], operations: OPERATIONS, deprecatedOperations: ['getPet'], brownoutActive: (operation) => browned.has(operation), processMetrics: false });
+
+  it.each(['sunset', 'brownout'])('have deprecated_refusals_total{reason="%s"} at 0 from the start', async (reason) => {
+    const series = parseExposition(await deprecated(new Set()).registry.metrics());
+    expect(series.get(metric('deprecated_refusals_total', { operation: 'getPet', reason }))).toBe(0);
+  });
+
+  it('count refusals by operation and reason', async () => {
+    const metrics = deprecated(new Set());
+    metrics.deprecatedRefused('getPet', 'brownout');
+    const series = parseExposition(await metrics.registry.metrics());
+    expect(series.get(metric('deprecated_refusals_total', { operation: 'getPet', reason: 'brownout' }))).toBe(1);
+    expect(series.get(metric('deprecated_refusals_total', { operation: 'getPet', reason: 'sunset' }))).toBe(0);
+  });
+
+  it('report whether a brownout is in force when scraped', async () => {
+    const browned = new Set<string>();
+    const metrics = deprecated(browned);
+    expect(parseExposition(await metrics.registry.metrics()).get(metric('brownout_active', { operation: 'getPet' }))).toBe(0);
+    browned.add('getPet');
+    expect(parseExposition(await metrics.registry.metrics()).get(metric('brownout_active', { operation: 'getPet' }))).toBe(1);
+  });
+});

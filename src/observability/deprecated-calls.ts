@@ -1,0 +1,141 @@
+// Who still calls deprecated operations: counted in process, added to a shared store in batches, read as a report.
+import type { Logger } from 'pino';
+import type { Clock } from '../time/clock.ts';
+
+/** One consumer's calls to one deprecated operation; instants in milliseconds since the epoch. */
+export interface DeprecatedCallCount {
+  operation: string;
+  keyId: string;
+  consumer: string;
+  calls: number;
+  firstSeen: number;
+  lastSeen: number;
+}
+
+/** A row of the report, as `npm run deprecations -- report --json` and `GET /deprecations` print it (an interface: keep it). */
+export interface DeprecatedCallRow {
+  operation: string;
+  keyId: string;
+  consumer: string;
+  calls: number;
+  firstSeen: string;
+  lastSeen: string;
+}
+
+/** Where every process's counts add up: Redis in production (src/observability/redis-deprecated-call-store.ts). */
+export interface DeprecatedCallStore {
+  /** Adds calls, keeps the earliest firstSeen and the latest lastSeen, and the latest consumer name. */
+  add(batch: readonly DeprecatedCallCount[]): Promise<void>;
+  read(operations: readonly string[]): Promise<DeprecatedCallCount[]>;
+}
+
+/** By operation, then most calls first. */
+export function toReportRows(counts: readonly DeprecatedCallCount[]): DeprecatedCallRow[] {
+  return [...counts]
+    .sort((a, b) => a.operation.localeCompare(b.operation) || b.calls - a.calls || a.keyId.localeCompare(b.keyId))
+    .map((count) => ({
+      operation: count.operation,
+      keyId: count.keyId,
+      consumer: count.consumer,
+      calls: count.calls,
+      firstSeen: new Date(count.firstSeen).toISOString(),
+      lastSeen: new Date(count.lastSeen).toISOString(),
+    }));
+}
+
+function merge(into: Map<string, DeprecatedCallCount>, count: DeprecatedCallCount): void {
+  const key = `${count.operation}\n${count.keyId}`;
+  const existing = into.get(key);
+  if (!existing) {
+    into.set(key, { ...count });
+    return;
+  }
+  existing.calls += count.calls;
+  existing.firstSeen = Math.min(existing.firstSeen, count.firstSeen);
+  if (count.lastSeen >= existing.lastSeen) {
+    existing.lastSeen = count.lastSeen;
+    existing.consumer = count.consumer;
+  }
+}
+
+/** The store of a gateway without Redis (the demo, in-process tests): one process's counts. */
+export class MemoryDeprecatedCallStore implements DeprecatedCallStore {
+  readonly #counts = new Map<string, DeprecatedCallCount>();
+
+  async add(batch: readonly DeprecatedCallCount[]): Promise<void> {
+    for (const count of batch) merge(this.#counts, count);
+  }
+
+  async read(operations: readonly string[]): Promise<DeprecatedCallCount[]> {
+    return [...this.#counts.values()].filter((count) => operations.includes(count.operation)).map((count) => ({ ...count }));
+  }
+}
+
+export interface DeprecatedCallRecorderOptions {
+  store: DeprecatedCallStore;
+  clock: Clock;
+  /** How often the counts are written to the store; what a crash can lose. */
+  flushIntervalMs: number;
+  logger?: Logger;
+}
+
+export interface DeprecatedCallRecorder {
+  /** On the request path: a map update, never a store round trip. */
+  record(operation: string, keyId: string, consumer: string): void;
+  /** Writes what was counted since the last flush (single flight); a failed batch is kept for the next. */
+  flush(): Promise<void>;
+  /** Stops the timer and flushes once more. */
+  close(): Promise<void>;
+}
+
+/**
+ * Counts per operation and key in memory and flushes every `flushIntervalMs`. When the store fails,
+ * the batch is merged back and retried with the next one: nothing is lost while the process lives,
+ * but a batch whose write succeeded and whose answer was lost (a timeout) is counted twice.
+ */
+export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOptions): DeprecatedCallRecorder {
+  const { store, clock, logger } = options;
+  let pending = new Map<string, DeprecatedCallCount>();
+  let flushing: Promise<void> | undefined;
+
+  async function write(): Promise<void> {
+    if (pending.size === 0) return;
+    const batch = pending;
+    pending = new Map();
+    try {
+      await store.add([...batch.values()]);
+    } catch (error) {
+      for (const count of batch.values()) merge(pending, count);
+      logger?.warn({ err: error, pending: pending.size }, 'could not write deprecated-call counts: kept for the next flush');
+    }
+  }
+
+  const flush = () =>
+    (flushing ??= write().finally(() => {
+      flushing = undefined;
+    }));
+  const timer = setInterval(() => void flush(), options.flushIntervalMs);
+  timer.unref();
+
+  return {
+    record(operation, keyId, consumer) {
+      const now = clock.now();
+      const key = `${operation}\n${keyId}`;
+      const existing = pending.get(key);
+      if (existing) {
+        existing.calls++;
+        existing.firstSeen = Math.min(existing.firstSeen, now);
+        existing.lastSeen = Math.max(existing.lastSeen, now);
+        existing.consumer = consumer;
+      } else {
+        pending.set(key, { operation, keyId, consumer, calls: 1, firstSeen: now, lastSeen: now });
+      }
+    },
+    flush,
+    async close() {
+      clearInterval(timer);
+      await flushing;
+      await flush();
+    },
+  };
+}

@@ -1,0 +1,71 @@
+// Operator brownouts through Redis, in process: a replica that starts late reads them; Redis away, the last known state holds.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const PEPPER = 'brownout-redis-test-pepper-1';
+const TEN_MINUTES = 600_000;
+
+let redis: PrivateRedis;
+let backend: SampleBackend;
+let config: GatewayConfig;
+const gateways: RedisGateway[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  backend = await startPetStore();
+  config = loadConfig(
+    { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
+    { shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 } },
+  );
+});
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.close()));
+  await backend.close();
+  await redis.stop();
+});
+
+async function startGateway(): Promise<{ gateway: RedisGateway; key: string }> {
+  const gateway = await startRedisGateway(config, { pepper: PEPPER });
+  gateways.push(gateway);
+  const { key } = await gateway.admin.create({ consumer: 'acme', environments: ['production'] });
+  return { gateway, key };
+}
+
+async function getPet(gateway: RedisGateway, key: string): Promise<{ status: number; code?: string }> {
+  const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets/1`, { headers: { Authorization: `Bearer ${key}` } });
+  const body = (await res.json()) as { code?: string };
+  return { status: res.status, ...(res.status === 410 ? { code: body.code } : {}) };
+}
+
+const startBrownout = () => {
+  const now = Date.now();
+  return publishBrownoutOverride(redis.client, config.redis.keyPrefix, 'getPet', { kind: 'started', start: now, end: now + TEN_MINUTES }, now);
+};
+
+describe('operator brownouts in Redis', () => {
+  it('are applied by a replica that starts after they began', async () => {
+    await startBrownout();
+    const { gateway, key } = await startGateway();
+    await waitFor(async () => (await getPet(gateway, key)).code === 'brownout', 1000, 10);
+    expect(await getPet(gateway, key)).toEqual({ status: 410, code: 'brownout' });
+  });
+
+  it('hold in their last known state while Redis is unreachable', async () => {
+    const { gateway, key } = await startGateway();
+    await publishBrownoutOverride(redis.client, config.redis.keyPrefix, 'getPet', undefined, Date.now());
+    await waitFor(async () => (await getPet(gateway, key)).status === 200, 1000, 10);
+    await startBrownout();
+    await waitFor(async () => (await getPet(gateway, key)).code === 'brownout', 1000, 10);
+    await redis.kill();
+    // A read that fails keeps what the replica knew (the key itself stays cached for auth.cache.ttlMs).
+    await gateway.redis.brownouts!.resync();
+    expect(await getPet(gateway, key)).toEqual({ status: 410, code: 'brownout' });
+  });
+});
