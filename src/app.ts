@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { createAuthenticate } from './auth/authenticate.ts';
-import type { GatewayConfig } from './config/schema.ts';
+import type { GatewayConfig, VersionDeprecation } from './config/schema.ts';
 import type { Contract } from './contract/compile-contract.ts';
 import { createMatchOperation, createRequireOperation } from './contract/match-operation.ts';
 import { createValidateRequest } from './contract/validate-request.ts';
@@ -19,11 +19,22 @@ import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
+import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
+import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
+
+/** One version of the interface as the pipeline serves it: its document, its own deprecation, the proxy to its upstream. */
+export interface ServedVersion {
+  contract: Contract;
+  /** The whole version deprecated (config `versionDeprecation`, `versions[].deprecation`); null: current. */
+  deprecation: VersionDeprecation | null;
+  proxy: Proxy;
+}
 
 export interface AppDependencies {
   config: GatewayConfig;
-  contract: Contract;
+  /** Each mounted at its document's base path, in this order. */
+  versions: readonly ServedVersion[];
   keyStore: KeyStore;
   /** Where rate-limit hits are counted; each process alone when absent. */
   rateLimitStore?: RateLimitStore;
@@ -32,17 +43,11 @@ export interface AppDependencies {
   /** Brownouts of deprecated operations, scheduled and set by operators. */
   brownouts: BrownoutBoard;
   logger: Logger;
-  proxy: Proxy;
   metrics: GatewayMetrics;
 }
 
 export function createApp(deps: AppDependencies): Express {
-  const { config, contract, clock, logger } = deps;
-  const notices = compileDeprecationNotices({
-    contract,
-    policies: config.deprecations,
-    basePath: contract.basePath,
-  });
+  const { config, clock, logger } = deps;
 
   const app = express();
   app.disable('x-powered-by');
@@ -52,37 +57,56 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(createRequestTarget());
 
-  const api = express.Router({ caseSensitive: true, strict: true });
-  api.use(
-    // Which operation is this? Nothing is refused yet: an unauthenticated caller learns nothing.
-    createMatchOperation(contract),
-    // Deprecated operations say so on every response, refusals included.
-    createDeprecationNotice(notices),
-    createAuthenticate({
-      keyStore: deps.keyStore,
-      hashKey: deps.hashKey,
-      environment: config.environment,
-      clock,
-      onRefusal: deps.metrics.authRefused,
-    }),
-    createRequireOperation(),
-    createSunsetEnforcement(notices, clock, deps.metrics.deprecatedRefused),
-    // Before the sunset, brownouts: refused the same way for a while, so callers notice while they can still move.
-    createBrownoutEnforcement({ notices, brownouts: deps.brownouts, clock, onRefused: deps.metrics.deprecatedRefused }),
-    // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
-    createRateLimit({
-      windowMs: config.rateLimit.windowMs,
-      limits: config.rateLimit.limits[config.environment],
-      onStoreError: config.rateLimit.onStoreError,
-      ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
-      onLimited: deps.metrics.rateLimited,
-      onPassedUnlimited: deps.metrics.rateLimitPassed,
-    }),
-    createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes }),
-    // Through the circuit breaker to the upstream; the breaker counts what the exchange reports.
-    deps.proxy.handler,
-  );
-  app.use(contract.basePath, api);
+  // Stages that do not depend on the version are built once and shared by every version's router: one
+  // authentication, and one rate limiter (keyed by key id and operationId, unique across documents).
+  const authenticate = createAuthenticate({
+    keyStore: deps.keyStore,
+    hashKey: deps.hashKey,
+    environment: config.environment,
+    clock,
+    onRefusal: deps.metrics.authRefused,
+  });
+  const requireOperation = createRequireOperation();
+  const rateLimit = createRateLimit({
+    windowMs: config.rateLimit.windowMs,
+    limits: config.rateLimit.limits[config.environment],
+    onStoreError: config.rateLimit.onStoreError,
+    ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
+    onLimited: deps.metrics.rateLimited,
+    onPassedUnlimited: deps.metrics.rateLimitPassed,
+  });
+  const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
+  const announceStability = createStabilityNotice();
+
+  for (const version of deps.versions) {
+    const { contract } = version;
+    const notices = compileDeprecationNotices({ contract, policies: config.deprecations, basePath: contract.basePath });
+    const versionNotice = compileVersionNotice(contract, version.deprecation);
+    const api = express.Router({ caseSensitive: true, strict: true });
+    api.use(
+      // Which operation is this? Nothing is refused yet: an unauthenticated caller learns nothing.
+      createMatchOperation(contract),
+      // Deprecated operations (and every operation of a deprecated version) say so on every response, refusals included.
+      createDeprecationNotice(notices),
+      ...(versionNotice ? [createVersionNotice(versionNotice)] : []),
+      // Experimental and beta operations say so on every response too.
+      announceStability,
+      authenticate,
+      requireOperation,
+      ...(versionNotice ? [createVersionSunsetEnforcement(versionNotice, clock, deps.metrics.deprecatedRefused)] : []),
+      createSunsetEnforcement(notices, clock, deps.metrics.deprecatedRefused),
+      // Before the sunset, brownouts: refused the same way for a while, so callers notice while they can still move.
+      createBrownoutEnforcement({ notices, brownouts: deps.brownouts, clock, onRefused: deps.metrics.deprecatedRefused }),
+      // What experimental and beta operations allow here: everyone, no one, or keys that opted in.
+      createStabilityPolicy({ access: config.stability[config.environment], environment: config.environment, basePath: contract.basePath }),
+      // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
+      rateLimit,
+      validate,
+      // Through the version's circuit breaker to the version's upstream; the breaker counts what the exchange reports.
+      version.proxy.handler,
+    );
+    app.use(contract.basePath, api);
+  }
 
   app.use(notFound);
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));

@@ -72,6 +72,7 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
       keyId: record.id,
       name: record.consumer,
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+      ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn }),
     };
     next();
   };

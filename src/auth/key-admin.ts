@@ -1,6 +1,6 @@
 // What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Used by the CLI.
 import type { RedisClient } from '../redis/connect.ts';
-import type { Environment } from '../config/schema.ts';
+import type { Environment, StabilityMarker } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
 import { publishKeyEvent } from './key-events.ts';
@@ -17,6 +17,8 @@ export interface NewKey {
   environments: readonly Environment[];
   expiresAt?: string;
   rateLimitPerMinute?: number;
+  /** Stability markers the key opts in to (served where config says `opt-in`). */
+  optedIn?: readonly StabilityMarker[];
 }
 
 /** A created key: the only time the secret exists outside the caller's hands. */
@@ -53,6 +55,7 @@ export class KeyAdmin {
       revoked: false,
       ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
       ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
+      ...(input.optedIn === undefined || input.optedIn.length === 0 ? {} : { optedIn: [...new Set(input.optedIn)] }),
     };
     await this.#redis
       .multi()
@@ -84,6 +87,11 @@ export class KeyAdmin {
     return this.#update(id, { rateLimitPerMinute: String(perMinute) }, 'changed');
   }
 
+  /** Replaces the stability markers the key opted in to; none clears them. Every gateway sees it within a second. */
+  async setOptIn(id: string, markers: readonly StabilityMarker[]): Promise<KeyRecord> {
+    return this.#update(id, { optedIn: [...new Set(markers)].join(',') }, 'changed');
+  }
+
   /**
    * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
    * overlap, expires after it so clients can switch without an outage.
@@ -96,6 +104,7 @@ export class KeyAdmin {
       environments: record.environments,
       ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+      ...(record.optedIn === undefined ? {} : { optedIn: record.optedIn }),
     });
     const previous =
       overlapSeconds > 0

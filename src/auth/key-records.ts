@@ -1,6 +1,6 @@
 // How key records are laid out in Redis: one hash per key hash, an id index, and the events channel.
-import type { Environment } from '../config/schema.ts';
-import { ENVIRONMENTS } from '../config/schema.ts';
+import type { Environment, StabilityMarker } from '../config/schema.ts';
+import { ENVIRONMENTS, STABILITY_MARKERS } from '../config/schema.ts';
 import type { KeyRecord } from './key-store.ts';
 
 export interface KeyLayout {
@@ -42,6 +42,7 @@ export function toHashFields(record: KeyRecord): Record<string, string> {
     revoked: record.revoked ? '1' : '0',
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: String(record.rateLimitPerMinute) }),
+    ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn.join(',') }),
   };
 }
 
@@ -52,6 +53,8 @@ export function fromHashFields(fields: Record<string, string>): KeyRecord | unde
     .split(',')
     .filter((value): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value));
   const limit = fields.rateLimitPerMinute === undefined ? undefined : Number(fields.rateLimitPerMinute);
+  // Unknown markers are dropped: opting in can only widen access to what the gateway knows.
+  const optedIn = (fields.optedIn ?? '').split(',').filter((value): value is StabilityMarker => (STABILITY_MARKERS as readonly string[]).includes(value));
   return {
     id: fields.id,
     consumer: fields.consumer,
@@ -60,5 +63,6 @@ export function fromHashFields(fields: Record<string, string>): KeyRecord | unde
     revoked: fields.revoked === '1',
     ...(fields.expiresAt ? { expiresAt: fields.expiresAt } : {}),
     ...(limit !== undefined && Number.isInteger(limit) && limit > 0 ? { rateLimitPerMinute: limit } : {}),
+    ...(optedIn.length > 0 ? { optedIn } : {}),
   };
 }

@@ -1,5 +1,5 @@
 // What the gateway knows about an API key, and the interface every key store implements.
-import type { Environment } from '../config/schema.ts';
+import type { Environment, StabilityMarker } from '../config/schema.ts';
 
 /** A key as stored: never the key itself, only its hash (the lookup handle) and what it grants. */
 export interface KeyRecord {
@@ -13,6 +13,8 @@ export interface KeyRecord {
   revoked: boolean;
   /** Per-key override of the rate limit, requests per minute. */
   rateLimitPerMinute?: number;
+  /** Stability markers this key opted in to: where config says `opt-in`, only such keys call those operations. */
+  optedIn?: readonly StabilityMarker[];
 }
 
 /** The authenticated caller as the rest of the pipeline sees it. */
@@ -20,6 +22,7 @@ export interface Consumer {
   keyId: string;
   name: string;
   rateLimitPerMinute?: number;
+  optedIn?: readonly StabilityMarker[];
 }
 
 /** For the stages after authentication; a missing caller there is a gateway bug (500). */

@@ -2,7 +2,7 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { loadContract } from '../contract/compile-contract.ts';
+import { allOperations, loadApiVersions } from '../contract/api-versions.ts';
 import { toReportRows, type DeprecatedCallRow } from '../observability/deprecated-calls.ts';
 import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call-store.ts';
 import { publishBrownoutOverride, readBrownoutOverrides } from '../policy/brownout-events.ts';
@@ -35,9 +35,13 @@ interface Setting {
 function loadSetting(): Setting {
   const config = loadConfig();
   try {
-    const contract = loadContract(config.contractPath);
-    const described = new Map(contract.operations.filter((operation) => operation.deprecation).map((operation) => [operation.id, `${operation.method} ${contract.basePath}${operation.pathTemplate}`]));
-    return { config, schedule: compileBrownoutSchedule(contract, config.deprecations), described };
+    const versions = loadApiVersions(config.sources);
+    const described = new Map(
+      versions.flatMap(({ contract }) =>
+        contract.operations.filter((operation) => operation.deprecation).map((operation) => [operation.id, `${operation.method} ${contract.basePath}${operation.pathTemplate}`] as const),
+      ),
+    );
+    return { config, schedule: compileBrownoutSchedule(allOperations(versions), config.deprecations), described };
   } catch (cause) {
     throw new DeprecationsError((cause as Error).message, { cause });
   }

@@ -5,7 +5,7 @@ import { createKeyHasher } from '../auth/key-hash.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import { loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
-import { ENVIRONMENTS, type Environment } from '../config/schema.ts';
+import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
@@ -27,6 +27,11 @@ function collectEnvironment(value: string, previous: Environment[] = []): Enviro
   return [...previous, value as Environment];
 }
 
+function collectMarker(value: string, previous: StabilityMarker[] = []): StabilityMarker[] {
+  if (!(STABILITY_MARKERS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${STABILITY_MARKERS.join(', ')}`);
+  return [...previous, value as StabilityMarker];
+}
+
 function describe(record: KeyRecord): string {
   const state = record.revoked ? 'revoked' : record.expiresAt && Date.parse(record.expiresAt) <= systemClock.now() ? 'expired' : 'active';
   return [
@@ -36,6 +41,7 @@ function describe(record: KeyRecord): string {
     `  created:       ${record.createdAt}`,
     `  expires:       ${record.expiresAt ?? 'never'}`,
     `  rate limit:    ${record.rateLimitPerMinute === undefined ? 'environment default' : `${record.rateLimitPerMinute}/min`}`,
+    ...(record.optedIn === undefined ? [] : [`  opted in to:   ${record.optedIn.join(', ')}`]),
   ].join('\n');
 }
 
@@ -78,8 +84,9 @@ program
   )
   .option('--expires-at <iso>', 'when the key stops working', futureInstant)
   .option('--rate-limit-per-minute <n>', 'this key\'s own rate limit', positiveInteger)
+  .addOption(new Option('--opt-in <marker>', 'call operations marked experimental or beta where config says opt-in; repeat for both').argParser(collectMarker))
   .option('--json', 'print one JSON line {"id", "key", ...}')
-  .action(async (options: { name: string; environment?: Environment[]; expiresAt?: string; rateLimitPerMinute?: number; json?: boolean }) => {
+  .action(async (options: { name: string; environment?: Environment[]; expiresAt?: string; rateLimitPerMinute?: number; optIn?: StabilityMarker[]; json?: boolean }) => {
     const environments = options.environment ?? [loadConfig().environment];
     const issued = await withAdmin((admin) =>
       admin.create({
@@ -87,6 +94,7 @@ program
         environments,
         ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
         ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+        ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
       }),
     );
     printIssued(issued, options.json === true);
@@ -141,6 +149,16 @@ program
   .option('--json', 'print JSON')
   .action(async (id: string, perMinute: number, options: { json?: boolean }) => {
     printRecord(await withAdmin((admin) => admin.setRateLimit(id, perMinute)), options.json === true);
+  });
+
+program
+  .command('set-opt-in')
+  .description('set the stability markers (experimental, beta) a key opted in to; none clears them')
+  .argument('<id>')
+  .addArgument(new Argument('[markers...]').choices(STABILITY_MARKERS))
+  .option('--json', 'print JSON')
+  .action(async (id: string, markers: StabilityMarker[], options: { json?: boolean }) => {
+    printRecord(await withAdmin((admin) => admin.setOptIn(id, markers)), options.json === true);
   });
 
 try {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, type GatewayConfig } from './schema.ts';
+import { configSchema, type GatewayConfig, type VersionSource } from './schema.ts';
 
 export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/gateway.yaml');
 
@@ -69,11 +69,19 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
     throw new ConfigError(`invalid configuration in ${file}:\n  ${problems.join('\n  ')}`);
   }
   const config = parsed.data;
-  return deepFreeze({
-    ...config,
-    upstreamBaseUrl: (config.upstreamUrl ?? config.environments[config.environment].upstream).replace(/\/$/, ''),
-    contractPath: resolve(dirname(file), config.contract),
-  });
+  const upstreamBaseUrl = (config.upstreamUrl ?? config.environments[config.environment].upstream).replace(/\/$/, '');
+  const contractPath = resolve(dirname(file), config.contract);
+  const sources: VersionSource[] = [
+    { key: 'contract', documentPath: contractPath, upstreamBaseUrl, deprecation: config.versionDeprecation, deprecationKey: 'versionDeprecation' },
+    ...config.versions.map((version, index) => ({
+      key: `versions.${index}.document`,
+      documentPath: resolve(dirname(file), version.document),
+      upstreamBaseUrl: version.upstreams[config.environment].replace(/\/$/, ''),
+      deprecation: version.deprecation ?? null,
+      deprecationKey: `versions.${index}.deprecation`,
+    })),
+  ];
+  return deepFreeze({ ...config, upstreamBaseUrl, contractPath, sources });
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {

@@ -3,6 +3,11 @@ import { z } from 'zod';
 
 export const ENVIRONMENTS = ['production', 'staging'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
+/** What `x-stability` may say of an operation; an operation without it is stable. */
+export const STABILITY_MARKERS = ['experimental', 'beta'] as const;
+export type StabilityMarker = (typeof STABILITY_MARKERS)[number];
+/** What a marker allows: every caller, no caller, or only API keys whose record opted in to it. */
+export type StabilityAccess = 'allow' | 'deny' | 'opt-in';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveMs = z.coerce.number().int().positive();
@@ -18,6 +23,29 @@ const baseUrl = z
   .url({ protocol: /^https?$/ })
   .refine((value) => new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
 
+const instant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
+const stabilityAccess = z.enum(['allow', 'deny', 'opt-in']);
+
+/** A whole version deprecated: every operation announces it, and from `sunset` on every one is refused (410 gone). */
+const versionDeprecation = z
+  .object({
+    /** The Deprecation header of every operation of the version. */
+    deprecatedAt: instant,
+    /** From this instant every operation of the version is refused; null: no date yet. */
+    sunset: instant.nullable().default(null),
+    /** The base path of the version clients should move to (another configured version, e.g. /v2): Link rel="successor-version". */
+    successor: z.string().regex(/^\/[^\s]*$/, 'must be the base path of another configured version, such as /v2').nullable().default(null),
+  })
+  .strict()
+  .refine((deprecation) => deprecation.sunset === null || deprecation.sunset > deprecation.deprecatedAt, {
+    message: 'must be after deprecatedAt',
+    path: ['sunset'],
+  });
+export type VersionDeprecation = z.output<typeof versionDeprecation>;
+
+const stabilityPolicy = (experimental: StabilityAccess, beta: StabilityAccess) =>
+  z.object({ experimental: stabilityAccess.default(experimental), beta: stabilityAccess.default(beta) }).strict().prefault({});
+
 export const configSchema = z.object({
   /** The interface document, relative to the config file. */
   contract: z.string().min(1).default('petstore.openapi.yaml'),
@@ -31,6 +59,30 @@ export const configSchema = z.object({
     .strict(),
   /** Overrides the selected environment's upstream base address. */
   upstreamUrl: baseUrl.optional(),
+  /** The document of `contract` deprecated as a whole (same shape as `versions[].deprecation`); null: it is current. */
+  versionDeprecation: versionDeprecation.nullable().default(null),
+  /**
+   * Further interface documents served beside `contract`, each under the base path of its servers[0].url,
+   * with its own upstream per environment. Operation ids must be unique across all documents.
+   */
+  versions: z
+    .array(
+      z
+        .object({
+          /** The interface document, relative to the config file. */
+          document: z.string().min(1),
+          /** Base address of this version's backend per environment. */
+          upstreams: z.object({ production: z.url({ protocol: /^https?$/ }), staging: z.url({ protocol: /^https?$/ }) }).strict(),
+          deprecation: versionDeprecation.optional(),
+        })
+        .strict(),
+    )
+    .default([]),
+  /** What operations marked `x-stability: experimental | beta` may do, per environment: allow, deny, or opt-in (keys that opted in). */
+  stability: z
+    .object({ production: stabilityPolicy('opt-in', 'allow'), staging: stabilityPolicy('allow', 'allow') })
+    .strict()
+    .prefault({}),
   listen: z
     .object({
       host: z.string().default('0.0.0.0'),
@@ -205,9 +257,24 @@ export const configSchema = z.object({
     .prefault({}),
 }).strict();
 
+/** One interface document to serve, resolved for the selected environment. */
+export interface VersionSource {
+  /** The config key that names the document (`contract`, `versions.1.document`), for start-up errors. */
+  key: string;
+  /** Absolute path of the document. */
+  documentPath: string;
+  /** The upstream base address in force for this version. */
+  upstreamBaseUrl: string;
+  deprecation: VersionDeprecation | null;
+  /** The config key of `deprecation` (`versionDeprecation`, `versions.1.deprecation`). */
+  deprecationKey: string;
+}
+
 export type GatewayConfig = z.output<typeof configSchema> & {
   /** The upstream base address in force: the override, or the environment's. */
   readonly upstreamBaseUrl: string;
   /** Absolute path of the interface document. */
   readonly contractPath: string;
+  /** Every document served: `contract` first, then `versions` in order. */
+  readonly sources: readonly VersionSource[];
 };

@@ -1,6 +1,7 @@
 // Compiles the OpenAPI document into the operations, matcher and validators the pipeline runs on.
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { STABILITY_MARKERS, type StabilityMarker } from '../config/schema.ts';
 import type { HttpMethod, Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
 import { createParameterParser } from './parameters.ts';
 import { createPathMatcher } from './path-matcher.ts';
@@ -79,6 +80,7 @@ export function compileContract(document: unknown): Contract {
           ? {}
           : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),
         ...(operation.deprecated === true ? { deprecation: compileDeprecation(operation, where) } : {}),
+        ...(operation['x-stability'] === undefined ? {} : { stability: compileStability(operation['x-stability'], where) }),
       };
       operations.push(compiled);
     }
@@ -139,6 +141,13 @@ function compileDeprecation(operation: Json, where: string): Operation['deprecat
   }
   if (operation['x-replacement'] !== undefined) deprecation.replacement = String(operation['x-replacement']);
   return deprecation;
+}
+
+function compileStability(value: unknown, where: string): StabilityMarker {
+  if (!(STABILITY_MARKERS as readonly unknown[]).includes(value)) {
+    throw new Error(`interface document: ${where}.x-stability must be one of ${STABILITY_MARKERS.join(', ')} (leave it out for a stable operation)`);
+  }
+  return value as StabilityMarker;
 }
 
 function basePathOf(servers: unknown): string {

@@ -1,5 +1,6 @@
 // What an operation of the interface document becomes once compiled: everything the pipeline needs.
 import type { ValidateFunction } from 'ajv';
+import type { StabilityMarker } from '../config/schema.ts';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'OPTIONS' | 'HEAD' | 'PATCH' | 'TRACE';
 
@@ -38,6 +39,8 @@ export interface Operation {
   requestBody?: RequestBodySpec;
   /** Present when the document marks the operation deprecated. */
   deprecation?: DeprecationSpec;
+  /** `x-stability` of the document; absent: stable. */
+  stability?: StabilityMarker;
 }
 
 /** An operation resolved for one request path. */

@@ -5,6 +5,8 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  /** An experimental or beta operation this environment denies, or serves only to keys that opted in (config `stability`). */
+  stability_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,

@@ -1,5 +1,5 @@
 // Which deprecated operations are browned out when: windows scheduled in config and what operators set (kept in Redis).
-import type { Contract } from '../contract/compile-contract.ts';
+import type { Operation } from '../contract/operations.ts';
 
 /** From `start` (inclusive) to `end` (exclusive), in milliseconds since the epoch. */
 export interface BrownoutWindow {
@@ -28,15 +28,15 @@ export interface ListedBrownout extends ActiveBrownout {
 export type BrownoutSchedule = ReadonlyMap<string, readonly BrownoutWindow[]>;
 
 /**
- * The deprecated operations of the document and their configured windows. A window configured for an
- * operation the document does not deprecate stops start-up: only deprecated operations can be browned out.
+ * The deprecated operations of the documents (every version's operations) and their configured windows. A
+ * window configured for an operation no document deprecates stops start-up: only deprecated operations can be browned out.
  */
 export function compileBrownoutSchedule(
-  contract: Contract,
+  operations: readonly Operation[],
   policies: Readonly<Record<string, { brownouts: ReadonlyArray<{ start: Date; end: Date }> }>>,
 ): BrownoutSchedule {
   const schedule = new Map<string, readonly BrownoutWindow[]>();
-  for (const operation of contract.operations) {
+  for (const operation of operations) {
     if (!operation.deprecation) continue;
     const windows = policies[operation.id]?.brownouts ?? [];
     schedule.set(operation.id, windows.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime() })));

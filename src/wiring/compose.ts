@@ -10,18 +10,17 @@ import { createApp } from '../app.ts';
 import type { KeyHasher } from '../auth/key-hash.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { loadContract } from '../contract/compile-contract.ts';
+import { allOperations, loadApiVersions } from '../contract/api-versions.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
 import { createRequestTracker, type RequestTracker } from '../pipeline/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
-import { createProxy } from '../proxy/create-proxy.ts';
-import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
+import { createVersionProxies } from './version-proxies.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -79,21 +78,27 @@ export function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<bo
 
 export function buildGateway(parts: GatewayParts): Gateway {
   const { config, logger } = parts;
-  const contract = loadContract(config.contractPath);
-  const upstreamCheck: ReadinessCheck = { name: 'upstream', critical: false, check: () => upstreamReachable(config.upstreamBaseUrl) };
+  const versions = loadApiVersions(config.sources);
+  const operations = allOperations(versions);
+  // The first version's check keeps its name (`upstream`); the others are named by their base path.
+  const upstreamChecks: ReadinessCheck[] = versions.map(({ contract, source }, index) => ({
+    name: index === 0 ? 'upstream' : `upstream ${contract.basePath}`,
+    critical: false,
+    check: () => upstreamReachable(source.upstreamBaseUrl),
+  }));
   let stores: Stores | undefined;
   let tracker: RequestTracker | undefined;
-  const brownouts = new BrownoutBoard(compileBrownoutSchedule(contract, config.deprecations));
+  const brownouts = new BrownoutBoard(compileBrownoutSchedule(operations, config.deprecations));
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
-    operations: contract.operations.map((operation) => operation.id),
-    sunsets: contract.operations.flatMap((operation) =>
+    operations: operations.map((operation) => operation.id),
+    sunsets: operations.flatMap((operation) =>
       operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
     ),
     deprecatedOperations: brownouts.operations,
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
-    dependencies: () => [upstreamCheck, ...(stores?.checks ?? [])],
+    dependencies: () => [...upstreamChecks, ...(stores?.checks ?? [])],
     inFlight: () => tracker?.inFlight() ?? 0,
   });
   stores = parts.stores(metrics, brownouts);
@@ -107,31 +112,16 @@ export function buildGateway(parts: GatewayParts): Gateway {
   });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
-  const proxy = createProxy({
-    baseUrl: config.upstreamBaseUrl,
-    idleTimeoutMs: config.upstream.timeoutMs,
-    connectTimeoutMs: config.upstream.connectTimeoutMs,
-    totalTimeoutMs: config.upstream.totalTimeoutMs,
-    maxSockets: config.upstream.maxSockets,
-    maxFreeSockets: config.upstream.maxFreeSockets,
-    circuitBreaker: { ...config.upstream.circuitBreaker, onStateChange: metrics.upstreamCircuit },
-    identityHeaders: identity.headersFor,
-    onFailure: (kind, operation, error) => {
-      metrics.upstreamFailed(operation, kind);
-      // A decided refusal, not a bug: no stack, and never the raw bytes a parser error carries.
-      logger.warn({ operation, upstreamFailure: describeUpstreamFailure(error) }, 'upstream exchange failed');
-    },
-  });
+  const served = createVersionProxies(versions, { config, metrics, logger, identityHeaders: identity.headersFor });
   const app = createApp({
     config,
-    contract,
+    versions: served,
     keyStore,
     ...(rateLimitStore ? { rateLimitStore } : {}),
     hashKey: parts.hashKey,
     clock: parts.clock,
     brownouts,
     logger,
-    proxy,
     metrics,
   });
   tracker = createRequestTracker({
@@ -144,7 +134,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      proxy.close();
+      for (const version of served) version.proxy.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
       await stores?.close?.();
@@ -156,7 +146,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     handler: tracker.listener,
     tracker,
     admin: {
-      checks: [...checks, upstreamCheck],
+      checks: [...checks, ...upstreamChecks],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       ...(identity.jwks ? { jwks: identity.jwks.document } : {}),

@@ -86,12 +86,12 @@ describe('compileBrownoutSchedule', () => {
   const entry = (brownouts: Array<{ start: Date; end: Date }>) => ({ brownouts });
 
   it('lists every deprecated operation of the document, with its configured windows', () => {
-    const schedule = compileBrownoutSchedule(contract, { getPet: entry([{ start: new Date(T), end: new Date(T + HOUR) }]) });
+    const schedule = compileBrownoutSchedule(contract.operations, { getPet: entry([{ start: new Date(T), end: new Date(T + HOUR) }]) });
     expect([...schedule]).toEqual([['getPet', [{ start: T, end: T + HOUR }]]]);
   });
 
   it('stops start-up for windows on an operation the document does not deprecate', () => {
-    expect(() => compileBrownoutSchedule(contract, { listPets: entry([{ start: new Date(T), end: new Date(T + HOUR) }]) })).toThrow(
+    expect(() => compileBrownoutSchedule(contract.operations, { listPets: entry([{ start: new Date(T), end: new Date(T + HOUR) }]) })).toThrow(
       'config: deprecations.listPets.brownouts: listPets is not a deprecated operation of the interface document; only deprecated operations can be browned out',
     );
   });

@@ -1,0 +1,62 @@
+// Every interface document the gateway serves, loaded together: base paths and operation ids unique across them.
+import { basename } from 'node:path';
+import type { VersionSource } from '../config/schema.ts';
+import { loadContract, type Contract } from './compile-contract.ts';
+import type { Operation } from './operations.ts';
+
+/** One version of the interface: its compiled document and where it comes from (upstream, deprecation). */
+export interface ApiVersion {
+  contract: Contract;
+  source: VersionSource;
+}
+
+/**
+ * Loads every document of the configuration. Stops start-up, naming the config key, when a document
+ * cannot be read or compiled, when two share a base path (or one's is inside another's: the outer router
+ * would answer 404 for the inner one), when an operationId appears in two documents (metrics, rate limits
+ * and the deprecation report are keyed by it; we refuse rather than prefix, so ids stay as clients see
+ * them), or when a successor names no configured version.
+ */
+export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[] {
+  const versions: ApiVersion[] = [];
+  const owners = new Map<string, VersionSource>();
+  for (const source of sources) {
+    let contract: Contract;
+    try {
+      contract = loadContract(source.documentPath);
+    } catch (cause) {
+      throw new Error(`config: ${source.key}: ${(cause as Error).message}`, { cause });
+    }
+    for (const other of versions) {
+      const [a, b] = [`${contract.basePath}/`, `${other.contract.basePath}/`];
+      if (a.startsWith(b) || b.startsWith(a)) {
+        throw new Error(`config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`);
+      }
+    }
+    for (const operation of contract.operations) {
+      const owner = owners.get(operation.id);
+      if (owner) {
+        throw new Error(
+          `config: ${source.key}: operationId ${operation.id} is also in ${owner.key} (${basename(owner.documentPath)}); ` +
+            'operation ids must be unique across documents (metrics, rate limits and the deprecation report are keyed by them)',
+        );
+      }
+      owners.set(operation.id, source);
+    }
+    versions.push({ contract, source });
+  }
+  const basePaths = versions.map((version) => version.contract.basePath);
+  for (const { contract, source } of versions) {
+    const successor = source.deprecation?.successor;
+    if (successor === null || successor === undefined) continue;
+    if (successor === contract.basePath || !basePaths.includes(successor)) {
+      throw new Error(`config: ${source.deprecationKey}.successor: ${successor} is not the base path of another configured version (served: ${basePaths.join(', ')})`);
+    }
+  }
+  return versions;
+}
+
+/** Every operation of every version, for what is keyed by operationId alone (metrics, brownouts). */
+export function allOperations(versions: readonly ApiVersion[]): Operation[] {
+  return versions.flatMap((version) => version.contract.operations);
+}
