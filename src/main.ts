@@ -11,12 +11,16 @@ import { createLogger } from './observability/logger.ts';
 /** Log lines are written in batches of at least this many bytes (and at shutdown). */
 const LOG_BUFFER_BYTES = 4096;
 const LOG_FLUSH_MS = 1000;
+/** A log collector that stops reading must not grow the process without bound: past this, lines are dropped. */
+const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
+
+/** The buffered log destination, flushed on every way out of the process. */
+const logStream = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, maxLength: LOG_BUFFER_MAX_BYTES });
 
 async function main(): Promise<void> {
   const config = loadConfig();
   // Buffered and written asynchronously: a log line costs no write of its own on the request path. The
   // buffer is flushed on shutdown and, synchronously, on a fatal error; a SIGKILL loses what it holds.
-  const logStream = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES });
   const logger = createLogger(config.logging.level, logStream);
   const clock = systemClock;
   const hashKey = createKeyHasher(loadPepper(config.auth.pepperFile));
@@ -42,6 +46,7 @@ async function main(): Promise<void> {
         },
         (error: unknown) => {
           logger.error({ err: error }, 'shutdown failed');
+          logStream.flushSync();
           process.exit(1);
         },
       );
@@ -52,6 +57,7 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   // A setting the operator got wrong: its message names it; a stack would only bury that.
   const message = error instanceof ConfigError || error instanceof SigningKeyError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  logStream.flushSync();
   process.stderr.write(`petstore-gateway: could not start: ${message}\n`);
   process.exit(1);
 });

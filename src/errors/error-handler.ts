@@ -1,8 +1,7 @@
 // The one Express error handler: every failure leaves the gateway as an Error body.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { GatewayError } from './gateway-error.ts';
-import { sendError } from './send-error.ts';
-import { bodyStillArriving } from '../http/framing.ts';
+import { refuse } from './send-error.ts';
 
 /** Errors raised by Express's own body parsing carry `type` and `status`; map them to our codes. */
 function fromHttpError(err: unknown): GatewayError | undefined {
@@ -36,10 +35,6 @@ export function createErrorHandler(onUnexpected: (err: unknown) => void): ErrorR
   return function handleError(err, req, res, _next) {
     const error = toGatewayError(err);
     res.locals.gateway.error = error;
-    // A refusal sent while the body is still arriving (or before a 100-continue client sent it) closes the
-    // connection: otherwise the gateway reads and discards whatever the client sends, for as long as it
-    // sends, and a client that never got 100 Continue may send its next request where the body would be.
-    if (bodyStillArriving(req)) res.setHeader('Connection', 'close');
     if (error.code === 'internal_error') onUnexpected(err);
     if (res.headersSent) {
       // Too late for an Error body: the upstream's response is already on its way. Cut it short so the
@@ -47,7 +42,7 @@ export function createErrorHandler(onUnexpected: (err: unknown) => void): ErrorR
       res.destroy();
       return;
     }
-    sendError(res, error);
+    refuse(req, res, error);
   };
 }
 

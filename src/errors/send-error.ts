@@ -1,5 +1,6 @@
-// Writes an Error body on a response; shared by the error handler and the proxy's failure path.
-import type { ServerResponse } from 'node:http';
+// Writes an Error body on a response: the one rendering of every refusal the gateway makes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bodyStillArriving } from '../http/framing.ts';
 import type { GatewayError } from './gateway-error.ts';
 
 /** Renders the interface's Error body as application/json, with the error's own headers. */
@@ -10,4 +11,15 @@ export function sendError(res: ServerResponse, error: GatewayError): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(payload));
   res.end(payload);
+}
+
+/**
+ * Answers a request with a refusal. One sent while the body is still arriving (or before a
+ * 100-continue client sent it) closes the connection: otherwise the gateway reads and discards whatever
+ * the client sends, for as long as it sends, and a client that never got 100 Continue may send its next
+ * request where the body would be.
+ */
+export function refuse(req: IncomingMessage, res: ServerResponse, error: GatewayError): void {
+  if (bodyStillArriving(req)) res.setHeader('Connection', 'close');
+  sendError(res, error);
 }

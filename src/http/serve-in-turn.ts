@@ -65,8 +65,9 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     state.answeredEarly = false;
     res.once('close', () => {
       state.current = undefined;
-      if (req.socket.destroyed) {
-        // The connection went (this close may run before the socket's own): nobody is left to answer.
+      if (req.socket.destroyed || !res.shouldKeepAlive) {
+        // The connection went (this close may run before the socket's own), or this response closes it
+        // (a drain, a refusal with a body still arriving): nobody is left to answer the waiting requests.
         const dropped = state.waiting.length;
         state.waiting.length = 0;
         settled(1 + dropped);

@@ -1,6 +1,6 @@
 // The process logger and the one-line-per-request access log; neither ever sees a credential.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestRecord } from '../pipeline/request-record.ts';
+import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 
 /**
@@ -43,7 +43,7 @@ export function accessLogLevel(statusCode: number, error?: Error): Level {
  */
 export function createAccessLog(logger: Logger, environment: string): (req: IncomingMessage, res: ServerResponse, record: RequestRecord) => void {
   return function logRequest(req, res, record) {
-    const statusCode = res.writableFinished ? res.statusCode : 499;
+    const statusCode = completedStatus(res, record);
     const level = accessLogLevel(statusCode);
     if (!logger.isLevelEnabled(level)) return;
     const operation = record.route?.operation;

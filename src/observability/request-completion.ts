@@ -1,7 +1,7 @@
 // The one completion hook: when a response is done, whoever answered it, metrics and the access log read its record.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { RequestRecord } from '../pipeline/request-record.ts';
+import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
 import { createAccessLog } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
@@ -18,8 +18,7 @@ export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger,
     metrics.requestCompleted({
       operation: operation?.id,
       method: req.method ?? 'UNKNOWN',
-      // A client that went away before its answer was written is counted as 499, as nginx does.
-      statusCode: res.writableFinished ? res.statusCode : 499,
+      statusCode: completedStatus(res, record),
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
     });

@@ -1,6 +1,6 @@
 // The one record a request carries through the gateway: made on arrival, each stage writes its own slice.
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Consumer } from '../auth/key-store.ts';
 import type { RouteSlice } from '../contract/operations.ts';
 import type { GatewayError } from '../errors/gateway-error.ts';
@@ -53,4 +53,14 @@ export function createRecord(req: IncomingMessage): RequestRecord {
     path: questionMark === -1 ? url : url.slice(0, questionMark),
     query: questionMark === -1 ? '' : url.slice(questionMark + 1),
   };
+}
+
+/**
+ * The status a finished request is counted and logged with: the one sent; 499 (as nginx) when the
+ * client went away first; 502 when the gateway cut the response itself because the upstream failed
+ * mid-answer, so that 5xx rates and alerts see it.
+ */
+export function completedStatus(res: ServerResponse, record: RequestRecord): number {
+  if (res.writableFinished) return res.statusCode;
+  return record.upstream?.failure ? 502 : 499;
 }

@@ -1,7 +1,7 @@
 // Every request the server hands over: its record made, admitted or shed, counted in flight, and completed once.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { sendError } from '../errors/send-error.ts';
+import { refuse } from '../errors/send-error.ts';
 import { createRecord, type RequestRecord } from './request-record.ts';
 
 export interface RequestTrackerOptions {
@@ -37,13 +37,15 @@ export function createRequestTracker(options: RequestTrackerOptions): RequestTra
         onShed?.();
         record.error = AT_CAPACITY;
         res.once('close', () => onComplete(req, res, record, true));
-        sendError(res, AT_CAPACITY);
+        refuse(req, res, AT_CAPACITY);
         return;
       }
       inFlight++;
       res.once('close', () => {
         inFlight--;
-        onComplete(req, res, record, false);
+        // After every other close listener of this response (the exchange's, which records what the
+        // upstream did when the client left): completion reads the whole record.
+        queueMicrotask(() => onComplete(req, res, record, false));
       });
       app(req, res);
     },

@@ -35,10 +35,10 @@ const NEVER_COPIED = new Set([
   'x-http-method-override',
   'x-http-method',
   'x-method-override',
-  // Set only by the gateway (signed identity, or the plain consumer headers when configured).
-  'x-consumer-id',
-  'x-consumer-name',
 ]);
+
+/** Claims about the caller are the gateway's alone (signed identity, or the plain consumer headers when configured). */
+const CALLER_CLAIM_PREFIX = 'x-consumer-';
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */
 const NOT_REMOVABLE_BY_CONNECTION_TOKEN = new Set(['content-type', 'content-encoding']);
@@ -84,7 +84,7 @@ export function upstreamHeaders(client: IncomingHttpHeaders, facts: ForwardingFa
   const removed = connectionTokens(client.connection);
   const headers: OutgoingHttpHeaders = {};
   for (const name in client) {
-    if (NEVER_COPIED.has(name) || removed.has(name)) continue;
+    if (NEVER_COPIED.has(name) || removed.has(name) || name.startsWith(CALLER_CLAIM_PREFIX)) continue;
     const value = client[name];
     if (value !== undefined) headers[name] = value;
   }

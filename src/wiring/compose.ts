@@ -110,6 +110,10 @@ export function buildGateway(parts: GatewayParts): Gateway {
     flushIntervalMs: config.deprecationReport.flushIntervalMs,
     logger,
   });
+  if (!parts.identity && config.upstreamIdentity.keyFile !== null) {
+    // Never forward unsigned because a caller forgot to load the key: fail at start-up instead.
+    throw new Error('buildGateway: upstreamIdentity.keyFile is set; load it with loadUpstreamIdentity and pass `identity`');
+  }
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
   const served = createVersionProxies(versions, { config, metrics, logger, identityHeaders: identity.headersFor });

@@ -2,6 +2,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
 import { parseResponses, sendRaw, startRawUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 
 interface Edge {
@@ -247,6 +249,29 @@ describe('a client that leaves before its request reaches the upstream', () => {
   });
 });
 
+describe('a request shed at capacity', () => {
+  it('closes a connection whose body is still arriving, rather than read the rest', async () => {
+    const held = await startRawUpstream(() => undefined);
+    const full = await startEdge(held.baseUrl, { listen: { maxInFlight: 1 } });
+    try {
+      const holding = sendRaw(full.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${full.gateway.apiKey}\r\n\r\n`, { waitMs: 1500 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const shed = await sendRaw(
+        full.running.port,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${full.gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"nam`,
+        { waitMs: 1000 },
+      );
+      expect(shed.statuses).toEqual([503]);
+      expect(parseResponses(shed.text)[0]!.headers.connection).toBe('close');
+      expect(shed.closed).toBe(true);
+      await holding;
+    } finally {
+      await full.close();
+      await held.close();
+    }
+  });
+});
+
 describe('declared body size', () => {
   it('answers a Content-Length over the limit 413 at once, before any of the body, and closes the connection', async () => {
     const answer = await sendRaw(
@@ -378,6 +403,27 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
       expect(answer.text.toLowerCase()).not.toContain('content-length');
     } finally {
       await through.close();
+      await raw.close();
+    }
+  });
+
+  it('counts and logs a response it had to cut short as 502, not as a client that left', async () => {
+    const raw = await startRawUpstream((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n[1'));
+    const stalled = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
+    try {
+      const answer = await sendRaw(stalled.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: cut-short-0001\r\nAuthorization: Bearer ${stalled.gateway.apiKey}\r\n\r\n`, {
+        waitMs: 2000,
+      });
+      expect(answer.statuses).toEqual([200]);
+      expect(answer.closed).toBe(true);
+      // The client sees the connection close a moment before the gateway completes the request.
+      await waitFor(async () => stalled.gateway.logs.some((entry) => entry.reqId === 'cut-short-0001'), 2000);
+      const series = parseExposition(await stalled.gateway.scrape());
+      expect(series.get(seriesKey('petstore_gateway_requests_total', { operation: 'listPets', method: 'GET', status_code: '502', environment: 'production' }))).toBe(1);
+      const line = stalled.gateway.logs.find((entry) => entry.reqId === 'cut-short-0001');
+      expect(line).toMatchObject({ level: 40, res: { statusCode: 502 }, upstreamFailure: 'idle_timeout' });
+    } finally {
+      await stalled.close();
       await raw.close();
     }
   });
