@@ -23,6 +23,7 @@ export const ENV_KEYS = {
   API_KEY_PEPPER_FILE: ['auth', 'pepperFile'],
   RATE_LIMIT_WINDOW_MS: ['rateLimit', 'windowMs'],
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
+  RATE_LIMIT_MODE: ['rateLimit', 'mode'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
   DEPRECATION_REPORT_FLUSH_MS: ['deprecationReport', 'flushIntervalMs'],

@@ -209,8 +209,16 @@ export const configSchema = z.object({
     .object({
       /** Fixed window in which each key's requests to each operation are counted. */
       windowMs: positiveMs.default(60_000),
-      /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. */
+      /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. Exact mode only. */
       onStoreError: z.enum(['allow', 'deny']).default('allow'),
+      /**
+       * `exact`: one Redis command per request, exact across replicas. `local-first`: counted in process and
+       * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
+       * (N − 1) × its rate per replica × syncMs over its limit).
+       */
+      mode: z.enum(['exact', 'local-first']).default('exact'),
+      /** local-first: how often local counts are synchronised with Redis. */
+      syncMs: positiveMs.default(250),
       /** Requests per window per key and operation, by environment; `default` for operations not listed. */
       limits: z
         .object({

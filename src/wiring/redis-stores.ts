@@ -9,6 +9,7 @@ import type { Clock } from '../time/clock.ts';
 import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call-store.ts';
 import { followBrownouts, type BrownoutFollower } from '../policy/brownout-events.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
+import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
 import { createRedisClient, pingRedis } from '../redis/connect.ts';
 
@@ -20,7 +21,7 @@ const BROWNOUT_RESYNC_MS = 5000;
 
 export interface RedisStores {
   keyStore: CachedKeyStore;
-  rateLimitStore: RedisRateLimitStore;
+  rateLimitStore: RedisRateLimitStore | LocalFirstRateLimitStore;
   /** Where every replica's deprecated-call counts add up (the deprecation report). */
   deprecatedCalls: RedisDeprecatedCallStore;
   /** Keeps the board's operator brownouts up to date; absent when no board was given. */
@@ -29,7 +30,8 @@ export interface RedisStores {
   readiness: ReadinessCheck;
   /** True while the request-path connection is up. */
   isRedisAvailable(): boolean;
-  close(): void;
+  /** Sends the last local rate-limit counts (local-first mode), then closes the connections. */
+  close(): Promise<void>;
 }
 
 export function createRedisStores(
@@ -52,16 +54,16 @@ export function createRedisStores(
     ...(options.onLookup ? { onLookup: options.onLookup } : {}),
   });
   let lastOutageLog = -Infinity;
-  const rateLimitStore = new RedisRateLimitStore(redis, {
-    prefix: `${config.redis.keyPrefix}rate:`,
-    clock,
-    onError: (error) => {
-      options.onRateLimitStoreError?.();
-      if (clock.now() - lastOutageLog < OUTAGE_LOG_INTERVAL_MS) return;
-      lastOutageLog = clock.now();
-      logger.warn({ err: error, policy: config.rateLimit.onStoreError }, 'rate-limit store unreachable');
-    },
-  });
+  const onRateLimitStoreError = (error: unknown) => {
+    options.onRateLimitStoreError?.();
+    if (clock.now() - lastOutageLog < OUTAGE_LOG_INTERVAL_MS) return;
+    lastOutageLog = clock.now();
+    logger.warn({ err: error, mode: config.rateLimit.mode, policy: config.rateLimit.onStoreError }, 'rate-limit store unreachable');
+  };
+  const rateLimitStore =
+    config.rateLimit.mode === 'local-first'
+      ? new LocalFirstRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, syncMs: config.rateLimit.syncMs, onError: onRateLimitStoreError })
+      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, onError: onRateLimitStoreError });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
@@ -76,8 +78,9 @@ export function createRedisStores(
     ...(brownouts ? { brownouts } : {}),
     readiness: { name: 'redis', critical: true, check: () => pingRedis(redis) },
     isRedisAvailable: () => redis.status === 'ready',
-    close() {
+    async close() {
       brownouts?.close();
+      if (rateLimitStore instanceof LocalFirstRateLimitStore) await rateLimitStore.close();
       redis.disconnect();
       subscriber.disconnect();
     },

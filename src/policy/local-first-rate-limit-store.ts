@@ -1,0 +1,130 @@
+// Rate-limit counters kept in process and synchronised with Redis in batches, as Kong's `sync_rate` does.
+import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
+import type { RedisClient } from '../redis/connect.ts';
+import type { Clock } from '../time/clock.ts';
+
+export interface LocalFirstRateLimitStoreOptions {
+  prefix: string;
+  clock: Clock;
+  /** How often local hits are sent to Redis and the replicas' total read back. */
+  syncMs: number;
+  /** Told of every failed synchronisation (the hits are kept and sent with the next one). */
+  onError?: (error: unknown) => void;
+}
+
+interface Counter {
+  /** Start of the fixed window the counts belong to (windows are aligned to the clock, the same on every replica). */
+  windowStart: number;
+  /** The replicas' total for the window as Redis last answered it, this process's synced hits included. */
+  synced: number;
+  /** Hits counted here and not yet sent. */
+  pending: number;
+}
+
+/**
+ * A request never waits for Redis: `increment` answers from the process's counter plus the total the
+ * last synchronisation brought back. Every `syncMs` the pending hits of every key go to Redis in one
+ * batch (INCRBY + PEXPIRE per key, auto-pipelined) and each answer replaces the known total.
+ *
+ * Accuracy across N replicas: a replica does not see the others' hits of the last interval, so a key
+ * can be let through up to (N − 1) × (its request rate at each replica) × syncMs over its limit in a
+ * window; with one replica, or once traffic pauses for an interval, counts are exact. If Redis is
+ * unreachable every replica goes on counting alone (up to N × the limit) and the hits are sent when
+ * it is back. The exact mode (one Redis command per request) stays available: rateLimit.mode.
+ */
+export class LocalFirstRateLimitStore implements Store {
+  readonly prefix: string;
+  readonly localKeys = false;
+  readonly #redis: RedisClient;
+  readonly #clock: Clock;
+  readonly #onError: LocalFirstRateLimitStoreOptions['onError'];
+  readonly #counters = new Map<string, Counter>();
+  readonly #timer: NodeJS.Timeout;
+  #windowMs = 60_000;
+  #syncing: Promise<void> | undefined;
+
+  constructor(redis: RedisClient, options: LocalFirstRateLimitStoreOptions) {
+    this.#redis = redis;
+    this.prefix = options.prefix;
+    this.#clock = options.clock;
+    this.#onError = options.onError;
+    this.#timer = setInterval(() => void this.sync(), options.syncMs);
+    this.#timer.unref();
+  }
+
+  init(options: Options): void {
+    this.#windowMs = options.windowMs;
+  }
+
+  #counterFor(key: string, now: number): Counter {
+    const windowStart = now - (now % this.#windowMs);
+    let counter = this.#counters.get(key);
+    if (!counter || counter.windowStart !== windowStart) {
+      counter = { windowStart, synced: 0, pending: 0 };
+      this.#counters.set(key, counter);
+    }
+    return counter;
+  }
+
+  increment(key: string): ClientRateLimitInfo {
+    const counter = this.#counterFor(key, this.#clock.now());
+    counter.pending++;
+    return { totalHits: counter.synced + counter.pending, resetTime: new Date(counter.windowStart + this.#windowMs) };
+  }
+
+  decrement(key: string): void {
+    const counter = this.#counters.get(key);
+    if (counter && counter.pending > 0) counter.pending--;
+  }
+
+  resetKey(key: string): void {
+    this.#counters.delete(key);
+  }
+
+  /** Sends the pending hits and reads the totals back; one at a time. Also called on shutdown. */
+  sync(): Promise<void> {
+    this.#syncing ??= this.#send().finally(() => {
+      this.#syncing = undefined;
+    });
+    return this.#syncing;
+  }
+
+  async #send(): Promise<void> {
+    const now = this.#clock.now();
+    const batch: Array<[string, Counter, number]> = [];
+    for (const [key, counter] of this.#counters) {
+      // A past window's counter is done with: its hits (if any are left) no longer decide anything.
+      if (counter.windowStart + this.#windowMs <= now) {
+        this.#counters.delete(key);
+        continue;
+      }
+      if (counter.pending > 0) batch.push([key, counter, counter.pending]);
+    }
+    if (batch.length === 0) return;
+    // One command pair per key; with auto-pipelining they leave together (and, in a cluster, per node).
+    await Promise.all(
+      batch.map(async ([key, counter, hits]) => {
+        const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
+        try {
+          const [total] = await Promise.all([
+            this.#redis.incrby(redisKey, hits),
+            // Kept a window past its end, so a replica whose clock lags a little still finds it. Relative, so
+            // that it holds whatever Redis's own clock says.
+            this.#redis.pexpire(redisKey, counter.windowStart + 2 * this.#windowMs - now),
+          ]);
+          counter.pending = Math.max(0, counter.pending - hits);
+          counter.synced = total;
+        } catch (error) {
+          // The hits stay pending and go with the next synchronisation.
+          this.#onError?.(error);
+        }
+      }),
+    );
+  }
+
+  /** Stops the timer after a last synchronisation (shutdown). */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.sync();
+  }
+}

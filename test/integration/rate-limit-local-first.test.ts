@@ -1,0 +1,138 @@
+// Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
+import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import { fixedClock } from '../../src/time/clock.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedisGateway } from '../helpers/start-redis-gateway.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const WINDOW_MS = 60_000;
+/** Synchronisation is driven by the test (sync()); the timer's own period is out of the way. */
+const SYNC_MS = 3_600_000;
+const WINDOW_START = Date.parse('2026-11-21T12:00:00Z');
+
+let redis: PrivateRedis;
+let clients: RedisClient[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await redis.stop();
+});
+beforeEach(async () => {
+  await redis.client.flushall();
+});
+
+/** One replica's store: its own connection (ready: the request path never queues commands), on the shared clock. */
+async function replica(clock: ReturnType<typeof fixedClock>, errors: unknown[] = []): Promise<LocalFirstRateLimitStore> {
+  const client = createRedisClient(
+    { url: redis.url, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
+    { role: 'request-path', name: 'local-first-test' },
+  );
+  clients.push(client);
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  const store = new LocalFirstRateLimitStore(client, { prefix: 'test:rate:', clock, syncMs: SYNC_MS, onError: (error) => errors.push(error) });
+  store.init({ windowMs: WINDOW_MS } as Parameters<LocalFirstRateLimitStore['init']>[0]);
+  return store;
+}
+
+describe('local-first rate limiting', () => {
+  it('answers from the process without waiting for Redis, counting each hit', async () => {
+    const store = await replica(fixedClock(WINDOW_START + 1000));
+    expect([1, 2, 3].map(() => store.increment('key_a:listPets').totalHits)).toEqual([1, 2, 3]);
+    expect(store.increment('key_a:listPets').resetTime).toEqual(new Date(WINDOW_START + WINDOW_MS));
+  });
+
+  it('adds up two replicas exactly once both have synchronised', async () => {
+    const clock = fixedClock(WINDOW_START + 1000);
+    const [a, b] = [await replica(clock), await replica(clock)];
+    for (let i = 0; i < 3; i++) a.increment('key_a:listPets');
+    b.increment('key_a:listPets');
+    await a.sync();
+    await b.sync();
+    expect(await redis.client.get(`test:rate:key_a:listPets:${WINDOW_START}`)).toBe('4');
+    // B learnt the total from its own synchronisation; A learns it at its next one.
+    expect(b.increment('key_a:listPets').totalHits).toBe(5);
+    await b.sync();
+    a.increment('key_a:listPets');
+    await a.sync();
+    expect(a.increment('key_a:listPets').totalHits).toBe(7);
+  });
+
+  it('lets a key over its limit by at most what the other replica counted since its last synchronisation', async () => {
+    const clock = fixedClock(WINDOW_START + 1000);
+    const [a, b] = [await replica(clock), await replica(clock)];
+    const limit = 10;
+    const perInterval = 3;
+    let allowed = 0;
+    // Both replicas serve the key in turns; each synchronises after every `perInterval` hits of its own.
+    for (let interval = 0; interval < 5; interval++) {
+      for (const store of [a, b]) {
+        for (let i = 0; i < perInterval; i++) if (store.increment('key_b:listPets').totalHits <= limit) allowed++;
+        await store.sync();
+      }
+    }
+    expect(allowed).toBeGreaterThanOrEqual(limit);
+    expect(allowed).toBeLessThanOrEqual(limit + (2 - 1) * perInterval);
+  });
+
+  it('starts a new count in the next window, on every replica alike', async () => {
+    const clock = fixedClock(WINDOW_START + WINDOW_MS - 1);
+    const store = await replica(clock);
+    store.increment('key_c:listPets');
+    store.increment('key_c:listPets');
+    clock.set(WINDOW_START + WINDOW_MS);
+    expect(store.increment('key_c:listPets')).toEqual({ totalHits: 1, resetTime: new Date(WINDOW_START + 2 * WINDOW_MS) });
+  });
+
+  it('keeps counting while Redis is away and sends the hits when it is back', async () => {
+    const clock = fixedClock(WINDOW_START + 1000);
+    const errors: unknown[] = [];
+    const store = await replica(clock, errors);
+    await redis.kill();
+    store.increment('key_d:listPets');
+    store.increment('key_d:listPets');
+    await store.sync();
+    expect(errors.length).toBeGreaterThan(0);
+    expect(store.increment('key_d:listPets').totalHits).toBe(3);
+    await redis.restart();
+    // The request-path client reconnects by itself (back-off of at most 2 s).
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline && (await redis.client.get(`test:rate:key_d:listPets:${WINDOW_START}`)) !== '3') {
+      await store.sync();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await redis.client.get(`test:rate:key_d:listPets:${WINDOW_START}`)).toBe('3');
+  });
+});
+
+describe('a gateway with RATE_LIMIT_MODE=local-first', () => {
+  it('refuses past the limit without a Redis command per request, and sends its counts to Redis', async () => {
+    const backend = await startPetStore();
+    const config = loadConfig(
+      { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production', RATE_LIMIT_MODE: 'local-first' },
+      { shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 }, rateLimit: { syncMs: 50 } },
+    );
+    const gateway = await startRedisGateway(config, { pepper: 'local-first-pepper-0001' });
+    try {
+      const { key, record } = await gateway.admin.create({ consumer: 'acme', environments: ['production'], rateLimitPerMinute: 3 });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      await waitFor(async () => (await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`)).length === 1, 2000);
+      const [counter] = await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`);
+      expect(await redis.client.get(counter!)).toBe('4');
+    } finally {
+      await gateway.close();
+      await backend.close();
+    }
+  });
+});
