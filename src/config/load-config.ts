@@ -24,6 +24,7 @@ export const ENV_KEYS = {
   RATE_LIMIT_WINDOW_MS: ['rateLimit', 'windowMs'],
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
   RATE_LIMIT_MODE: ['rateLimit', 'mode'],
+  RATE_LIMIT_SYNC_MS: ['rateLimit', 'syncMs'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
   DEPRECATION_REPORT_FLUSH_MS: ['deprecationReport', 'flushIntervalMs'],

@@ -228,6 +228,16 @@ export const configSchema = z.object({
         .prefault({ production: { default: 600, createPet: 60 }, staging: { default: 300, createPet: 30 } }),
     })
     .strict()
+    // Synchronising less than four times a window lets replicas miss each other's counts for most of it.
+    .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.syncMs * 4 <= rateLimit.windowMs, {
+      message: 'must be at most a quarter of rateLimit.windowMs in local-first mode',
+      path: ['syncMs'],
+    })
+    // Local-first never asks Redis on the request path, so there is no failure to deny on: say so rather than ignore it.
+    .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.onStoreError === 'allow', {
+      message: 'deny applies to the exact mode only; local-first counts in process while Redis is away',
+      path: ['onStoreError'],
+    })
     .prefault({}),
   logging: z
     .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })

@@ -65,7 +65,8 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     state.answeredEarly = false;
     res.once('close', () => {
       state.current = undefined;
-      if (req.socket.destroyed || !res.shouldKeepAlive) {
+      // Node ends the socket (without destroying it yet) after a response that said Connection: close.
+      if (req.socket.destroyed || req.socket.writableEnded || !res.shouldKeepAlive) {
         // The connection went (this close may run before the socket's own), or this response closes it
         // (a drain, a refusal with a body still arriving): nobody is left to answer the waiting requests.
         const dropped = state.waiting.length;

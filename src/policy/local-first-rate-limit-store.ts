@@ -12,6 +12,15 @@ export interface LocalFirstRateLimitStoreOptions {
   onError?: (error: unknown) => void;
 }
 
+/** Adds a replica's new hits and keeps the key expiring; answers the replicas' total. */
+const ADD = `
+local total = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return total
+`;
+
+type RedisWithAdd = RedisClient & { rateLimitAdd(key: string, hits: string, ttlMs: string): Promise<number> };
+
 interface Counter {
   /** Start of the fixed window the counts belong to (windows are aligned to the clock, the same on every replica). */
   windowStart: number;
@@ -30,12 +39,13 @@ interface Counter {
  * can be let through up to (N − 1) × (its request rate at each replica) × syncMs over its limit in a
  * window; with one replica, or once traffic pauses for an interval, counts are exact. If Redis is
  * unreachable every replica goes on counting alone (up to N × the limit) and the hits are sent when
- * it is back. The exact mode (one Redis command per request) stays available: rateLimit.mode.
+ * it is back. A synchronisation whose reply is lost after Redis applied it (a command timeout) is sent
+ * again, counting those hits twice: the error is towards refusing early, never towards letting through. The exact mode (one Redis command per request) stays available: rateLimit.mode.
  */
 export class LocalFirstRateLimitStore implements Store {
   readonly prefix: string;
   readonly localKeys = false;
-  readonly #redis: RedisClient;
+  readonly #redis: RedisWithAdd;
   readonly #clock: Clock;
   readonly #onError: LocalFirstRateLimitStoreOptions['onError'];
   readonly #counters = new Map<string, Counter>();
@@ -44,7 +54,8 @@ export class LocalFirstRateLimitStore implements Store {
   #syncing: Promise<void> | undefined;
 
   constructor(redis: RedisClient, options: LocalFirstRateLimitStoreOptions) {
-    this.#redis = redis;
+    if (!('rateLimitAdd' in redis)) redis.defineCommand('rateLimitAdd', { numberOfKeys: 1, lua: ADD });
+    this.#redis = redis as RedisWithAdd;
     this.prefix = options.prefix;
     this.#clock = options.clock;
     this.#onError = options.onError;
@@ -72,10 +83,11 @@ export class LocalFirstRateLimitStore implements Store {
     return { totalHits: counter.synced + counter.pending, resetTime: new Date(counter.windowStart + this.#windowMs) };
   }
 
-  decrement(key: string): void {
-    const counter = this.#counters.get(key);
-    if (counter && counter.pending > 0) counter.pending--;
-  }
+  /**
+   * Only called by express-rate-limit's skipSuccessfulRequests/skipFailedRequests, which the gateway
+   * does not use: a hit already sent to Redis could not be taken back here, so none is.
+   */
+  decrement(): void {}
 
   resetKey(key: string): void {
     this.#counters.delete(key);
@@ -101,30 +113,32 @@ export class LocalFirstRateLimitStore implements Store {
       if (counter.pending > 0) batch.push([key, counter, counter.pending]);
     }
     if (batch.length === 0) return;
-    // One command pair per key; with auto-pipelining they leave together (and, in a cluster, per node).
+    let failure: unknown;
+    // One command per key (INCRBY and PEXPIRE in one script, so no key is left without expiry); with
+    // auto-pipelining they leave together (and, in a cluster, per node).
     await Promise.all(
       batch.map(async ([key, counter, hits]) => {
         const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
         try {
-          const [total] = await Promise.all([
-            this.#redis.incrby(redisKey, hits),
-            // Kept a window past its end, so a replica whose clock lags a little still finds it. Relative, so
-            // that it holds whatever Redis's own clock says.
-            this.#redis.pexpire(redisKey, counter.windowStart + 2 * this.#windowMs - now),
-          ]);
+          // Kept a window past its end, so a replica whose clock lags a little still finds it; relative,
+          // so that it holds whatever Redis's own clock says.
+          const total = await this.#redis.rateLimitAdd(redisKey, String(hits), String(counter.windowStart + 2 * this.#windowMs - now));
           counter.pending = Math.max(0, counter.pending - hits);
           counter.synced = total;
         } catch (error) {
           // The hits stay pending and go with the next synchronisation.
-          this.#onError?.(error);
+          failure = error;
         }
       }),
     );
+    // One report per failed synchronisation, however many keys it carried.
+    if (failure !== undefined) this.#onError?.(failure);
   }
 
-  /** Stops the timer after a last synchronisation (shutdown). */
+  /** Stops the timer after a last synchronisation (shutdown): one in flight carries only what it started with. */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    await this.#syncing;
     await this.sync();
   }
 }

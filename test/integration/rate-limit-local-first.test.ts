@@ -127,9 +127,13 @@ describe('a gateway with RATE_LIMIT_MODE=local-first', () => {
         statuses.push(res.status);
       }
       expect(statuses).toEqual([200, 200, 200, 429]);
-      await waitFor(async () => (await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`)).length === 1, 2000);
-      const [counter] = await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`);
-      expect(await redis.client.get(counter!)).toBe('4');
+      // Synchronised every 50 ms: the four hits (the refused one included) reach Redis in one or more batches.
+      const counterKey = async () => (await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`))[0];
+      await waitFor(async () => {
+        const counter = await counterKey();
+        return counter !== undefined && (await redis.client.get(counter)) === '4';
+      }, 2000);
+      expect(await redis.client.keys(`petstore-gateway:rate:${record.id}:listPets:*`)).toHaveLength(1);
     } finally {
       await gateway.close();
       await backend.close();

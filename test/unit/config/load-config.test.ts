@@ -54,3 +54,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gateway.yaml' })).toThrow(/config file .* could not be read/);
   });
 });
+
+describe('rate-limit modes', () => {
+  it('refuses a local-first synchronisation period over a quarter of the window', () => {
+    expect(() => loadConfig({ RATE_LIMIT_MODE: 'local-first', RATE_LIMIT_SYNC_MS: '20000' }, { rateLimit: { windowMs: 60_000 } })).toThrow(
+      /rateLimit\.syncMs.*must be at most a quarter of rateLimit\.windowMs/,
+    );
+  });
+
+  it('refuses onStoreError deny with local-first, where nothing on the request path can fail', () => {
+    expect(() => loadConfig({ RATE_LIMIT_MODE: 'local-first', RATE_LIMIT_ON_STORE_ERROR: 'deny' })).toThrow(/onStoreError.*exact mode only/);
+  });
+});
