@@ -33,6 +33,12 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
         throw new Error(`config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`);
       }
     }
+    // A version's requests go to its upstream with the operation's path under the upstream's own path:
+    // an upstream copied from another version (…/v1 for /v2) would send one version's calls to the other.
+    const upstreamPath = new URL(source.upstreamBaseUrl).pathname.replace(/\/$/, '');
+    if (!upstreamPath.endsWith(contract.basePath)) {
+      throw new Error(`config: ${source.key}: its upstream ${source.upstreamBaseUrl} must end with the document's base path ${contract.basePath}`);
+    }
     for (const operation of contract.operations) {
       const owner = owners.get(operation.id);
       if (owner) {

@@ -59,6 +59,13 @@ describe('versions', () => {
     );
   });
 
+  it('refuses an upstream that does not end with the document\'s base path', () => {
+    const copied = { production: 'http://v2.production.example/v1', staging: 'http://v2.staging.example/v2' };
+    expect(() => versionsOf({ versions: [{ document: V2, upstreams: copied }] }, { GATEWAY_ENVIRONMENT: 'production' })).toThrow(
+      'config: versions.0.document: its upstream http://v2.production.example/v1 must end with the document\'s base path /v2',
+    );
+  });
+
   it('refuses two documents under the same base path', () => {
     expect(() => versionsOf({ versions: [{ document: 'petstore.openapi.yaml', upstreams }] })).toThrow(
       'config: versions.0.document: base path /v1 overlaps /v1 of contract; each version needs its own, such as /v2',
