@@ -1,4 +1,5 @@
 // The protocol edge, byte for byte: exact bytes from a client socket, exact bytes at the upstream, exact answers back.
+import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
@@ -268,6 +269,34 @@ describe('a request shed at capacity', () => {
     } finally {
       await full.close();
       await held.close();
+    }
+  });
+});
+
+describe('pipelined requests during a drain', () => {
+  it('are not sent upstream behind the response that closes the connection', async () => {
+    const slow = await startRecordingUpstream((req, res) => {
+      setTimeout(() => answerCreated(req, res), 300);
+    });
+    const draining = await startEdge(slow.baseUrl, { shutdown: { drainDelayMs: 0, gracePeriodMs: 3000 } });
+    try {
+      const get = (id: string) => `GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nAuthorization: Bearer ${draining.gateway.apiKey}\r\n\r\n`;
+      const socket = connect(draining.running.port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      const closed = new Promise((resolve) => socket.on('close', resolve));
+      socket.write(get('pipelined-a-0001'));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const stopping = draining.running.shutdown('test drain');
+      // Written while A is still at the upstream and the gateway drains: B is answered (closing), C never runs.
+      socket.write(get('pipelined-b-0002') + get('pipelined-c-0003'));
+      await closed;
+      await stopping;
+      expect([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))).toEqual([200, 200]);
+      expect(slow.requests.map((request) => request.headers['x-request-id'])).toEqual(['pipelined-a-0001', 'pipelined-b-0002']);
+    } finally {
+      await draining.gateway.close();
+      await slow.close();
     }
   });
 });
