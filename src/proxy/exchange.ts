@@ -155,7 +155,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       });
       upstreamReq.once('response', (upstreamRes: IncomingMessage) => {
         response = upstreamRes;
-        upstreamRes.once('error', (error) => abandon(classifyUpstreamFailure(error) === 'other' ? 'reset' : classifyUpstreamFailure(error), 'the answer was cut short', error));
+        upstreamRes.once('error', (error) => {
+          // An answer that breaks off without a known cause is a reset connection.
+          const kind = classifyUpstreamFailure(error);
+          abandon(kind === 'other' ? 'reset' : kind, 'the answer was cut short', error);
+        });
         upstreamRes.once('close', () => {
           if (!upstreamRes.complete) abandon('reset', 'the answer was cut short');
         });

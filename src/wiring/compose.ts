@@ -78,6 +78,10 @@ export function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<bo
 
 export function buildGateway(parts: GatewayParts): Gateway {
   const { config, logger } = parts;
+  if (!parts.identity && config.upstreamIdentity.keyFile !== null) {
+    // Never forward unsigned because a caller forgot to load the key: fail before any connection is opened.
+    throw new Error('buildGateway: upstreamIdentity.keyFile is set; load it with loadUpstreamIdentity and pass `identity`');
+  }
   const versions = loadApiVersions(config.sources);
   const operations = allOperations(versions);
   // The first version's check keeps its name (`upstream`); the others are named by their base path.
@@ -110,10 +114,6 @@ export function buildGateway(parts: GatewayParts): Gateway {
     flushIntervalMs: config.deprecationReport.flushIntervalMs,
     logger,
   });
-  if (!parts.identity && config.upstreamIdentity.keyFile !== null) {
-    // Never forward unsigned because a caller forgot to load the key: fail at start-up instead.
-    throw new Error('buildGateway: upstreamIdentity.keyFile is set; load it with loadUpstreamIdentity and pass `identity`');
-  }
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
   const served = createVersionProxies(versions, { config, metrics, logger, identityHeaders: identity.headersFor });
