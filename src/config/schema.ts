@@ -107,7 +107,6 @@ export const configSchema = z.object({
       connectTimeoutMs: positiveMs.default(2000),
       totalTimeoutMs: positiveMs.default(30_000),
       maxSockets: z.coerce.number().int().positive().default(256),
-      maxFreeSockets: z.coerce.number().int().positive().default(64),
       circuitBreaker: z
         .object({
           /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */

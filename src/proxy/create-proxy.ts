@@ -18,7 +18,7 @@ export interface ProxyOptions extends UpstreamOptions {
 export interface Proxy {
   handler: RequestHandler;
   /** Closes pooled upstream connections (on shutdown). */
-  close(): void;
+  close(): Promise<void>;
 }
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);

@@ -1,5 +1,5 @@
 // Relays the upstream's response: success as it came, error bodies that are not Error-shaped wrapped into one.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
@@ -18,20 +18,28 @@ const HOP_BY_HOP = new Set([
 ]);
 
 const NO_LENGTH: ReadonlySet<string> = new Set(['content-length']);
+const NOTHING_SKIPPED: ReadonlySet<string> = new Set();
+const NO_TOKENS: ReadonlySet<string> = new Set();
+/** Headers that describe the upstream's error body, not the Error body the gateway sends instead. */
+const NOT_DESCRIBING_AN_ERROR: ReadonlySet<string> = new Set(['content-length', 'content-type', 'content-encoding', 'etag', 'last-modified', 'content-range']);
 
 /** Upstream error bodies are read to see whether they are Error-shaped; larger ones are not worth relaying. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 function isHopByHop(name: string, connectionTokens: ReadonlySet<string>): boolean {
   return HOP_BY_HOP.has(name) || connectionTokens.has(name);
 }
 
+/** The upstream's response head as the exchange receives it: lower-cased names, repeated headers as arrays. */
+export type UpstreamHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
 /** Copies status and end-to-end headers; headers the gateway already set (X-Request-Id, Deprecation...) win. */
-function copyHead(upstream: IncomingMessage, res: ServerResponse, skip: ReadonlySet<string> = new Set()): void {
-  const connection = upstream.headers.connection;
-  const tokens = new Set(connection ? connection.toLowerCase().split(',').map((token) => token.trim()) : []);
-  res.statusCode = upstream.statusCode ?? 502;
-  for (const [name, value] of Object.entries(upstream.headers)) {
+function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, skip: ReadonlySet<string> = NOTHING_SKIPPED): void {
+  const connection = headers.connection;
+  const tokens = connection === undefined ? NO_TOKENS : new Set(String(connection).toLowerCase().split(',').map((token) => token.trim()));
+  res.statusCode = status;
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || isHopByHop(name, tokens) || skip.has(name) || res.hasHeader(name)) continue;
     res.setHeader(name, value);
   }
@@ -70,48 +78,26 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-export interface RelayHooks {
-  /** The status line and headers were written to the client: an Error answer is no longer possible. */
-  onHeadRelayed(): void;
-  /** The whole response was written. */
-  onRelayed(): void;
+/**
+ * Writes a success answer's head (status and end-to-end headers); the body follows as it arrives. A 204
+ * has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
+ */
+export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse): void {
+  copyHead(status, headers, res, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
+  res.writeHead(status);
 }
 
 /**
- * Success answers stream through as they come. Error answers are read first (up to 64 KiB) to see
- * whether they are Error-shaped; if the upstream cuts one short, nothing has been relayed and the
- * exchange fails with an Error answer of the gateway's own.
+ * Answers with an upstream error once its body has been read (up to MAX_ERROR_BODY_BYTES): relayed
+ * when it is Error-shaped already, wrapped into one otherwise.
  */
-export function relayUpstreamResponse(upstream: IncomingMessage, res: ServerResponse, hooks: RelayHooks): void {
-  const status = upstream.statusCode ?? 502;
-  res.once('finish', hooks.onRelayed);
-  if (status < 400) {
-    // A 204 has no body, so no length (RFC 9110 §8.6); an intermediary that trusted one would desynchronise.
-    copyHead(upstream, res, status === 204 ? NO_LENGTH : undefined);
-    res.writeHead(res.statusCode);
-    hooks.onHeadRelayed();
-    upstream.pipe(res);
+export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse): void {
+  if (body !== undefined && isErrorBody(parseJson(body))) {
+    copyHead(status, headers, res, NO_LENGTH);
+    res.setHeader('Content-Length', body.length);
+    res.end(body);
     return;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let tooLarge = false;
-  upstream.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > MAX_ERROR_BODY_BYTES) tooLarge = true;
-    else chunks.push(chunk);
-  });
-  upstream.on('end', () => {
-    if (res.headersSent || res.destroyed) return;
-    hooks.onHeadRelayed();
-    const body = Buffer.concat(chunks);
-    if (!tooLarge && isErrorBody(parseJson(body))) {
-      copyHead(upstream, res, NO_LENGTH);
-      res.setHeader('Content-Length', body.length);
-      res.end(body);
-      return;
-    }
-    copyHead(upstream, res, new Set(['content-length', 'content-type', 'content-encoding', 'etag', 'last-modified', 'content-range']));
-    sendError(res, wrapUpstreamError(status));
-  });
+  copyHead(status, headers, res, NOT_DESCRIBING_AN_ERROR);
+  sendError(res, wrapUpstreamError(status));
 }

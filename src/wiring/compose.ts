@@ -138,7 +138,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      for (const version of served) version.proxy.close();
+      await Promise.all(served.map((version) => version.proxy.close()));
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
       await stores?.close?.();

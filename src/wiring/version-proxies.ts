@@ -31,7 +31,6 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       connectTimeoutMs: config.upstream.connectTimeoutMs,
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
-      maxFreeSockets: config.upstream.maxFreeSockets,
       circuitBreaker: {
         ...config.upstream.circuitBreaker,
         onStateChange: (state) => {

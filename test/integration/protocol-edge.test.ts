@@ -67,16 +67,16 @@ describe('Expect: 100-continue', () => {
     expect(upstream.requests.length).toBe(before + 1);
     expect(upstream.connections.at(-1)).toBe(
       'POST /v1/pets HTTP/1.1\r\n' +
-        'content-type: application/json\r\n' +
         `host: 127.0.0.1:${upstream.port}\r\n` +
-        `content-length: ${PET.length}\r\n` +
+        'connection: keep-alive\r\n' +
+        'content-type: application/json\r\n' +
         'x-request-id: trace-expect-0001\r\n' +
         'x-forwarded-for: 127.0.0.1\r\n' +
         'x-forwarded-proto: http\r\n' +
         'x-forwarded-host: gw.example\r\n' +
         'forwarded: for=127.0.0.1;proto=http;host="gw.example"\r\n' +
         'x-real-ip: 127.0.0.1\r\n' +
-        'Connection: keep-alive\r\n\r\n' +
+        `content-length: ${PET.length}\r\n\r\n` +
         PET,
     );
   });
