@@ -1,7 +1,7 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
 // Before it, the server's request tracker (src/pipeline/request-tracker.ts) has made the request's record
 // (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
@@ -14,6 +14,7 @@ import { createValidateRequest } from './contract/validate-request.ts';
 import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './time/clock.ts';
 import { createRequestTarget } from './http/request-target.ts';
+import { inOrder } from './pipeline/in-order.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
@@ -57,7 +58,7 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(createRequestTarget());
 
-  // Stages that do not depend on the version are built once and shared by every version's router: one
+  // Stages that do not depend on the version are built once and shared by every version's stages: one
   // authentication, and one rate limiter (keyed by key id and operationId, unique across documents).
   const authenticate = createAuthenticate({
     keyStore: deps.keyStore,
@@ -78,12 +79,12 @@ export function createApp(deps: AppDependencies): Express {
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();
 
+  const mounted: Array<{ basePath: string; stages: RequestHandler }> = [];
   for (const version of deps.versions) {
     const { contract } = version;
     const notices = compileDeprecationNotices({ contract, policies: config.deprecations, basePath: contract.basePath });
     const versionNotice = compileVersionNotice(contract, version.deprecation);
-    const api = express.Router({ caseSensitive: true, strict: true });
-    api.use(
+    const stages = inOrder([
       // Which operation is this? Nothing is refused yet: an unauthenticated caller learns nothing.
       createMatchOperation(contract),
       // Deprecated operations (and every operation of a deprecated version) say so on every response, refusals included.
@@ -104,9 +105,16 @@ export function createApp(deps: AppDependencies): Express {
       validate,
       // Through the version's circuit breaker to the version's upstream; the breaker counts what the exchange reports.
       version.proxy.handler,
-    );
-    app.use(contract.basePath, api);
+    ]);
+    mounted.push({ basePath: contract.basePath, stages });
   }
+  // Each version at its base path (the path itself, or below it), as a Router mount would match it.
+  app.use(function serveVersion(req, res, next) {
+    const { path } = res.locals.gateway;
+    const version = mounted.find(({ basePath }) => path.startsWith(basePath) && (path.length === basePath.length || path[basePath.length] === '/'));
+    if (version === undefined) return next();
+    version.stages(req, res, next);
+  });
 
   app.use(notFound);
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));

@@ -1,5 +1,5 @@
 // Turns an API key into the handle it is stored under: HMAC-SHA-256 with the pepper, or SHA-256 without one.
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, createSecretKey } from 'node:crypto';
 
 export type KeyHasher = (apiKey: string) => string;
 
@@ -9,8 +9,10 @@ export type KeyHasher = (apiKey: string) => string;
  */
 export function createKeyHasher(pepper: string | undefined): KeyHasher {
   if (pepper) {
+    // A key object made once: a string pepper would be converted to bytes again on every request.
+    const secret = createSecretKey(pepper, 'utf8');
     return function hmacKey(apiKey) {
-      return createHmac('sha256', pepper).update(apiKey).digest('hex');
+      return createHmac('sha256', secret).update(apiKey).digest('hex');
     };
   }
   return function sha256Key(apiKey) {

@@ -45,7 +45,7 @@ describe('routing to operations', () => {
   });
 
   it('answers 404 for paths outside /v1', async () => {
-    for (const path of ['/', '/pets', '/v2/pets', '/V1/pets', '/healthz', '/metrics']) {
+    for (const path of ['/', '/pets', '/v2/pets', '/V1/pets', '/v1x/pets', '/v1.0/pets', '/healthz', '/metrics']) {
       const res = await request(gateway.app).get(path).set('Authorization', auth);
       expect(res.status, path).toBe(404);
       expect(res.body, path).toEqual({ code: 'not_found', message: 'No operation of the interface is served at this path', status: 404 });
