@@ -70,30 +70,6 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** undici's error codes, by the failure kind they are; socket and DNS codes are classified as for any socket. */
-const KIND_BY_UNDICI_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
-  UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
-  UND_ERR_HEADERS_TIMEOUT: 'headers_timeout',
-  UND_ERR_BODY_TIMEOUT: 'idle_timeout',
-  UND_ERR_SOCKET: 'reset',
-  UND_ERR_CLOSED: 'reset',
-  UND_ERR_DESTROYED: 'reset',
-  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'protocol',
-  UND_ERR_RES_EXCEEDED_MAX_SIZE: 'protocol',
-  UND_ERR_INFO: 'protocol',
-};
-
-/** 'bad upgrade' and 'bad response': undici's words for a 101 or a final 100 to a plain request. */
-const NOT_AN_ANSWER = /^bad (upgrade|response)$/;
-
-function classify(error: Error): UpstreamFailureKind {
-  if (error instanceof UpstreamFailure) return error.kind;
-  const code = (error as { code?: unknown }).code;
-  if (code === 'UND_ERR_SOCKET' && NOT_AN_ANSWER.test(error.message)) return 'protocol';
-  if (typeof code === 'string' && KIND_BY_UNDICI_CODE[code] !== undefined) return KIND_BY_UNDICI_CODE[code];
-  return classifyUpstreamFailure(error);
-}
-
 /** The reason an exchange is aborted with when the client leaves: never reported as an upstream failure. */
 const CLIENT_GONE = new Error('the client closed its connection');
 
@@ -144,10 +120,6 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(CLIENT_GONE);
   }
 
-  onRequestUpgrade(controller: Dispatcher.DispatchController): void {
-    controller.abort(new UpstreamFailure('protocol', 'the upstream switched protocols on a plain request'));
-  }
-
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200 || this.settled) return;
@@ -191,8 +163,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error === CLIENT_GONE) return;
-    const kind = classify(error);
-    this.fail(error instanceof UpstreamFailure ? error : new UpstreamFailure(kind, error.message, { cause: error }));
+    this.fail(error instanceof UpstreamFailure ? error : new UpstreamFailure(classifyUpstreamFailure(error), error.message, { cause: error }));
   }
 
   /** Ends the exchange as failed: an Error answer if nothing was relayed, a cut response otherwise. */

@@ -37,14 +37,28 @@ const KIND_BY_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
   ECONNABORTED: 'reset',
   ENOTFOUND: 'dns',
   EAI_AGAIN: 'dns',
+  // undici's own (the exchange's client): its timers and what it makes of the upstream's bytes.
+  UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'headers_timeout',
+  UND_ERR_BODY_TIMEOUT: 'idle_timeout',
+  UND_ERR_SOCKET: 'reset',
+  UND_ERR_CLOSED: 'reset',
+  UND_ERR_DESTROYED: 'reset',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'protocol',
+  UND_ERR_RES_EXCEEDED_MAX_SIZE: 'protocol',
+  UND_ERR_INFO: 'protocol',
 };
 
-/** The kind of a socket or parser error; llhttp's `HPE_*` codes mean the upstream did not speak HTTP/1.1. */
+/** undici's words for a 101, or a final 100, to a plain request: the socket is closed, but the upstream broke the protocol. */
+const NOT_AN_ANSWER = /^bad (upgrade|response)$/;
+
+/** The kind of a socket, client or parser error; llhttp's `HPE_*` codes mean the upstream did not speak HTTP/1.1. */
 export function classifyUpstreamFailure(error: unknown): UpstreamFailureKind {
   if (error instanceof UpstreamFailure) return error.kind;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return 'other';
   if (code.startsWith('HPE_')) return 'protocol';
+  if (code === 'UND_ERR_SOCKET' && error instanceof Error && NOT_AN_ANSWER.test(error.message)) return 'protocol';
   return KIND_BY_CODE[code] ?? 'other';
 }
 

@@ -2,8 +2,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import packageJson from '../../package.json' with { type: 'json' };
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * node's arguments in `npm start` (its V8 flags, then the entry point): test and bench processes, and
+ * the image's CMD (test/unit/deploy/dockerfile.test.ts), start the gateway exactly as production does.
+ */
+export const START_ARGS: readonly string[] = packageJson.scripts.start.split(' ').slice(1);
 
 export interface GatewayProcess {
   port: number;
@@ -16,7 +23,7 @@ export interface GatewayProcess {
 }
 
 export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(process.execPath, [...START_ARGS], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ADMIN_PORT: '0', SHUTDOWN_DRAIN_DELAY_MS: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

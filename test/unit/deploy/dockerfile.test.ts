@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, waitFor } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, waitFor } from '../../helpers/start-gateway-process.ts';
 
 /** The Node 24 the tests run on (the `node` dev dependency): the image's Node must be the same release. */
 const NODE = join(PROJECT_ROOT, 'node_modules/.bin/node');
@@ -65,7 +65,8 @@ describe('deploy/Dockerfile', () => {
 
   it('runs as a non-root user, and node directly, so SIGTERM reaches the gateway', () => {
     expect(imageUser().uid).toBeGreaterThan(0);
-    expect(JSON.parse(one('CMD'))).toEqual(['node', 'src/main.ts']);
+    // Exactly as `npm start` runs it, V8 flags included.
+    expect(JSON.parse(one('CMD'))).toEqual(['node', ...START_ARGS]);
   });
 
   it('sends the builder only what the COPY lines take (Dockerfile.dockerignore)', () => {

@@ -21,10 +21,23 @@ describe('upstream failures', () => {
     ['EAI_AGAIN', 'dns'],
     ['HPE_INVALID_CONSTANT', 'protocol'],
     ['HPE_UNEXPECTED_CONTENT_LENGTH', 'protocol'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'connect_timeout'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'headers_timeout'],
+    ['UND_ERR_BODY_TIMEOUT', 'idle_timeout'],
+    ['UND_ERR_SOCKET', 'reset'],
+    ['UND_ERR_CLOSED', 'reset'],
+    ['UND_ERR_DESTROYED', 'reset'],
+    ['UND_ERR_RES_CONTENT_LENGTH_MISMATCH', 'protocol'],
+    ['UND_ERR_RES_EXCEEDED_MAX_SIZE', 'protocol'],
+    ['UND_ERR_INFO', 'protocol'],
     ['EWHATEVER', 'other'],
     [undefined, 'other'],
   ])('a socket error with code %s is a %s failure', (code, kind) => {
     expect(classifyUpstreamFailure(failure(code))).toBe(kind);
+  });
+
+  it.each(['bad upgrade', 'bad response'])('undici closing the socket on "%s" (a 101 or a final 100 to a plain request) is a protocol failure', (message) => {
+    expect(classifyUpstreamFailure(Object.assign(new Error(message), { code: 'UND_ERR_SOCKET' }))).toBe('protocol');
   });
 
   it('an UpstreamFailure keeps the kind the exchange observed', () => {
