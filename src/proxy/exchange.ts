@@ -115,9 +115,11 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    // The client left (or the total time ran out) while the request waited for a connection: it is not
+    // sent. Thrown, not aborted: undici then drops the request and keeps the connection, where an
+    // abort here would destroy a healthy pooled connection for a request that never used it.
+    if (this.settled) throw CLIENT_GONE;
     this.controller = controller;
-    // The client left while the request waited for a connection: it is not sent.
-    if (this.settled) controller.abort(CLIENT_GONE);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
@@ -229,6 +231,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           // undici's header type is its own; node:http's OutgoingHttpHeaders values are strings here (upstreamHeaders).
           headers: request.headers as Record<string, string | string[]>,
           body: request.body ?? null,
+          // undici closes the connection after every HEAD by default (for servers that wrongly send a
+          // body); the backend's answers are framed like any other, so the connection is kept.
+          reset: false,
         },
         handler,
       );

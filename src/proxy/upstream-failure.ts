@@ -55,6 +55,8 @@ const NOT_AN_ANSWER = /^bad (upgrade|response)$/;
 /** The kind of a socket, client or parser error; llhttp's `HPE_*` codes mean the upstream did not speak HTTP/1.1. */
 export function classifyUpstreamFailure(error: unknown): UpstreamFailureKind {
   if (error instanceof UpstreamFailure) return error.kind;
+  // undici's parser errors carry no code: their name says what they are.
+  if (error instanceof Error && error.name === 'HTTPParserError') return 'protocol';
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return 'other';
   if (code.startsWith('HPE_')) return 'protocol';

@@ -33,6 +33,22 @@ function isHopByHop(name: string, connectionTokens: ReadonlySet<string>): boolea
 /** The upstream's response head as the exchange receives it: lower-cased names, repeated headers as arrays. */
 export type UpstreamHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
+/**
+ * Fields the upstream repeats arrive as arrays. As Node's own client reports them: the first value of a
+ * field that has one (two Content-Type or Location lines would contradict each other), every Set-Cookie
+ * line, the others joined into one list.
+ */
+const FIRST_VALUE_ONLY: ReadonlySet<string> = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since',
+  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after',
+  'server', 'user-agent',
+]);
+
+function fieldValue(name: string, value: string | string[]): string | string[] {
+  if (!Array.isArray(value) || name === 'set-cookie') return value;
+  return FIRST_VALUE_ONLY.has(name) ? (value[0] ?? '') : value.join(', ');
+}
+
 /** Copies status and end-to-end headers; headers the gateway already set (X-Request-Id, Deprecation...) win. */
 function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, skip: ReadonlySet<string> = NOTHING_SKIPPED): void {
   const connection = headers.connection;
@@ -41,7 +57,7 @@ function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse,
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || isHopByHop(name, tokens) || skip.has(name) || res.hasHeader(name)) continue;
-    res.setHeader(name, value);
+    res.setHeader(name, fieldValue(name, value));
   }
 }
 

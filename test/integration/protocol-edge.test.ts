@@ -474,5 +474,86 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
     const { statuses, logs } = await throughRawUpstream('SSH-2.0-OpenSSH_9.2 secret-banner\r\n\r\n', true);
     expect(statuses).toEqual([502]);
     expect(logs).not.toContain('secret-banner');
+    expect(logs).toContain('"upstreamFailure":"protocol"');
+  });
+
+  it('answers 502 protocol for a control character in a header value', async () => {
+    const { statuses, error, logs } = await throughRawUpstream('HTTP/1.1 200 OK\r\nX-Bad: a\u0001b\r\nContent-Length: 2\r\n\r\n[]', false);
+    expect(statuses).toEqual([502]);
+    expect(error).toEqual({ code: 'bad_gateway', message: 'The pet store backend answered with something other than an HTTP response', status: 502 });
+    expect(logs).toContain('"upstreamFailure":"protocol"');
+  });
+});
+
+describe('repeated fields and pooled connections', () => {
+  it('relays a repeated field as Node reports it: the first of a single-valued one, every Set-Cookie, the rest joined', async () => {
+    const raw = await startRawUpstream((socket) =>
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Type: text/html\r\nLocation: /a\r\nLocation: /b\r\n' +
+          'X-Tag: 1\r\nX-Tag: 2\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\n[]',
+      ),
+    );
+    const through = await startEdge(raw.baseUrl);
+    try {
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+      const head = answer.text.split('\r\n\r\n')[0]!.split('\r\n');
+      expect(head.filter((line) => /^(content-type|location|x-tag|set-cookie):/i.test(line))).toEqual([
+        'content-type: application/json',
+        'location: /a',
+        'x-tag: 1, 2',
+        'set-cookie: a=1',
+        'set-cookie: b=2',
+      ]);
+    } finally {
+      await through.close();
+      await raw.close();
+    }
+  });
+
+  it('keeps the upstream connection after a HEAD', async () => {
+    const connections = new Set<unknown>();
+    const raw = await startRawUpstream((socket) => {
+      connections.add(socket);
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n');
+    });
+    const through = await startEdge(raw.baseUrl);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const answer = await sendRaw(through.running.port, `HEAD /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+        expect(answer.statuses).toEqual([200]);
+      }
+      expect(connections.size).toBe(1);
+    } finally {
+      await through.close();
+      await raw.close();
+    }
+  });
+
+  it('costs no upstream connection for a client that left while its request waited for one', async () => {
+    const connections = new Set<unknown>();
+    let requests = 0;
+    const raw = await startRawUpstream((socket) => {
+      connections.add(socket);
+      requests++;
+      const answer = () => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]');
+      // The first answer takes a while, so the others queue for the only connection.
+      if (requests === 1) setTimeout(answer, 500);
+      else answer();
+    });
+    const through = await startEdge(raw.baseUrl, { upstream: { maxSockets: 1 } });
+    const get = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`;
+    try {
+      const first = sendRaw(through.running.port, get, { responses: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Three clients that give up before a connection is free.
+      await Promise.all([0, 1, 2].map(() => sendRaw(through.running.port, get, { waitMs: 100 })));
+      expect((await first).statuses).toEqual([200]);
+      expect((await sendRaw(through.running.port, get, { responses: 1 })).statuses).toEqual([200]);
+      expect(requests).toBe(2);
+      expect(connections.size).toBe(1);
+    } finally {
+      await through.close();
+      await raw.close();
+    }
   });
 });

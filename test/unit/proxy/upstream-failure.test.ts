@@ -40,6 +40,11 @@ describe('upstream failures', () => {
     expect(classifyUpstreamFailure(Object.assign(new Error(message), { code: 'UND_ERR_SOCKET' }))).toBe('protocol');
   });
 
+  it("undici's parser error, which carries no code, is a protocol failure", () => {
+    const error = Object.assign(new Error('Response does not match the HTTP/1.1 protocol (Invalid header value char)'), { name: 'HTTPParserError' });
+    expect(classifyUpstreamFailure(error)).toBe('protocol');
+  });
+
   it('an UpstreamFailure keeps the kind the exchange observed', () => {
     expect(classifyUpstreamFailure(new UpstreamFailure('headers_timeout', 'silent'))).toBe('headers_timeout');
   });
