@@ -109,11 +109,16 @@ export function createApp(deps: AppDependencies): Express {
     mounted.push({ basePath: contract.basePath, stages });
   }
   // Each version at its base path (the path itself, or below it), as a Router mount would match it.
+  function versionAt(path: string): RequestHandler | undefined {
+    for (const { basePath, stages } of mounted) {
+      if (path.startsWith(basePath) && (path.length === basePath.length || path[basePath.length] === '/')) return stages;
+    }
+    return undefined;
+  }
   app.use(function serveVersion(req, res, next) {
-    const { path } = res.locals.gateway;
-    const version = mounted.find(({ basePath }) => path.startsWith(basePath) && (path.length === basePath.length || path[basePath.length] === '/'));
-    if (version === undefined) return next();
-    version.stages(req, res, next);
+    const stages = versionAt(res.locals.gateway.path);
+    if (stages === undefined) return next();
+    stages(req, res, next);
   });
 
   app.use(notFound);
