@@ -76,8 +76,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       }
       settled(1);
       if (!req.complete) state.answeredEarly = true;
-      const next = state.waiting.shift();
-      if (next) serve(state, ...next);
+      if (state.waiting.length > 0) setImmediate(serveNext, state, req.socket);
       else if (state.paused) {
         state.paused = false;
         req.socket.resume();
@@ -86,10 +85,23 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     handler(req, res);
   }
 
+  /**
+   * The next waiting request, on the event loop's next turn. A response can close within the same turn
+   * (a refusal, a synchronous write), so serving the queue from here would answer a whole pipelined flood
+   * before any other connection's request is read.
+   */
+  function serveNext(state: ConnectionState, socket: Socket): void {
+    // The connection went meanwhile: its close handler settles what was waiting.
+    if (socket.destroyed) return;
+    const next = state.waiting.shift();
+    if (next) serve(state, ...next);
+  }
+
   return {
     listener(req, res) {
       const state = stateOf(req.socket);
-      if (state.current === undefined) {
+      // Nothing being served nor waiting its turn (between two turns, the waiting go first).
+      if (state.current === undefined && state.waiting.length === 0) {
         inFlight++;
         serve(state, req, res);
         return;
