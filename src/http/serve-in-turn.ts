@@ -91,8 +91,13 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
    * before any other connection's request is read.
    */
   function serveNext(state: ConnectionState, socket: Socket): void {
-    // The connection went meanwhile: its close handler settles what was waiting.
-    if (socket.destroyed) return;
+    // The connection went or is ending meanwhile (a refusal, the client's FIN): what was waiting is never served.
+    if (socket.destroyed || socket.writableEnded) {
+      const dropped = state.waiting.length;
+      state.waiting.length = 0;
+      settled(dropped);
+      return;
+    }
     const next = state.waiting.shift();
     if (next) serve(state, ...next);
   }
@@ -121,7 +126,8 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     mayAnswerOn(socket) {
       const state = connections.get(socket);
       if (!state) return true;
-      if (!state.current) return !state.answeredEarly;
+      // Between two turns: an error after a waiting request cannot be answered before it.
+      if (!state.current) return !state.answeredEarly && state.waiting.length === 0;
       // The error belongs to the request being served only while its body is still arriving; an error in a
       // later pipelined request cannot be answered before this one, so that connection is just closed.
       const [req, res] = state.current;

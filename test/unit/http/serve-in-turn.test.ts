@@ -1,5 +1,6 @@
 // serveInTurn: a connection's pipelined requests are served one at a time, and a long queue on one connection does not hold others back.
-import { createServer, type Server } from 'node:http';
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveInTurn } from '../../../src/http/serve-in-turn.ts';
@@ -69,5 +70,59 @@ describe('serveInTurn', () => {
     // Served between two of the flood's requests, not after all of them.
     expect(served.indexOf('/other')).toBeLessThan(served.indexOf('/flood/299'));
     expect(served.filter((url) => url.startsWith('/flood/'))).toEqual(Array.from({ length: 300 }, (_, n) => `/flood/${n}`));
+  });
+});
+
+/** A connection as serveInTurn sees it: pause/resume and whether it has ended. */
+class FakeSocket extends EventEmitter {
+  destroyed = false;
+  writableEnded = false;
+  pause(): this {
+    return this;
+  }
+  resume(): this {
+    return this;
+  }
+}
+
+function exchange(socket: FakeSocket): [IncomingMessage, ServerResponse] {
+  const req = Object.assign(new EventEmitter(), { socket, complete: true, url: '/' }) as unknown as IncomingMessage;
+  const res = Object.assign(new EventEmitter(), { shouldKeepAlive: true, headersSent: false }) as unknown as ServerResponse;
+  return [req, res];
+}
+
+describe('serveInTurn between two turns (a response closed, the next waiting request not yet served)', () => {
+  function twoPipelined() {
+    const handled: IncomingMessage[] = [];
+    const admission = serveInTurn((req) => void handled.push(req), { maxQueuedPerConnection: 10 });
+    const socket = new FakeSocket();
+    const first = exchange(socket);
+    const second = exchange(socket);
+    admission.listener(...first);
+    admission.listener(...second);
+    first[1].emit('close');
+    return { admission, socket, handled, second };
+  }
+
+  it('does not let a parser error be answered as if it were the waiting request\'s answer', () => {
+    const { admission, socket } = twoPipelined();
+    expect(admission.mayAnswerOn(socket as unknown as Socket)).toBe(false);
+  });
+
+  it('serves the waiting request on the next turn', async () => {
+    const { admission, handled, second } = twoPipelined();
+    expect(handled).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(handled).toEqual([expect.anything(), second[0]]);
+    expect(admission.inFlight()).toBe(1);
+  });
+
+  it('drops the waiting request if the connection ended meanwhile, and counts nothing left in flight', async () => {
+    const { admission, socket, handled } = twoPipelined();
+    socket.writableEnded = true;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(handled).toHaveLength(1);
+    expect(admission.inFlight()).toBe(0);
+    await admission.idle();
   });
 });
