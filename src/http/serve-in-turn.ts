@@ -44,6 +44,13 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     idleWaiters = [];
   }
 
+  /** Forgets the requests waiting on a connection that will never serve them; returns how many there were. */
+  function dropWaiting(state: ConnectionState): number {
+    const dropped = state.waiting.length;
+    state.waiting.length = 0;
+    return dropped;
+  }
+
   function stateOf(socket: Socket): ConnectionState {
     let state = connections.get(socket);
     if (!state) {
@@ -51,9 +58,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       connections.set(socket, created);
       // Requests still waiting when the connection goes will never be served.
       socket.once('close', () => {
-        const dropped = created.waiting.length;
-        created.waiting.length = 0;
-        settled(dropped);
+        settled(dropWaiting(created));
       });
       state = created;
     }
@@ -69,9 +74,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       if (req.socket.destroyed || req.socket.writableEnded || !res.shouldKeepAlive) {
         // The connection went (this close may run before the socket's own), or this response closes it
         // (a drain, a refusal with a body still arriving): nobody is left to answer the waiting requests.
-        const dropped = state.waiting.length;
-        state.waiting.length = 0;
-        settled(1 + dropped);
+        settled(1 + dropWaiting(state));
         return;
       }
       settled(1);
@@ -93,9 +96,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
   function serveNext(state: ConnectionState, socket: Socket): void {
     // The connection went or is ending meanwhile (a refusal, the client's FIN): what was waiting is never served.
     if (socket.destroyed || socket.writableEnded) {
-      const dropped = state.waiting.length;
-      state.waiting.length = 0;
-      settled(dropped);
+      settled(dropWaiting(state));
       return;
     }
     const next = state.waiting.shift();
