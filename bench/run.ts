@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
-import { START_ARGS } from '../test/helpers/start-gateway-process.ts';
+import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
@@ -393,6 +393,7 @@ try {
     API_KEY_PEPPER: PEPPER,
     LOG_LEVEL: 'info',
   };
+  buildGateway(); // npm start runs the compiled gateway (dist/): the bench measures what production runs
   const gatewayServer = await startServer('gateway', [...START_ARGS], gatewayEnv);
   // The same gateway with rate limits counted in process and synchronised in batches (rateLimit.mode):
   // no Redis round trip on the request path, at the accuracy the README states.

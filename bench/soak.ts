@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { systemClock } from '../src/time/clock.ts';
-import { START_ARGS } from '../test/helpers/start-gateway-process.ts';
+import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
 import { startSentinels } from '../test/helpers/start-sentinel.ts';
 import { unusedPort } from '../test/helpers/start-upstream.ts';
 
@@ -87,6 +87,7 @@ const gatewayEnv = {
   API_KEY_PEPPER: PEPPER,
   LOG_LEVEL: 'info',
 };
+buildGateway(); // npm start runs the compiled gateway (dist/)
 const replicas = ['gateway-a', 'gateway-b'].map((name) => ({ name, child: spawnLogged(name, [...START_ARGS], gatewayEnv), port: 0 }));
 for (const replica of replicas) replica.port = (JSON.parse(await waitForLine(replica.name, /"gateway listening"/)) as { port: number }).port;
 

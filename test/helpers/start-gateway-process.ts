@@ -1,5 +1,6 @@
 // Runs the real gateway (npm start's entry point) as a child process, as production does.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -11,6 +12,16 @@ export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * the image's CMD (test/unit/deploy/dockerfile.test.ts), start the gateway exactly as production does.
  */
 export const START_ARGS: readonly string[] = packageJson.scripts.start.split(' ').slice(1);
+
+/**
+ * Compiles the gateway as `npm run build` does (src/ to dist/), so that the processes tests and benches
+ * start run what production runs. vitest's global set-up calls it once per run.
+ */
+export function buildGateway(): void {
+  const [command, ...args] = packageJson.scripts.build.split(' ');
+  if (command !== 'tsc') throw new Error(`npm run build should run tsc, runs ${command}`);
+  execFileSync(process.execPath, [join(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), ...args], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+}
 
 export interface GatewayProcess {
   port: number;

@@ -15,7 +15,7 @@ import { unusedPort } from '../helpers/start-upstream.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { parseResponses, sendRaw } from '../helpers/raw-socket.ts';
-import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS } from '../helpers/start-gateway-process.ts';
 
 const ISSUER = 'petstore-gateway';
 const AUDIENCE = 'petstore-backend';
@@ -178,7 +178,7 @@ describe('start-up', () => {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        ['src/main.ts'],
+        [...START_ARGS],
         { cwd: PROJECT_ROOT, env: { ...process.env, PORT: '0', ADMIN_PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', API_KEY_PEPPER: 'p'.repeat(16), UPSTREAM_IDENTITY_KEY_FILE: publicKey }, timeout: 15_000 },
         (error, _stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
       );

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, waitFor, PROJECT_ROOT, START_ARGS } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { execFile } from 'node:child_process';
 
@@ -30,7 +30,7 @@ afterAll(async () => {
 describe('start-up', () => {
   it('stops with a message naming the key when a setting is invalid', async () => {
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(process.execPath, ['src/main.ts'], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', UPSTREAM_TIMEOUT_MS: 'soon' } }, (error, _stdout, stderr) =>
+      execFile(process.execPath, [...START_ARGS], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', UPSTREAM_TIMEOUT_MS: 'soon' } }, (error, _stdout, stderr) =>
         resolve({ code: error ? (error.code as number) : 0, stderr }),
       );
     });

@@ -1,9 +1,9 @@
-// deploy/Dockerfile: the gateway starts from exactly the files its COPY lines take, with production dependencies only, as its non-root USER, on its Node release.
+// deploy/Dockerfile: the gateway starts from exactly the files its COPY lines take (the build stage's dist/ among them), with production dependencies only, as its non-root USER, on its Node release.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, START_ARGS, waitFor } from '../../helpers/start-gateway-process.ts';
 
@@ -31,20 +31,69 @@ function instructions(text: string): Instruction[] {
     });
 }
 
-const dockerfile = instructions(readFileSync(join(PROJECT_ROOT, 'deploy/Dockerfile'), 'utf8'));
-const all = (keyword: string) => dockerfile.filter((instruction) => instruction.keyword === keyword);
-const one = (keyword: string) => {
-  const found = all(keyword);
-  if (found.length !== 1) throw new Error(`deploy/Dockerfile should have one ${keyword}, has ${found.length}`);
+/** A build stage or the image: its FROM (base and optional `AS` name) and its instructions after FROM. */
+interface Stage {
+  base: string;
+  name: string | undefined;
+  instructions: Instruction[];
+}
+
+/** The Dockerfile's stages, in order; the last one is the image. */
+function stages(all: Instruction[]): Stage[] {
+  const found: Stage[] = [];
+  for (const instruction of all) {
+    if (instruction.keyword === 'FROM') {
+      const [base, as, name, ...rest] = instruction.args.split(/\s+/);
+      if (rest.length > 0 || (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined))) throw new Error(`FROM ${instruction.args}: expected <image> [AS <name>]`);
+      found.push({ base: base!, name, instructions: [] });
+    } else if (found.length === 0) throw new Error(`deploy/Dockerfile: ${instruction.keyword} before the first FROM`);
+    else found.at(-1)!.instructions.push(instruction);
+  }
+  return found;
+}
+
+const dockerfile = stages(instructions(readFileSync(join(PROJECT_ROOT, 'deploy/Dockerfile'), 'utf8')));
+const image = dockerfile.at(-1)!;
+const builders = dockerfile.slice(0, -1);
+const all = (keyword: string, stage: Stage = image) => stage.instructions.filter((instruction) => instruction.keyword === keyword);
+const one = (keyword: string, stage: Stage = image) => {
+  const found = all(keyword, stage);
+  if (found.length !== 1) throw new Error(`deploy/Dockerfile should have one ${keyword} in ${stage.name ?? 'the image'}, has ${found.length}`);
   return found[0]!.args;
 };
 
-/** Each COPY line's sources (paths in the build context, the repository root) and destination in the image. */
-const copies = all('COPY').map(({ args }) => {
-  if (args.startsWith('--') || args.startsWith('[')) throw new Error(`COPY ${args}: flags and the JSON form are not understood by this test`);
-  const parts = args.split(/\s+/);
-  return { sources: parts.slice(0, -1), destination: parts.at(-1)! };
-});
+interface Copy {
+  /** The stage the files come from (`--from=`), or undefined for the build context (the repository root). */
+  from: string | undefined;
+  sources: string[];
+  destination: string;
+}
+
+/** A stage's COPY lines: sources (in the build context, or absolute in the `--from` stage) and destination. */
+const copies = (stage: Stage): Copy[] =>
+  all('COPY', stage).map(({ args }) => {
+    const from = /^--from=(\S+)\s+/.exec(args);
+    const rest = from ? args.slice(from[0].length) : args;
+    if (rest.startsWith('--') || rest.startsWith('[')) throw new Error(`COPY ${args}: flags other than --from and the JSON form are not understood by this test`);
+    const parts = rest.split(/\s+/);
+    return { from: from?.[1], sources: parts.slice(0, -1), destination: parts.at(-1)! };
+  });
+
+/** Puts a stage's COPY lines' files under `root` (the stage's filesystem); `stageRoots` holds the earlier stages'. */
+function copyFiles(stage: Stage, root: string, stageRoots: Map<string, string>): void {
+  const workdir = join(root, one('WORKDIR', stage));
+  mkdirSync(workdir, { recursive: true });
+  for (const { from, sources, destination } of copies(stage)) {
+    const sourceRoot = from === undefined ? PROJECT_ROOT : stageRoots.get(from);
+    if (sourceRoot === undefined) throw new Error(`COPY --from=${from}: no earlier stage of that name`);
+    for (const source of sources) {
+      // As Docker copies: a directory's contents go to the destination; a file goes into it when it ends in '/'.
+      const path = join(sourceRoot, source);
+      const into = destination.endsWith('/') && !statSync(path).isDirectory();
+      cpSync(path, into ? join(workdir, destination, basename(path)) : join(workdir, destination), { recursive: true });
+    }
+  }
+}
 
 /** The image's user: numeric, so the kubelet can check runAsNonRoot, and not root. */
 function imageUser(): { uid: number; gid: number } {
@@ -54,13 +103,14 @@ function imageUser(): { uid: number; gid: number } {
 }
 
 describe('deploy/Dockerfile', () => {
-  it('builds on a pinned Node image of the release the tests run on', () => {
-    const from = one('FROM');
-    const match = /^node:(\d+\.\d+\.\d+)-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/.exec(from);
-    expect(match, `FROM ${from}: expected node:<version>-<debian>-slim, optionally @sha256:<digest>`).not.toBeNull();
+  it('builds on a pinned Node image of the release the tests run on, in every stage', () => {
     const testedNode = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
-    expect(`v${match![1]}`).toBe(testedNode);
     expect(testedNode).toMatch(/^v24\./);
+    for (const { base } of dockerfile) {
+      const match = /^node:(\d+\.\d+\.\d+)-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/.exec(base);
+      expect(match, `FROM ${base}: expected node:<version>-<debian>-slim, optionally @sha256:<digest>`).not.toBeNull();
+      expect(`v${match![1]}`).toBe(testedNode);
+    }
   });
 
   it('runs as a non-root user, and node directly, so SIGTERM reaches the gateway', () => {
@@ -74,7 +124,8 @@ describe('deploy/Dockerfile', () => {
       .split('\n')
       .filter((line) => line.trim() !== '' && !line.startsWith('#'));
     expect(ignore[0]).toBe('*');
-    expect(ignore.slice(1).sort()).toEqual(copies.flatMap((copy) => copy.sources).map((source) => `!${source}`).sort());
+    const fromContext = dockerfile.flatMap(copies).filter((copy) => copy.from === undefined).flatMap((copy) => copy.sources);
+    expect(ignore.slice(1).sort()).toEqual([...new Set(fromContext)].map((source) => `!${source}`).sort());
   });
 
   describe('the image\'s files', () => {
@@ -90,16 +141,28 @@ describe('deploy/Dockerfile', () => {
     });
 
     it('start the gateway with production dependencies only, and /healthz answers on the admin port', { timeout: 120_000 }, async () => {
-      // The image's root filesystem: WORKDIR, the COPY lines' files, then the RUN line's `npm ci`.
-      chmodSync(root, 0o755);
-      const workdir = join(root, one('WORKDIR'));
-      mkdirSync(workdir, { recursive: true });
-      for (const { sources, destination } of copies) {
-        for (const source of sources) {
-          const target = destination.endsWith('/') ? join(workdir, destination, source) : join(workdir, destination);
-          cpSync(join(PROJECT_ROOT, source), target, { recursive: true });
-        }
+      chmodSync(root, 0o755); // mkdtemp's 0700 would keep the image's user out
+      // The build stages first, each in a filesystem of its own: their COPY lines' files, then their RUN
+      // lines. Their `npm ci` (every dependency, as locked) is this project's node_modules, which `npm ci`
+      // installed from the same lockfile; the other RUN lines run as written, on this Node.
+      const stageRoots = new Map<string, string>();
+      for (const stage of builders) {
+        const stageRoot = join(root, `stage-${stage.name}`);
+        copyFiles(stage, stageRoot, stageRoots);
+        const workdir = join(stageRoot, one('WORKDIR', stage));
+        const [install, ...runs] = all('RUN', stage).map(({ args }) => args);
+        expect(install?.split(/\s+/).slice(0, 2)).toEqual(['npm', 'ci']);
+        expect(install).not.toContain('--omit=dev');
+        symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(workdir, 'node_modules'));
+        for (const run of runs) execFileSync('/bin/sh', ['-c', run], { cwd: workdir, stdio: 'pipe', env: { PATH: `${dirname(realpathSync(NODE))}:/usr/bin:/bin` } });
+        if (stage.name !== undefined) stageRoots.set(stage.name, stageRoot);
       }
+
+      // The image's root filesystem: WORKDIR, the COPY lines' files (from the build context and the build
+      // stages), then the RUN line's `npm ci`.
+      const imageRoot = join(root, 'image');
+      copyFiles(image, imageRoot, stageRoots);
+      const workdir = join(imageRoot, one('WORKDIR'));
       // Only the `npm ci` of the RUN line: `npm cache clean` would empty this machine's cache. The
       // install reads the lockfile exactly as in the image; --prefer-offline takes cached tarballs.
       const install = one('RUN').split('&&')[0]!.trim().split(/\s+/);
