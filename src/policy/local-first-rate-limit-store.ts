@@ -33,7 +33,7 @@ interface Counter {
 /**
  * A request never waits for Redis: `increment` answers from the process's counter plus the total the
  * last synchronisation brought back. Every `syncMs` the pending hits of every key go to Redis in one
- * batch (INCRBY + PEXPIRE per key, auto-pipelined) and each answer replaces the known total.
+ * batch (INCRBY + PEXPIRE per key, sent together) and each answer replaces the known total.
  *
  * Accuracy across N replicas: a replica does not see the others' hits of the last interval, so a key
  * can be let through up to (N − 1) × (its request rate at each replica) × syncMs over its limit in a
@@ -114,8 +114,8 @@ export class LocalFirstRateLimitStore implements Store {
     }
     if (batch.length === 0) return;
     let failure: unknown;
-    // One command per key (INCRBY and PEXPIRE in one script, so no key is left without expiry); with
-    // auto-pipelining they leave together (and, in a cluster, per node).
+    // One command per key (INCRBY and PEXPIRE in one script, so no key is left without expiry), all
+    // sent at once without waiting for each other's replies (in a cluster, each to its key's node).
     await Promise.all(
       batch.map(async ([key, counter, hits]) => {
         const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
