@@ -24,6 +24,7 @@ const WARM_UP_S = 15;
 const MAX_RSS_GROWTH_MIB = 64;
 const PEPPER = 'soak-pepper-0123456789abcdef';
 
+buildGateway(); // npm start runs the compiled gateway (dist/)
 const workDir = mkdtempSync(join(tmpdir(), 'gateway-soak-'));
 const children: ChildProcess[] = [];
 process.on('exit', () => {
@@ -87,7 +88,6 @@ const gatewayEnv = {
   API_KEY_PEPPER: PEPPER,
   LOG_LEVEL: 'info',
 };
-buildGateway(); // npm start runs the compiled gateway (dist/)
 const replicas = ['gateway-a', 'gateway-b'].map((name) => ({ name, child: spawnLogged(name, [...START_ARGS], gatewayEnv), port: 0 }));
 for (const replica of replicas) replica.port = (JSON.parse(await waitForLine(replica.name, /"gateway listening"/)) as { port: number }).port;
 

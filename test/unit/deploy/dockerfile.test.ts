@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import packageJson from '../../../package.json' with { type: 'json' };
 import { PROJECT_ROOT, START_ARGS, waitFor } from '../../helpers/start-gateway-process.ts';
 
 /** The Node 24 the tests run on (the `node` dev dependency): the image's Node must be the same release. */
@@ -79,21 +80,49 @@ const copies = (stage: Stage): Copy[] =>
     return { from: from?.[1], sources: parts.slice(0, -1), destination: parts.at(-1)! };
   });
 
-/** Puts a stage's COPY lines' files under `root` (the stage's filesystem); `stageRoots` holds the earlier stages'. */
-function copyFiles(stage: Stage, root: string, stageRoots: Map<string, string>): void {
-  const workdir = join(root, one('WORKDIR', stage));
-  mkdirSync(workdir, { recursive: true });
-  for (const { from, sources, destination } of copies(stage)) {
-    const sourceRoot = from === undefined ? PROJECT_ROOT : stageRoots.get(from);
-    if (sourceRoot === undefined) throw new Error(`COPY --from=${from}: no earlier stage of that name`);
-    for (const source of sources) {
-      // As Docker copies: a directory's contents go to the destination; a file goes into it when it ends in '/'.
-      const path = join(sourceRoot, source);
-      const into = destination.endsWith('/') && !statSync(path).isDirectory();
-      cpSync(path, into ? join(workdir, destination, basename(path)) : join(workdir, destination), { recursive: true });
-    }
+/** Puts one COPY line's files into the stage's working directory, as Docker copies them. */
+function copyInto(workdir: string, { from, sources, destination }: Copy, stageRoots: Map<string, string>): void {
+  const sourceRoot = from === undefined ? PROJECT_ROOT : stageRoots.get(from);
+  if (sourceRoot === undefined) throw new Error(`COPY --from=${from}: no earlier stage of that name`);
+  for (const source of sources) {
+    // A directory's contents go to the destination; a file goes into it when it ends in '/'.
+    const path = join(sourceRoot, source);
+    const into = destination.endsWith('/') && !statSync(path).isDirectory();
+    cpSync(path, into ? join(workdir, destination, basename(path)) : join(workdir, destination), { recursive: true });
   }
 }
+
+/** This Node first on PATH, for the RUN lines' commands. */
+const RUN_PATH = `${dirname(realpathSync(NODE))}:/usr/bin:/bin`;
+
+/**
+ * Makes a stage's filesystem under `root` as Docker would: its instructions in file order. A RUN line's
+ * `npm ci` goes to `install`; `npm cache clean` is skipped (it would empty this machine's cache); other
+ * commands run as written, with this Node. ENV applies to the RUN lines after it. Returns the stage's
+ * working directory.
+ */
+function buildStage(stage: Stage, root: string, stageRoots: Map<string, string>, install: (argv: string[], workdir: string, env: Record<string, string>) => void): string {
+  let workdir = root;
+  const env: Record<string, string> = {};
+  for (const instruction of stage.instructions) {
+    const { keyword, args } = instruction;
+    if (keyword === 'WORKDIR') mkdirSync((workdir = join(root, args)), { recursive: true });
+    else if (keyword === 'COPY') copyInto(workdir, copies({ ...stage, instructions: [instruction] })[0]!, stageRoots);
+    else if (keyword === 'ENV') Object.assign(env, Object.fromEntries([args.split('=', 2) as [string, string]]));
+    else if (keyword === 'RUN') {
+      for (const command of args.split('&&').map((part) => part.trim())) {
+        const argv = command.split(/\s+/);
+        if (argv[0] === 'npm' && argv[1] === 'ci') install(argv, workdir, env);
+        else if (argv[0] === 'npm' && argv[1] === 'cache') continue;
+        else execFileSync('/bin/sh', ['-c', command], { cwd: workdir, stdio: 'pipe', env: { ...env, PATH: RUN_PATH } });
+      }
+    } else if (!['USER', 'EXPOSE', 'CMD'].includes(keyword)) throw new Error(`${keyword} ${args}: not understood by this test`);
+  }
+  return workdir;
+}
+
+/** A build stage's `npm ci` flags under which this project's node_modules (same lockfile) is what it installs. */
+const BUILDER_INSTALL_FLAGS = new Set(['--ignore-scripts', '--no-audit', '--no-fund']);
 
 /** The image's user: numeric, so the kubelet can check runAsNonRoot, and not root. */
 function imageUser(): { uid: number; gid: number } {
@@ -142,32 +171,26 @@ describe('deploy/Dockerfile', () => {
 
     it('start the gateway with production dependencies only, and /healthz answers on the admin port', { timeout: 120_000 }, async () => {
       chmodSync(root, 0o755); // mkdtemp's 0700 would keep the image's user out
-      // The build stages first, each in a filesystem of its own: their COPY lines' files, then their RUN
-      // lines. Their `npm ci` (every dependency, as locked) is this project's node_modules, which `npm ci`
-      // installed from the same lockfile; the other RUN lines run as written, on this Node.
+      // The build stages first, each in a filesystem of its own. Their `npm ci` (every dependency, as
+      // locked) is this project's node_modules, which `npm ci` installed from the same lockfile: so
+      // only flags that change nothing about what it installs, and no ENV before it.
       const stageRoots = new Map<string, string>();
       for (const stage of builders) {
         const stageRoot = join(root, `stage-${stage.name}`);
-        copyFiles(stage, stageRoot, stageRoots);
-        const workdir = join(stageRoot, one('WORKDIR', stage));
-        const [install, ...runs] = all('RUN', stage).map(({ args }) => args);
-        expect(install?.split(/\s+/).slice(0, 2)).toEqual(['npm', 'ci']);
-        expect(install).not.toContain('--omit=dev');
-        symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(workdir, 'node_modules'));
-        for (const run of runs) execFileSync('/bin/sh', ['-c', run], { cwd: workdir, stdio: 'pipe', env: { PATH: `${dirname(realpathSync(NODE))}:/usr/bin:/bin` } });
+        buildStage(stage, stageRoot, stageRoots, (argv, workdir, env) => {
+          expect(env, 'ENV before a build stage\'s npm ci (NODE_ENV=production would leave out the compiler)').toEqual({});
+          for (const flag of argv.slice(2)) expect(BUILDER_INSTALL_FLAGS, `npm ci ${flag} in a build stage`).toContain(flag);
+          symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(workdir, 'node_modules'));
+        });
         if (stage.name !== undefined) stageRoots.set(stage.name, stageRoot);
       }
 
-      // The image's root filesystem: WORKDIR, the COPY lines' files (from the build context and the build
-      // stages), then the RUN line's `npm ci`.
-      const imageRoot = join(root, 'image');
-      copyFiles(image, imageRoot, stageRoots);
-      const workdir = join(imageRoot, one('WORKDIR'));
-      // Only the `npm ci` of the RUN line: `npm cache clean` would empty this machine's cache. The
-      // install reads the lockfile exactly as in the image; --prefer-offline takes cached tarballs.
-      const install = one('RUN').split('&&')[0]!.trim().split(/\s+/);
-      expect(install.slice(0, 3)).toEqual(['npm', 'ci', '--omit=dev']);
-      execFileSync('npm', [...install.slice(1), '--prefer-offline'], { cwd: workdir, stdio: 'pipe', env: { ...process.env, PATH: `${join(PROJECT_ROOT, 'node_modules/.bin')}:${process.env.PATH}` } });
+      // The image's root filesystem, from the build context and the build stages. Its `npm ci` reads the
+      // lockfile exactly as in the image; --prefer-offline takes cached tarballs.
+      const workdir = buildStage(image, join(root, 'image'), stageRoots, (argv, workdir, env) => {
+        expect(argv.slice(0, 3)).toEqual(['npm', 'ci', '--omit=dev']);
+        execFileSync('npm', [...argv.slice(1), '--prefer-offline'], { cwd: workdir, stdio: 'pipe', env: { ...process.env, ...env, PATH: `${join(PROJECT_ROOT, 'node_modules/.bin')}:${process.env.PATH}` } });
+      });
       expect(existsSync(join(workdir, 'node_modules/vitest'))).toBe(false);
 
       // Started as the image would be: its ENV, its CMD with this Node, its USER (switching to it with
@@ -175,12 +198,13 @@ describe('deploy/Dockerfile', () => {
       const env: Record<string, string> = Object.fromEntries(all('ENV').map(({ args }) => args.split('=', 2) as [string, string]));
       const { uid, gid } = imageUser();
       const [, ...args] = JSON.parse(one('CMD')) as string[];
-      const command = [NODE, ...args];
+      const asImageUser: string[] = [];
       if (process.getuid!() === 0) {
         const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
         if (!setpriv) throw new Error('the test runs as root and needs setpriv (util-linux) to start the gateway as the image\'s user');
-        command.unshift(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
+        asImageUser.push(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
       }
+      const command = [...asImageUser, NODE, ...args];
       gateway = spawn(command[0]!, command.slice(1), {
         cwd: workdir,
         env: { ...env, PATH: '/usr/bin:/bin', PORT: '0', ADMIN_PORT: '0', REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_DELAY_MS: '0' },
@@ -203,6 +227,14 @@ describe('deploy/Dockerfile', () => {
       const effectiveUid = Number(/^Uid:\s+\d+\s+(\d+)/m.exec(status)![1]);
       expect(effectiveUid).toBe(process.getuid!() === 0 ? uid : process.getuid!());
       expect(effectiveUid).toBeGreaterThan(0);
+
+      // The operators' CLIs run from the image too (the README's `kubectl exec … node src/cli/keys.ts create …`), as TypeScript.
+      for (const cli of [packageJson.scripts.keys, packageJson.scripts.deprecations]) {
+        const [node, ...cliArgs] = cli.split(' ');
+        expect(node).toBe('node');
+        const cliCommand = [...asImageUser, NODE, ...cliArgs, '--help'];
+        expect(execFileSync(cliCommand[0]!, cliCommand.slice(1), { cwd: workdir, encoding: 'utf8', env: { ...env, PATH: '/usr/bin:/bin' } })).toMatch(/^Usage: /);
+      }
     });
   });
 });
