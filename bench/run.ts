@@ -375,6 +375,7 @@ let succeeded = false;
 try {
   // BENCH_NGINX: the nginx binary to use, or '' to leave nginx out.
   const nginxBinary = process.env.BENCH_NGINX !== undefined ? process.env.BENCH_NGINX || undefined : process.platform === 'linux' ? findExecutable('nginx') : undefined;
+  buildGateway(); // npm start runs the compiled gateway (dist/): the bench measures what production runs
   const redis = await startRedis();
   const backend = await startServer('backend', ['bench/backend.ts', '0']);
   const backendPort = backend.port;
@@ -393,7 +394,6 @@ try {
     API_KEY_PEPPER: PEPPER,
     LOG_LEVEL: 'info',
   };
-  buildGateway(); // npm start runs the compiled gateway (dist/): the bench measures what production runs
   const gatewayServer = await startServer('gateway', [...START_ARGS], gatewayEnv);
   // The same gateway with rate limits counted in process and synchronised in batches (rateLimit.mode):
   // no Redis round trip on the request path, at the accuracy the README states.

@@ -70,15 +70,16 @@ interface Copy {
   destination: string;
 }
 
-/** A stage's COPY lines: sources (in the build context, or absolute in the `--from` stage) and destination. */
-const copies = (stage: Stage): Copy[] =>
-  all('COPY', stage).map(({ args }) => {
-    const from = /^--from=(\S+)\s+/.exec(args);
-    const rest = from ? args.slice(from[0].length) : args;
-    if (rest.startsWith('--') || rest.startsWith('[')) throw new Error(`COPY ${args}: flags other than --from and the JSON form are not understood by this test`);
-    const parts = rest.split(/\s+/);
-    return { from: from?.[1], sources: parts.slice(0, -1), destination: parts.at(-1)! };
-  });
+/** A COPY line's sources (in the build context, or absolute in the `--from` stage) and destination. */
+function parseCopy(args: string): Copy {
+  const from = /^--from=(\S+)\s+/.exec(args);
+  const rest = from ? args.slice(from[0].length) : args;
+  if (rest.startsWith('--') || rest.startsWith('[')) throw new Error(`COPY ${args}: flags other than --from and the JSON form are not understood by this test`);
+  const parts = rest.split(/\s+/);
+  return { from: from?.[1], sources: parts.slice(0, -1), destination: parts.at(-1)! };
+}
+
+const copies = (stage: Stage): Copy[] => all('COPY', stage).map(({ args }) => parseCopy(args));
 
 /** Puts one COPY line's files into the stage's working directory, as Docker copies them. */
 function copyInto(workdir: string, { from, sources, destination }: Copy, stageRoots: Map<string, string>): void {
@@ -99,15 +100,19 @@ const RUN_PATH = `${dirname(realpathSync(NODE))}:/usr/bin:/bin`;
  * Makes a stage's filesystem under `root` as Docker would: its instructions in file order. A RUN line's
  * `npm ci` goes to `install`; `npm cache clean` is skipped (it would empty this machine's cache); other
  * commands run as written, with this Node. ENV applies to the RUN lines after it. Returns the stage's
- * working directory.
+ * working directory and environment.
  */
-function buildStage(stage: Stage, root: string, stageRoots: Map<string, string>, install: (argv: string[], workdir: string, env: Record<string, string>) => void): string {
+function buildStage(
+  stage: Stage,
+  root: string,
+  stageRoots: Map<string, string>,
+  install: (argv: string[], workdir: string, env: Record<string, string>) => void,
+): { workdir: string; env: Record<string, string> } {
   let workdir = root;
   const env: Record<string, string> = {};
-  for (const instruction of stage.instructions) {
-    const { keyword, args } = instruction;
+  for (const { keyword, args } of stage.instructions) {
     if (keyword === 'WORKDIR') mkdirSync((workdir = join(root, args)), { recursive: true });
-    else if (keyword === 'COPY') copyInto(workdir, copies({ ...stage, instructions: [instruction] })[0]!, stageRoots);
+    else if (keyword === 'COPY') copyInto(workdir, parseCopy(args), stageRoots);
     else if (keyword === 'ENV') Object.assign(env, Object.fromEntries([args.split('=', 2) as [string, string]]));
     else if (keyword === 'RUN') {
       for (const command of args.split('&&').map((part) => part.trim())) {
@@ -118,7 +123,7 @@ function buildStage(stage: Stage, root: string, stageRoots: Map<string, string>,
       }
     } else if (!['USER', 'EXPOSE', 'CMD'].includes(keyword)) throw new Error(`${keyword} ${args}: not understood by this test`);
   }
-  return workdir;
+  return { workdir, env };
 }
 
 /** A build stage's `npm ci` flags under which this project's node_modules (same lockfile) is what it installs. */
@@ -187,7 +192,7 @@ describe('deploy/Dockerfile', () => {
 
       // The image's root filesystem, from the build context and the build stages. Its `npm ci` reads the
       // lockfile exactly as in the image; --prefer-offline takes cached tarballs.
-      const workdir = buildStage(image, join(root, 'image'), stageRoots, (argv, workdir, env) => {
+      const { workdir, env } = buildStage(image, join(root, 'image'), stageRoots, (argv, workdir, env) => {
         expect(argv.slice(0, 3)).toEqual(['npm', 'ci', '--omit=dev']);
         execFileSync('npm', [...argv.slice(1), '--prefer-offline'], { cwd: workdir, stdio: 'pipe', env: { ...process.env, ...env, PATH: `${join(PROJECT_ROOT, 'node_modules/.bin')}:${process.env.PATH}` } });
       });
@@ -195,7 +200,6 @@ describe('deploy/Dockerfile', () => {
 
       // Started as the image would be: its ENV, its CMD with this Node, its USER (switching to it with
       // setpriv when the test runs as root). Redis is unreachable: alive, not ready.
-      const env: Record<string, string> = Object.fromEntries(all('ENV').map(({ args }) => args.split('=', 2) as [string, string]));
       const { uid, gid } = imageUser();
       const [, ...args] = JSON.parse(one('CMD')) as string[];
       const asImageUser: string[] = [];
