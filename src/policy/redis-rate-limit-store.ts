@@ -5,13 +5,13 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
 
 /**
- * One round trip: count the hit and start the window on the first one. ioredis sends it as EVALSHA
+ * One round trip: add the hits and start the window on the first one. ioredis sends it as EVALSHA
  * and falls back to EVAL on NOSCRIPT, so a restarted or failed-over Redis needs no reload step.
  * (rate-limit-redis loads its scripts once at start-up and stays broken if Redis was down then, and
  * replays a timed-out EVALSHA, which can count one request twice; hence this small store.)
  */
 const INCREMENT = `
-local hits = redis.call('INCR', KEYS[1])
+local hits = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -20,7 +20,7 @@ end
 return {hits, ttl}
 `;
 
-type RedisWithIncrement = RedisClient & { rateLimitIncrement(key: string, windowMs: string): Promise<[number, number]> };
+type RedisWithIncrement = RedisClient & { rateLimitIncrement(key: string, windowMs: string, hits: string): Promise<[number, number]> };
 
 export interface RedisRateLimitStoreOptions {
   prefix: string;
@@ -29,6 +29,18 @@ export interface RedisRateLimitStoreOptions {
   onError?: (error: unknown) => void;
 }
 
+/** The requests of one event-loop turn that count against one key, in arrival order. */
+interface PendingHits {
+  waiting: Array<{ resolve: (info: ClientRateLimitInfo) => void; reject: (error: unknown) => void }>;
+}
+
+/**
+ * Exact across replicas: every hit is added in Redis before its request goes on. The hits one key
+ * receives in one event-loop turn go as one command (INCRBY n), and the requests share its answer in
+ * arrival order: the i-th of n sees total − n + i, just as n separate INCRs in a row would have told
+ * them. Under load that is one command per busy key per turn instead of one per request; each turn's
+ * commands are sent at once, never held back behind an earlier turn's replies.
+ */
 export class RedisRateLimitStore implements Store {
   readonly prefix: string;
   readonly localKeys = false;
@@ -36,6 +48,8 @@ export class RedisRateLimitStore implements Store {
   readonly #clock: Clock;
   readonly #onError: RedisRateLimitStoreOptions['onError'];
   #windowMs = 60_000;
+  /** This turn's hits by Redis key; sent when the turn's I/O callbacks are done (setImmediate). */
+  #pending = new Map<string, PendingHits>();
 
   constructor(redis: RedisClient, options: RedisRateLimitStoreOptions) {
     if (!('rateLimitIncrement' in redis)) redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
@@ -49,18 +63,39 @@ export class RedisRateLimitStore implements Store {
     this.#windowMs = options.windowMs;
   }
 
-  async increment(key: string): Promise<ClientRateLimitInfo> {
-    try {
-      const [totalHits, ttlMs] = await this.#redis.rateLimitIncrement(this.prefix + key, String(this.#windowMs));
-      return { totalHits, resetTime: new Date(this.#clock.now() + ttlMs) };
-    } catch (cause) {
-      this.#onError?.(cause);
-      throw new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', {
-        cause,
-        headers: { 'Retry-After': '1' },
-      });
+  increment(key: string): Promise<ClientRateLimitInfo> {
+    if (this.#pending.size === 0) setImmediate(this.#send);
+    const redisKey = this.prefix + key;
+    let hits = this.#pending.get(redisKey);
+    if (hits === undefined) {
+      hits = { waiting: [] };
+      this.#pending.set(redisKey, hits);
     }
+    const { waiting } = hits;
+    return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
   }
+
+  readonly #send = (): void => {
+    const batch = this.#pending;
+    this.#pending = new Map();
+    for (const [redisKey, { waiting }] of batch) {
+      this.#redis.rateLimitIncrement(redisKey, String(this.#windowMs), String(waiting.length)).then(
+        ([total, ttlMs]) => {
+          const resetTime = new Date(this.#clock.now() + ttlMs);
+          const first = total - waiting.length;
+          for (const [index, request] of waiting.entries()) request.resolve({ totalHits: first + index + 1, resetTime });
+        },
+        (cause: unknown) => {
+          for (const request of waiting) {
+            this.#onError?.(cause);
+            request.reject(
+              new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause, headers: { 'Retry-After': '1' } }),
+            );
+          }
+        },
+      );
+    }
+  };
 
   async decrement(key: string): Promise<void> {
     await this.#redis.decr(this.prefix + key);

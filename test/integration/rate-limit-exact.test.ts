@@ -1,0 +1,139 @@
+// Exact rate limiting against a real Redis: every hit counted there before its request goes on, one command per busy key per turn.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { GatewayError } from '../../src/errors/gateway-error.ts';
+import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
+import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import { fixedClock } from '../../src/time/clock.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const WINDOW_MS = 60_000;
+const NOW = Date.parse('2026-11-22T12:00:00Z');
+
+let redis: PrivateRedis;
+const clients: RedisClient[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await redis.stop();
+});
+beforeEach(async () => {
+  await redis.client.flushall();
+  await redis.client.config('RESETSTAT');
+});
+
+/** One replica's store on its own request-path connection (ready: such a client never queues a command). */
+async function replica(url = redis.url, errors: unknown[] = []): Promise<RedisRateLimitStore> {
+  const client = createRedisClient(
+    { url, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
+    { role: 'request-path', name: 'exact-rate-limit-test' },
+  );
+  clients.push(client);
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW), onError: (error) => errors.push(error) });
+  store.init({ windowMs: WINDOW_MS } as Parameters<RedisRateLimitStore['init']>[0]);
+  return store;
+}
+
+/** How many times Redis ran a command, scripts' own calls included (INFO commandstats). */
+async function callsOf(command: string): Promise<number> {
+  const stats = await redis.client.info('commandstats');
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+}
+
+describe('exact rate limiting', () => {
+  it('counts the hits of one turn for one key with one command, each request seeing its own count', async () => {
+    const store = await replica();
+    const infos = await Promise.all([1, 2, 3, 4, 5].map(() => store.increment('key_a:listPets')));
+    expect(infos.map((info) => info.totalHits)).toEqual([1, 2, 3, 4, 5]);
+    expect(await callsOf('incrby')).toBe(1);
+    expect(await redis.client.get('test:rate:key_a:listPets')).toBe('5');
+  });
+
+  it('sends the next turn its own command, counting on from the total', async () => {
+    const store = await replica();
+    await Promise.all([store.increment('key_a:listPets'), store.increment('key_a:listPets')]);
+    const next = await Promise.all([store.increment('key_a:listPets'), store.increment('key_a:listPets')]);
+    expect(next.map((info) => info.totalHits)).toEqual([3, 4]);
+    expect(await callsOf('incrby')).toBe(2);
+  });
+
+  it('counts each key of a turn apart', async () => {
+    const store = await replica();
+    const [a1, b1, a2] = await Promise.all([store.increment('key_a:listPets'), store.increment('key_b:listPets'), store.increment('key_a:listPets')]);
+    expect([a1.totalHits, b1.totalHits, a2.totalHits]).toEqual([1, 1, 2]);
+    expect(await callsOf('incrby')).toBe(2);
+  });
+
+  it('starts the window on the first hit and tells when it resets', async () => {
+    const store = await replica();
+    const [first] = await Promise.all([store.increment('key_a:listPets')]);
+    const ttl = await redis.client.pttl('test:rate:key_a:listPets');
+    expect(ttl).toBeGreaterThan(WINDOW_MS - 5000);
+    expect(ttl).toBeLessThanOrEqual(WINDOW_MS);
+    // The reset is the clock's now plus the TTL Redis reported.
+    expect(first!.resetTime!.getTime() - NOW).toBeGreaterThan(WINDOW_MS - 5000);
+    expect(first!.resetTime!.getTime() - NOW).toBeLessThanOrEqual(WINDOW_MS);
+  });
+
+  it('gives the requests of two replicas in the same instant distinct counts', async () => {
+    const [a, b] = [await replica(), await replica()];
+    const infos = await Promise.all([a, b, a, b, a, b].map((store) => store.increment('key_a:listPets')));
+    expect(infos.map((info) => info.totalHits).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('refuses every request of a failed command with the 503 Error, and reports each failure', async () => {
+    const own = await startRedis();
+    const errors: unknown[] = [];
+    const store = await replica(own.url, errors);
+    await own.kill();
+    const outcomes = await Promise.allSettled([store.increment('key_a:listPets'), store.increment('key_a:listPets')]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    for (const outcome of outcomes) {
+      const reason = (outcome as PromiseRejectedResult).reason as GatewayError;
+      expect(reason).toBeInstanceOf(GatewayError);
+      expect(reason.code).toBe('service_unavailable');
+      expect(reason.headers).toEqual({ 'Retry-After': '1' });
+    }
+    expect(errors).toHaveLength(2);
+    await own.stop();
+  });
+});
+
+describe('exact limits under concurrent requests', () => {
+  let backend: SampleBackend;
+  let gateway: RedisGateway;
+
+  beforeAll(async () => {
+    backend = await startPetStore();
+    const config = loadConfig(
+      { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
+      { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 } },
+    );
+    gateway = await startRedisGateway(config, { pepper: 'rate-limit-exact-pepper' });
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await backend.close();
+  });
+
+  it('lets exactly the limit through when the requests arrive at once, each told what is left', async () => {
+    const { key } = await gateway.admin.create({ consumer: 'burst', environments: ['production'], rateLimitPerMinute: 10 });
+    const responses = await Promise.all(
+      Array.from({ length: 25 }, () => fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } })),
+    );
+    await Promise.all(responses.map((res) => res.arrayBuffer()));
+    const passed = responses.filter((res) => res.status === 200);
+    expect(passed).toHaveLength(10);
+    expect(responses.filter((res) => res.status === 429)).toHaveLength(15);
+    // Remaining 9 down to 0, each once: no two requests were given the same count.
+    const remaining = passed.map((res) => Number(/r=(\d+)/.exec(res.headers.get('ratelimit') ?? '')?.[1])).sort((x, y) => x - y);
+    expect(remaining).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+});
