@@ -5,19 +5,17 @@ import { composeRedisGateway } from './wiring/compose.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { SigningKeyError } from './identity/signing-key.ts';
 import { systemClock } from './time/clock.ts';
-import { pino } from 'pino';
+import { createLogDestination } from './observability/log-destination.ts';
 import { createLogger } from './observability/logger.ts';
 
 /** Log lines are written in batches of at least this many bytes (and at shutdown). */
-const LOG_BUFFER_BYTES = 32 * 1024;
-/** One write takes at most this much (sonic-boom's default, 16 KiB, is below the batch). */
-const LOG_WRITE_MAX_BYTES = 64 * 1024;
+const LOG_BATCH_BYTES = 32 * 1024;
 const LOG_FLUSH_MS = 1000;
 /** A log collector that stops reading must not grow the process without bound: past this, lines are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
 /** The buffered log destination, flushed on every way out of the process. */
-const logStream = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, maxWrite: LOG_WRITE_MAX_BYTES, maxLength: LOG_BUFFER_MAX_BYTES });
+const logStream = createLogDestination({ fd: 1, batchBytes: LOG_BATCH_BYTES, maxBufferedBytes: LOG_BUFFER_MAX_BYTES });
 
 async function main(): Promise<void> {
   const config = loadConfig();
