@@ -11,6 +11,8 @@ import { createLogger } from './observability/logger.ts';
 /** Log lines are written in batches of at least this many bytes (and at shutdown). */
 const LOG_BATCH_BYTES = 32 * 1024;
 const LOG_FLUSH_MS = 1000;
+/** On shutdown, the longest the process waits for its log writes to finish. */
+const LOG_DRAIN_MS = 2000;
 /** A log collector that stops reading must not grow the process without bound: past this, lines are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -40,18 +42,20 @@ async function main(): Promise<void> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       gateway.shutdown(signal).then(
-        () => {
-          logStream.flushSync();
-          process.exit(0);
-        },
+        () => exitAfterLogs(0),
         (error: unknown) => {
           logger.error({ err: error }, 'shutdown failed');
-          logStream.flushSync();
-          process.exit(1);
+          return exitAfterLogs(1);
         },
       );
     });
   }
+}
+
+/** Exits once every log line is written (waiting LOG_DRAIN_MS at most for a write under way). */
+async function exitAfterLogs(code: number): Promise<never> {
+  await logStream.writeAll(LOG_DRAIN_MS);
+  process.exit(code);
 }
 
 main().catch((error: unknown) => {

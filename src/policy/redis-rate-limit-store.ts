@@ -79,21 +79,24 @@ export class RedisRateLimitStore implements Store {
     const batch = this.#pending;
     this.#pending = new Map();
     for (const [redisKey, { waiting }] of batch) {
-      this.#redis.rateLimitIncrement(redisKey, String(this.#windowMs), String(waiting.length)).then(
-        ([total, ttlMs]) => {
+      this.#redis
+        .rateLimitIncrement(redisKey, String(this.#windowMs), String(waiting.length))
+        .then(([total, ttlMs]) => {
           const resetTime = new Date(this.#clock.now() + ttlMs);
           const first = total - waiting.length;
           for (const [index, request] of waiting.entries()) request.resolve({ totalHits: first + index + 1, resetTime });
-        },
-        (cause: unknown) => {
-          for (const request of waiting) {
-            this.#onError?.(cause);
-            request.reject(
-              new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause, headers: { 'Retry-After': '1' } }),
-            );
-          }
-        },
-      );
+        })
+        // A failed command, or a reply that could not be read: every request of the batch gets the 503
+        // (a promise already resolved stays resolved), and none is left waiting.
+        .catch((cause: unknown) => {
+          // Counted per request, as each request's count is what failed.
+          for (let i = 0; i < waiting.length; i++) this.#onError?.(cause);
+          const refusal = new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', {
+            cause,
+            headers: { 'Retry-After': '1' },
+          });
+          for (const request of waiting) request.reject(refusal);
+        });
     }
   };
 
