@@ -57,8 +57,8 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
     // No auto-pipelining: ioredis sends an auto-pipeline on the next setImmediate and, while one is
     // waiting for its replies, holds every later command back for the next one. Under load the
     // requests waiting behind it kept the gateway at 180-205 MB where it stays at 143 MB without
-    // (exact rate limits, `npm run bench` load, alternated runs). It saved 5-10% of CPU per request
-    // at saturation, and Redis 20 µs of CPU per request.
+    // (exact rate limits, `npm run bench` load, alternated runs). The exact rate-limit store batches
+    // its own commands per event-loop turn instead (src/policy/redis-rate-limit-store.ts).
     enableAutoPipelining: false,
   };
   const password = settings.password ?? undefined;
