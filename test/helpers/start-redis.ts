@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
 import { unusedPort } from './start-upstream.ts';
 
 export interface PrivateRedis {
@@ -85,4 +86,14 @@ export async function startRedis(options: { password?: string } = {}): Promise<P
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A client as the gateway's request path makes it (commands fail at once while disconnected), resolved once ready. */
+export async function requestPathClient(url: string, name: string): Promise<RedisClient> {
+  const client = createRedisClient(
+    { url, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
+    { role: 'request-path', name },
+  );
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  return client;
 }

@@ -4,9 +4,9 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { GatewayError } from '../../src/errors/gateway-error.ts';
 import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
-import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -30,12 +30,8 @@ beforeEach(async () => {
 
 /** One replica's store on its own request-path connection (ready: such a client never queues a command). */
 async function replica(url = redis.url, errors: unknown[] = []): Promise<RedisRateLimitStore> {
-  const client = createRedisClient(
-    { url, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
-    { role: 'request-path', name: 'exact-rate-limit-test' },
-  );
+  const client = await requestPathClient(url, 'exact-rate-limit-test');
   clients.push(client);
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
   const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW), onError: (error) => errors.push(error) });
   store.init({ windowMs: WINDOW_MS } as Parameters<RedisRateLimitStore['init']>[0]);
   return store;

@@ -1,11 +1,11 @@
 // Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
-import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startRedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -30,12 +30,8 @@ beforeEach(async () => {
 
 /** One replica's store: its own connection (ready: the request path never queues commands), on the shared clock. */
 async function replica(clock: ReturnType<typeof fixedClock>, errors: unknown[] = []): Promise<LocalFirstRateLimitStore> {
-  const client = createRedisClient(
-    { url: redis.url, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
-    { role: 'request-path', name: 'local-first-test' },
-  );
+  const client = await requestPathClient(redis.url, 'local-first-test');
   clients.push(client);
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
   const store = new LocalFirstRateLimitStore(client, { prefix: 'test:rate:', clock, syncMs: SYNC_MS, onError: (error) => errors.push(error) });
   store.init({ windowMs: WINDOW_MS } as Parameters<LocalFirstRateLimitStore['init']>[0]);
   return store;
