@@ -52,10 +52,13 @@ async function main(): Promise<void> {
   }
 }
 
-/** Exits once every log line is written (waiting LOG_DRAIN_MS at most for a write under way). */
+/** Exits once every log line is written (waiting LOG_DRAIN_MS at most for a write under way); exits even if writing fails. */
 async function exitAfterLogs(code: number): Promise<never> {
-  await logStream.writeAll(LOG_DRAIN_MS);
-  process.exit(code);
+  try {
+    await logStream.writeAll(LOG_DRAIN_MS);
+  } finally {
+    process.exit(code);
+  }
 }
 
 main().catch((error: unknown) => {

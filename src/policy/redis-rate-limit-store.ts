@@ -29,9 +29,10 @@ export interface RedisRateLimitStoreOptions {
   onError?: (error: unknown) => void;
 }
 
-/** The requests of one event-loop turn that count against one key, in arrival order. */
-interface PendingHits {
-  waiting: Array<{ resolve: (info: ClientRateLimitInfo) => void; reject: (error: unknown) => void }>;
+/** A request waiting for its count. */
+interface Waiting {
+  resolve: (info: ClientRateLimitInfo) => void;
+  reject: (error: unknown) => void;
 }
 
 /**
@@ -48,8 +49,8 @@ export class RedisRateLimitStore implements Store {
   readonly #clock: Clock;
   readonly #onError: RedisRateLimitStoreOptions['onError'];
   #windowMs = 60_000;
-  /** This turn's hits by Redis key; sent when the turn's I/O callbacks are done (setImmediate). */
-  #pending = new Map<string, PendingHits>();
+  /** This turn's requests by Redis key, in arrival order; sent when the turn's I/O callbacks are done (setImmediate). */
+  #pending = new Map<string, Waiting[]>();
 
   constructor(redis: RedisClient, options: RedisRateLimitStoreOptions) {
     if (!('rateLimitIncrement' in redis)) redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
@@ -66,19 +67,15 @@ export class RedisRateLimitStore implements Store {
   increment(key: string): Promise<ClientRateLimitInfo> {
     if (this.#pending.size === 0) setImmediate(this.#send);
     const redisKey = this.prefix + key;
-    let hits = this.#pending.get(redisKey);
-    if (hits === undefined) {
-      hits = { waiting: [] };
-      this.#pending.set(redisKey, hits);
-    }
-    const { waiting } = hits;
+    const waiting = this.#pending.get(redisKey) ?? [];
+    if (waiting.length === 0) this.#pending.set(redisKey, waiting);
     return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
   }
 
   readonly #send = (): void => {
     const batch = this.#pending;
     this.#pending = new Map();
-    for (const [redisKey, { waiting }] of batch) {
+    for (const [redisKey, waiting] of batch) {
       this.#redis
         .rateLimitIncrement(redisKey, String(this.#windowMs), String(waiting.length))
         .then(([total, ttlMs]) => {
