@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ENV_KEYS, loadConfig } from '../../../src/config/load-config.ts';
 import { redisTopology } from '../../../src/redis/connect.ts';
+import { START_ARGS } from '../../helpers/start-gateway-process.ts';
 import { find, KUBERNETES_DIR, kustomize, validateObject, type KubeObject } from './kustomize.ts';
 
 const NAME = 'petstore-gateway';
@@ -97,6 +98,12 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
 
   it('requests one core and the loaded working set, and limits memory to twice that', () => {
     expect(gateway().resources).toEqual({ requests: { cpu: '1', memory: '256Mi' }, limits: { cpu: '2', memory: '512Mi' } });
+  });
+
+  it("starts node with the old-generation cap Node derives inside the pod's memory limit (half of it)", () => {
+    // The image runs START_ARGS (dockerfile.test.ts); a limit changed alone would leave the heap sized for the old one.
+    const limitMiB = Number(/^(\d+)Mi$/.exec(String(gateway().resources!.limits!.memory))![1]);
+    expect(START_ARGS).toContain(`--max-old-space-size=${limitMiB / 2}`);
   });
 
   it('names only environment variables the gateway reads', () => {
