@@ -1,11 +1,12 @@
 // Starts the public and admin listeners around an app, and shuts both down gracefully on SIGTERM.
-import { createServer, type RequestListener, type Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createClientErrorHandler } from './http/client-error.ts';
 import { makeDrainable } from './http/graceful-shutdown.ts';
+import { createServer } from './http/node-http.ts';
 import { toOriginForm } from './http/request-target.ts';
 import { serveInTurn } from './http/serve-in-turn.ts';
 

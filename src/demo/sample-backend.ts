@@ -1,7 +1,8 @@
 // An in-memory pet store that implements the interface document: the upstream for demos, tests and benchmarks.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import { createServer } from '../http/node-http.ts';
 
 export interface Pet {
   id: number;

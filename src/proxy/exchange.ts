@@ -2,7 +2,10 @@
 // Built on undici's dispatcher: its handler callbacks are the exchange's events, with no stream or
 // ClientRequest between the upstream's socket and the client's response (half the CPU of node:http here).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+// undici's index loads all of undici (fetch, WebSocket, caches, mocks: twice the heap and code of its Pool
+// alone); the exchange needs the Pool only. Typed in undici-pool.d.ts.
+import Pool from 'undici/lib/dispatcher/pool.js';
 import { classifyUpstreamFailure, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.ts';
 import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type UpstreamHeaders } from './upstream-response.ts';
 

@@ -1,8 +1,8 @@
 // Relays the upstream's response: success as it came, error bodies that are not Error-shaped wrapped into one.
 import type { ServerResponse } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
+import { STATUS_CODES } from '../http/node-http.ts';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection and are never relayed. */
 const HOP_BY_HOP = new Set([
