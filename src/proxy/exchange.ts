@@ -4,7 +4,8 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 // undici's index loads all of undici (fetch, WebSocket, caches, mocks: twice the heap and code of its Pool
-// alone); the exchange needs the Pool only. Typed in undici-pool.d.ts.
+// alone); the exchange needs the Pool only. Typed in undici-pool.d.ts. The path is undici's own layout, not
+// a public entry point, so package.json pins undici's exact version: an upgrade is a change the tests run.
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { classifyUpstreamFailure, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.ts';
 import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type UpstreamHeaders } from './upstream-response.ts';

@@ -100,9 +100,13 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     expect(gateway().resources).toEqual({ requests: { cpu: '1', memory: '256Mi' }, limits: { cpu: '2', memory: '512Mi' } });
   });
 
-  it("starts node with the old-generation cap Node derives inside the pod's memory limit (half of it)", () => {
+  it("starts node with the old-generation cap Node derives inside the pod's memory limit (half of it, at 512Mi)", () => {
     // The image runs START_ARGS (dockerfile.test.ts); a limit changed alone would leave the heap sized for the old one.
-    const limitMiB = Number(/^(\d+)Mi$/.exec(String(gateway().resources!.limits!.memory))![1]);
+    // Half holds between V8's floor (256 MB) and its ceiling (4 GB); outside them, see V8's HeapSizeFromPhysicalMemory.
+    const limit = String(gateway().resources!.limits!.memory);
+    const quantity = /^(\d+)(Mi|Gi)$/.exec(limit);
+    if (quantity === null) throw new Error(`memory limit ${limit}: expected a quantity in Mi or Gi`);
+    const limitMiB = Number(quantity[1]) * (quantity[2] === 'Gi' ? 1024 : 1);
     expect(START_ARGS).toContain(`--max-old-space-size=${limitMiB / 2}`);
   });
 
