@@ -211,7 +211,8 @@ export const configSchema = z.object({
       /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. Exact mode only. */
       onStoreError: z.enum(['allow', 'deny']).default('allow'),
       /**
-       * `exact`: every hit counted in Redis before its request goes on (one command per key per event-loop turn), exact across replicas. `local-first`: counted in process and
+       * `exact`: every hit counted in Redis before its request goes on (one command per key per
+       * event-loop turn), exact across replicas. `local-first`: counted in process and
        * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
        * (N − 1) × its rate per replica × syncMs over its limit).
        */

@@ -40,7 +40,8 @@ interface Counter {
  * window; with one replica, or once traffic pauses for an interval, counts are exact. If Redis is
  * unreachable every replica goes on counting alone (up to N × the limit) and the hits are sent when
  * it is back. A synchronisation whose reply is lost after Redis applied it (a command timeout) is sent
- * again, counting those hits twice: the error is towards refusing early, never towards letting through. The exact mode (every hit counted in Redis before its request goes on) stays available: rateLimit.mode.
+ * again, counting those hits twice: the error is towards refusing early, never towards letting through.
+ * The exact mode (every hit counted in Redis before its request goes on) stays available: rateLimit.mode.
  */
 export class LocalFirstRateLimitStore implements Store {
   readonly prefix: string;
