@@ -431,7 +431,7 @@ try {
   // Warm-up, saturating then paced, the same for every target. A paced request runs alone in its
   // event-loop turn (a batch of one everywhere), which saturating load seldom does: the gateway's first
   // paced period after start promoted 5-10x as much into the old generation as later ones (a major GC
-  // every ~4 s instead of every ~30 s), and without this warm-up it was round 1 that paid for it.
+  // every ~4 s instead of every 20 s or more), and without this warm-up it was round 1 that paid for it.
   for (const target of targets) await wrk(target, { kind: 'throughput', durationS: WARM_UP_S });
   for (const target of targets) await wrk(target, { kind: 'paced', durationS: PACED_WARM_UP_S });
   const throughputRuns: Result[][] = targets.map(() => []);
