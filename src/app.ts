@@ -1,7 +1,9 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
 // Before it, the server's request tracker (src/pipeline/request-tracker.ts) has made the request's record
 // (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
-import express, { type Express, type RequestHandler } from 'express';
+// Here, its target is checked first, then it meets the stages of the version its path is under (listed
+// below, in order), or a 404; the app's router runs all of that as its one layer (at the end).
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
@@ -55,8 +57,6 @@ export function createApp(deps: AppDependencies): Express {
   app.set('etag', false);
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
-
-  app.use(createRequestTarget());
 
   // Stages that do not depend on the version are built once and shared by every version's stages: one
   // authentication, and one rate limiter (keyed by key id and operationId, unique across documents).
@@ -115,13 +115,15 @@ export function createApp(deps: AppDependencies): Express {
     }
     return undefined;
   }
-  app.use(function serveVersion(req, res, next) {
+  function serveVersion(req: Request, res: Response, next: NextFunction): void {
     const stages = versionAt(res.locals.gateway.path);
     if (stages === undefined) return next();
     stages(req, res, next);
-  });
+  }
 
-  app.use(notFound);
+  // One layer of the app's router for every request: each layer it walks costs a path match, a
+  // prefix trim and closures, and none of these stages needs a path of its own.
+  app.use(inOrder([createRequestTarget(), serveVersion, notFound]));
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));
   return app;
 }

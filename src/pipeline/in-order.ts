@@ -1,4 +1,4 @@
-// Runs a version's stages in order, as one Express middleware.
+// Runs stages in order as one Express middleware: the app's entry, and each version's pipeline.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
