@@ -368,7 +368,9 @@ async function preflight(target: Target): Promise<void> {
   if (response.status < 200 || response.status > 299) throw new Error(`${target.name} answered ${response.status} to ${target.url}: ${body.slice(0, 300)}`);
 }
 
-function verdict(pass: boolean): string {
+/** `undefined`: the figure was not measured as the target defines it (a baseline's paced run missed its rate). */
+function verdict(pass: boolean | undefined): string {
+  if (pass === undefined) return 'NOT MEASURED (off pace)';
   return pass ? 'PASS' : 'MISS';
 }
 
@@ -489,7 +491,7 @@ try {
 
   const bareT = throughput[BARE]!;
   const bareAdded = paced[BARE]!.p99 - direct.p99;
-  const line = (label: string, value: string, target: string, pass: boolean) => `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
+  const line = (label: string, value: string, target: string, pass: boolean | undefined) => `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
   /** The issue's four targets for one gateway target, against the bare proxy of the same run. */
   const targetLines = (index: number) => {
     const gatewayT = throughput[index]!;
@@ -499,7 +501,14 @@ try {
     return (
       line('gateway/bare proxy throughput', throughputRatio.toFixed(2), '>= 0.85', throughputRatio >= 0.85) +
       line('gateway/bare proxy CPU per request', cpuRatio.toFixed(2), '<= 1.2', cpuRatio <= 1.2) +
-      line(`gateway added p99 - bare added p99 at ${RATE} req/s`, `${latencyDelta >= 0 ? '+' : ''}${latencyDelta.toFixed(2)} ms`, '<= 1 ms', latencyDelta <= 1) +
+      // The baselines' p99 is a latency at RATE only if their runs kept that rate; a gateway that could
+      // not keep it (its own stalls skipped send slots) misses, whatever its p99 says.
+      line(
+        `gateway added p99 - bare added p99 at ${RATE} req/s`,
+        `${latencyDelta >= 0 ? '+' : ''}${latencyDelta.toFixed(2)} ms`,
+        '<= 1 ms',
+        within(direct.rps) && within(paced[BARE]!.rps) ? within(paced[index]!.rps) && latencyDelta <= 1 : undefined,
+      ) +
       line('gateway RSS under load', `${gatewayT.rssMb.toFixed(0)} MB`, '<= 160 MB', gatewayT.rssMb <= 160)
     );
   };
