@@ -3,7 +3,7 @@
 // (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
 // Here, its target is checked first, then it meets the stages of the version its path is under (listed
 // below, in order), or a 404; the app's router runs all of that as its one layer (at the end).
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
@@ -115,11 +115,11 @@ export function createApp(deps: AppDependencies): Express {
     }
     return undefined;
   }
-  function serveVersion(req: Request, res: Response, next: NextFunction): void {
+  const serveVersion: RequestHandler = function serveVersion(req, res, next) {
     const stages = versionAt(res.locals.gateway.path);
     if (stages === undefined) return next();
     stages(req, res, next);
-  }
+  };
 
   // One layer of the app's router for every request: each layer it walks costs a path match, a
   // prefix trim and closures, and none of these stages needs a path of its own.
