@@ -18,8 +18,16 @@ const REDACT = [
   'pepper',
 ];
 
+/**
+ * pino's own timestamp is `,"time":${Date.now()}`. V8 turns a number into its decimal string through a
+ * cache held in the old generation, so every new number's string is kept there until its slot is
+ * reused, outlives the young generation and is promoted: a new one per millisecond, one per line at
+ * 1,000 requests/s. `toFixed` writes the same digits without the cache.
+ */
+const epochTime = (): string => `,"time":${Date.now().toFixed(0)}`;
+
 export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
-  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'petstore-gateway' } };
+  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'petstore-gateway' }, timestamp: epochTime };
   return destination ? pino(options, destination) : pino(options);
 }
 
@@ -35,6 +43,13 @@ export function accessLogLevel(statusCode: number, error?: Error): Level {
   if (DECIDED_REFUSALS.has(statusCode)) return 'warn';
   return statusCode >= 500 ? 'error' : 'info';
 }
+
+/**
+ * Durations to the microsecond. A full-precision double is a new number on every line and its string
+ * is promoted (see epochTime); rounded, the same few thousand values recur, and a recurring number's
+ * string comes from V8's cache without a new one.
+ */
+const toMicroseconds = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 /**
  * One JSON line per request: request id, operation, status, durations, the consumer (key id and
@@ -55,13 +70,13 @@ export function createAccessLog(logger: Logger, environment: string): (req: Inco
         reqId: record.requestId,
         req: { method: req.method, path: record.path, remoteAddress: req.socket.remoteAddress },
         res: { statusCode },
-        responseTime: Number(process.hrtime.bigint() - record.startedAt) / 1e6,
+        responseTime: toMicroseconds(Number(process.hrtime.bigint() - record.startedAt) / 1e6),
         environment,
         operation: operation?.id ?? null,
         ...(operation?.deprecation ? { deprecated: true } : {}),
         keyId: record.caller?.keyId ?? null,
         consumer: record.caller?.name ?? null,
-        upstreamMs: record.upstream?.ms ?? null,
+        upstreamMs: record.upstream?.ms === undefined ? null : toMicroseconds(record.upstream.ms),
         ...(record.upstream?.failure ? { upstreamFailure: record.upstream.failure } : {}),
         errorCode: record.error?.code ?? null,
       },

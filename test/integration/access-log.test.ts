@@ -1,4 +1,4 @@
-// The access log line of a refusal the gateway decides (502, 503) is a warning without a stack.
+// The access log line: its timestamp and durations, and a refusal the gateway decides (502, 503) as a warning without a stack.
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyStoreUnavailableError, type KeyStore } from '../../src/auth/key-store.ts';
@@ -55,5 +55,28 @@ describe('access log levels', () => {
     gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
     await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-level-200');
     expect(accessLine(gateway, 'log-level-200')).toMatchObject({ level: PINO_INFO, res: { statusCode: 200 } });
+  });
+});
+
+describe('access log fields', () => {
+  it('gives the time in whole epoch milliseconds and the durations in milliseconds to the microsecond', async () => {
+    const backend = await startPetStore();
+    closeUpstream = backend.close;
+    gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
+    const before = Date.now();
+    const res = await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-fields-200');
+    const after = Date.now();
+    expect(res.status).toBe(200);
+    const line = accessLine(gateway, 'log-fields-200');
+    expect(line.level).toBe(PINO_INFO);
+    expect(Number.isInteger(line.time)).toBe(true);
+    expect(line.time).toBeGreaterThanOrEqual(before);
+    expect(line.time).toBeLessThanOrEqual(after);
+    const { responseTime, upstreamMs } = line as { responseTime: number; upstreamMs: number };
+    expect(responseTime).toBeGreaterThan(0);
+    expect(upstreamMs).toBeGreaterThan(0);
+    expect(upstreamMs).toBeLessThanOrEqual(responseTime);
+    expect(responseTime).toBe(Number(responseTime.toFixed(3)));
+    expect(upstreamMs).toBe(Number(upstreamMs.toFixed(3)));
   });
 });
