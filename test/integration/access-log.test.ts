@@ -1,4 +1,5 @@
-// The access log line: its timestamp and durations, and a refusal the gateway decides (502, 503) as a warning without a stack.
+// The access log line: its timestamp and durations, and a refusal the gateway decides (502, 503)
+// logged as a warning without a stack.
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyStoreUnavailableError, type KeyStore } from '../../src/auth/key-store.ts';
