@@ -13,7 +13,7 @@ import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type UpstreamHead
 export interface UpstreamOptions {
   /** The upstream base address, ending in /v1. */
   baseUrl: string;
-  /** No byte from the upstream for this long: 504 (headers_timeout before the answer began, idle_timeout after). */
+  /** Nothing from the upstream for this long: 504 (headers_timeout until its head arrived, idle_timeout within its body). */
   idleTimeoutMs: number;
   /** A new upstream connection must be established within this. */
   connectTimeoutMs: number;
@@ -92,13 +92,16 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   private errorBodySize = 0;
   private readonly startedAt = performance.now();
   private readonly totalTimer: NodeJS.Timeout;
-  /** Silence from the upstream: armed as the request is sent, re-armed by every byte of the answer. */
+  /** Silence from the upstream: armed as the request is sent, re-armed by every part of the answer. */
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Parts of the answer received (its heads, its body's chunks): told apart from a silence. */
+  private progress = 0;
   /** The client is slow and the upstream paused for it: its silence is then not the upstream's. */
   private paused = false;
   private readonly idleTimeoutMs: number;
   private readonly onClientClose = () => this.clientClosed();
   private readonly onDrain = () => {
+    if (this.settled) return;
     this.paused = false;
     this.idleTimer?.refresh();
     this.controller?.resume();
@@ -134,18 +137,26 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     // abort here would destroy a healthy pooled connection for a request that never used it.
     if (this.settled) throw CLIENT_GONE;
     this.controller = controller;
+    clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.silent(), this.idleTimeoutMs);
   }
 
-  /** No byte from the upstream for idleTimeoutMs: before its answer began (headers), or within it. */
+  /** Nothing from the upstream for idleTimeoutMs: before its final head arrived (headers), or within its body. */
   private silent(): void {
     if (this.paused) return; // re-armed when the client drains
-    const kind = this.status === 0 ? 'headers_timeout' : 'idle_timeout';
-    this.fail(new UpstreamFailure(kind, `no byte from the upstream for ${this.idleTimeoutMs} ms`));
+    // Timers run before the event loop reads its sockets: after a stall of the process itself, what the
+    // upstream sent meanwhile is read first (setImmediate runs after that), and re-arms the timer.
+    const progress = this.progress;
+    setImmediate(() => {
+      if (this.settled || this.paused || this.progress !== progress) return;
+      const kind = this.status === 0 ? 'headers_timeout' : 'idle_timeout';
+      this.fail(new UpstreamFailure(kind, `nothing from the upstream for ${this.idleTimeoutMs} ms`));
+    });
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     if (this.settled) return;
+    this.progress++;
     this.idleTimer?.refresh();
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200) return;
@@ -161,6 +172,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
+    this.progress++;
     this.idleTimer?.refresh();
     if (this.errorBody !== undefined) {
       this.errorBodySize += chunk.length;
@@ -168,7 +180,8 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       return;
     }
     // A client that reads slowly slows the upstream down, rather than the gateway buffering for it.
-    if (!this.res.write(chunk)) {
+    // undici may hand over a chunk while paused (the upstream closed): one drain listener is enough.
+    if (!this.res.write(chunk) && !this.paused) {
       this.paused = true;
       controller.pause();
       this.res.once('drain', this.onDrain);

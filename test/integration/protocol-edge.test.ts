@@ -562,12 +562,12 @@ describe("the upstream's silences (upstream.timeoutMs)", () => {
   const OK_HEAD = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ';
 
   it('are timed from when the request is sent, not while it waits for a pooled connection', async () => {
-    // Every answer comes 400 ms after its request; the second request waits those 400 ms for the only connection.
-    const raw = await startRawUpstream((socket) => setTimeout(() => socket.write(`${OK_HEAD}2\r\n\r\n[]`), 400));
-    const through = await startEdge(raw.baseUrl, { upstream: { maxSockets: 1, timeoutMs: 700 } });
+    // Every answer comes 600 ms after its request; the second request waits those 600 ms for the only connection.
+    const raw = await startRawUpstream((socket) => setTimeout(() => socket.write(`${OK_HEAD}2\r\n\r\n[]`), 600));
+    const through = await startEdge(raw.baseUrl, { upstream: { maxSockets: 1, timeoutMs: 1000 } });
     const get = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`;
     try {
-      const answers = await Promise.all([0, 1].map(() => sendRaw(through.running.port, get, { responses: 1, waitMs: 3000 })));
+      const answers = await Promise.all([0, 1].map(() => sendRaw(through.running.port, get, { responses: 1, waitMs: 4000 })));
       expect(answers.map((answer) => answer.statuses)).toEqual([[200], [200]]);
     } finally {
       await through.close();
@@ -575,24 +575,46 @@ describe("the upstream's silences (upstream.timeoutMs)", () => {
     }
   });
 
-  it('end with every byte of the answer: one trickling in gaps shorter than the timeout is relayed whole', async () => {
+  it('end with every part of the answer: a body trickling in gaps shorter than the timeout is relayed whole', async () => {
+    const body = '[1,2,3]';
     const raw = await startRawUpstream((socket) => {
-      socket.write(`${OK_HEAD}5\r\n\r\n`);
-      const bytes = [...'[1,2]'];
-      const drip = setInterval(() => (bytes.length === 0 ? clearInterval(drip) : socket.write(bytes.shift()!)), 150);
+      socket.write(`${OK_HEAD}${body.length}\r\n\r\n`);
+      // One byte every 200 ms: 1.4 s in all, over the 1 s timeout.
+      const bytes = [...body];
+      const drip = setInterval(() => (bytes.length === 0 ? clearInterval(drip) : socket.write(bytes.shift()!)), 200);
       socket.on('close', () => clearInterval(drip));
     });
-    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 400 } });
+    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 1000 } });
     try {
       // Connection: close, so the answer is read to its end (a head and part of the body would count as a response).
       const answer = await sendRaw(
         through.running.port,
         `GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`,
-        { waitMs: 3000 },
+        { waitMs: 4000 },
       );
       expect(answer.closed).toBe(true);
       expect(answer.statuses).toEqual([200]);
-      expect(parseResponses(answer.text)[0]!.body).toBe('[1,2]');
+      expect(parseResponses(answer.text)[0]!.body).toBe(body);
+    } finally {
+      await through.close();
+      await raw.close();
+    }
+  });
+
+  it('are not confused with a stall of the gateway itself: what the upstream sent meanwhile is read first', async () => {
+    const raw = await startRawUpstream((socket) => {
+      socket.write(`${OK_HEAD}2\r\n\r\n[]`);
+      // The whole process (the gateway runs in it too) stalls past the timeout, the answer already sent.
+      const until = Date.now() + 600;
+      while (Date.now() < until);
+    });
+    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
+    try {
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+        waitMs: 3000,
+      });
+      expect(answer.statuses).toEqual([200]);
     } finally {
       await through.close();
       await raw.close();
@@ -602,37 +624,51 @@ describe("the upstream's silences (upstream.timeoutMs)", () => {
   it('do not include a slow client: an upstream paused while the client does not read is not cut off', async () => {
     // More than the loopback socket buffers hold, so the gateway has to pause the upstream for the client.
     const size = 32 * 1024 * 1024;
-    const raw = await startRawUpstream((socket) => socket.write(Buffer.concat([Buffer.from(`${OK_HEAD}${size}\r\n\r\n`), Buffer.alloc(size, 0x20)])));
-    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
+    let upstreamSocket: import('node:net').Socket | undefined;
+    const raw = await startRawUpstream((socket) => {
+      upstreamSocket = socket;
+      socket.write(Buffer.concat([Buffer.from(`${OK_HEAD}${size}\r\n\r\n`), Buffer.alloc(size, 0x20)]));
+    });
+    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 1000 } });
+    const client = connect(through.running.port, '127.0.0.1');
     try {
-      const client = connect(through.running.port, '127.0.0.1');
+      client.on('error', () => undefined); // a reset shows as a short body below
       client.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow-reader-0001\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`);
       // Reads nothing for three times the upstream timeout, then everything.
       client.pause();
-      await new Promise((resolve) => setTimeout(resolve, 900));
-      let received = 0;
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      // The upstream was held back: part of its answer still waits in its socket.
+      expect(upstreamSocket!.writableLength).toBeGreaterThan(0);
+      // The head arrives in the first chunk (the gateway writes it before any of the body).
       let head = '';
-      const whole = await new Promise<boolean>((resolve) => {
-        const deadline = setTimeout(() => resolve(false), 10_000);
+      let bodyBytes = 0;
+      await new Promise<void>((resolve) => {
+        const deadline = setTimeout(resolve, 10_000);
+        const done = () => {
+          clearTimeout(deadline);
+          resolve();
+        };
         client.on('data', (chunk: Buffer) => {
-          if (head === '') head = chunk.toString('latin1', 0, Math.min(chunk.length, 200));
-          received += chunk.length;
-          if (received >= size) {
-            clearTimeout(deadline);
-            resolve(true);
+          if (head === '') {
+            const headEnd = chunk.indexOf('\r\n\r\n');
+            head = chunk.toString('latin1', 0, headEnd + 4);
+            bodyBytes += chunk.length - headEnd - 4;
+          } else {
+            bodyBytes += chunk.length;
           }
+          if (bodyBytes >= size) done();
         });
-        client.on('close', () => resolve(false));
+        client.on('close', done);
         client.resume();
       });
-      client.destroy();
       expect(head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true);
-      expect(whole).toBe(true);
+      expect(bodyBytes).toBe(size);
       await waitFor(async () => through.gateway.logs.some((entry) => entry.reqId === 'slow-reader-0001'), 2000);
       const line = through.gateway.logs.find((entry) => entry.reqId === 'slow-reader-0001');
       expect(line).toMatchObject({ res: { statusCode: 200 } });
       expect(line).not.toHaveProperty('upstreamFailure');
     } finally {
+      client.destroy();
       await through.close();
       await raw.close();
     }
