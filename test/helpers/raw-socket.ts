@@ -60,18 +60,29 @@ export function parseResponses(text: string): Array<{ status: number; headers: R
 }
 
 /** Complete final (non-1xx) responses so far; cheap enough to call on every chunk of a long pipelined answer. */
-function finalResponses(text: string): number {
+function finalResponses(text: string, bodiless: boolean): number {
   const lines = [...text.matchAll(/HTTP\/1\.1 ([1-5]\d\d) /g)];
   const last = lines.at(-1);
   if (!last) return 0;
   const finals = lines.filter((line) => line[1]![0] !== '1').length;
   // The last one counts only once its body arrived.
-  return last[1]![0] !== '1' && parseResponses(text.slice(last.index)).length === 0 ? finals - 1 : finals;
+  return last[1]![0] !== '1' && !arrivedWhole(text.slice(last.index), bodiless) ? finals - 1 : finals;
+}
+
+/** Whether the response `text` starts with has arrived to the end of its body (a HEAD's has none). */
+function arrivedWhole(text: string, bodiless: boolean): boolean {
+  const [response] = parseResponses(text);
+  if (response === undefined) return false;
+  if (bodiless) return true;
+  if (response.headers['transfer-encoding']?.includes('chunked')) return text.includes('\r\n0\r\n\r\n');
+  return response.body.length === Number(response.headers['content-length'] ?? 0) || [100, 204, 304].includes(response.status);
 }
 
 /** Opens a connection, writes `bytes` exactly, and collects the answer. */
 export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOptions = {}): Promise<RawAnswer> {
   const { waitMs = 2000 } = options;
+  // Answers to HEAD declare a length but carry no body.
+  const bodiless = (typeof bytes === 'string' ? bytes : bytes.toString('latin1', 0, 5)).startsWith('HEAD ');
   return new Promise((resolve, reject) => {
     const socket: Socket = connect(port, '127.0.0.1', () => socket.write(bytes));
     let text = '';
@@ -89,7 +100,7 @@ export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOp
         sentFollowUp = true;
         socket.write(options.afterFirstResponse);
       }
-      if (options.responses !== undefined && finalResponses(text) >= options.responses) finish();
+      if (options.responses !== undefined && finalResponses(text, bodiless) >= options.responses) finish();
     });
     socket.on('close', () => {
       closed = true;
