@@ -7,7 +7,7 @@ import { UpstreamFailure } from './upstream-failure.ts';
 export interface CircuitBreakerOptions {
   /** Consecutive failed exchanges (refused, reset, timed out, or a 502/503/504 answer) that open the circuit. */
   failureThreshold: number;
-  /** How long the circuit stays open before one trial request is let through (half-open). */
+  /** How long the circuit stays open before one trial request is let through (half-open); others are refused until it ends. */
   openMs: number;
   /** Told of every state change, for logs and metrics. */
   onStateChange?: (state: 'closed' | 'open' | 'half_open') => void;
@@ -45,15 +45,22 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): GuardedExc
   }
   const retryAfter = String(Math.max(1, Math.ceil(options.openMs / 1000)));
 
+  const unavailable = (cause?: unknown) =>
+    new GatewayError('upstream_unavailable', 'The pet store backend is unavailable; retry shortly', {
+      ...(cause === undefined ? {} : { cause }),
+      headers: { 'Retry-After': retryAfter },
+    });
+
   return async function guardedExchange(attempt) {
+    // Half-open means the one trial request is in flight (cockatiel samples one call). cockatiel makes
+    // every other call wait for its outcome, up to the upstream's timeout; the circuit is still not
+    // known to be closed, so they are refused at once, as while it is open.
+    if (policy.state === CircuitState.HalfOpen) throw unavailable();
     try {
       return await policy.execute(attempt);
     } catch (error) {
       if (!(error instanceof BrokenCircuitError)) throw error;
-      throw new GatewayError('upstream_unavailable', 'The pet store backend is unavailable; retry shortly', {
-        cause: error,
-        headers: { 'Retry-After': retryAfter },
-      });
+      throw unavailable(error);
     }
   };
 }

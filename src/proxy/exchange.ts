@@ -76,6 +76,8 @@ export interface Upstream {
 
 /** The reason an exchange is aborted with when the client leaves: never reported as an upstream failure. */
 const CLIENT_GONE = new Error('the client closed its connection');
+/** The reason an exchange whose answer is complete is aborted with, to close a connection that is not to be reused. */
+const CONNECTION_RETIRED = new Error('the upstream connection is not reused after a bodiless answer');
 
 /**
  * One exchange: undici calls these methods as the upstream's answer arrives. Success answers stream to
@@ -168,6 +170,19 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     }
     relayHead(statusCode, headers, this.res);
     this.answered = true;
+    if (statusCode === 204 || statusCode === 304) this.retireConnection();
+  }
+
+  /**
+   * A 204 or 304 has no body by definition, so nothing frames what a backend might wrongly write after
+   * it: bytes that would be read as the answer to the next request on the connection, whoever sent it.
+   * The answer is complete at its head; aborting now makes undici close the connection instead of
+   * reusing it (a new connection per 204/304, which the interface's operations rarely answer).
+   */
+  private retireConnection(): void {
+    this.succeed({ status: this.status });
+    this.res.end();
+    this.controller?.abort(CONNECTION_RETIRED);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -203,7 +218,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (error === CLIENT_GONE) return;
+    if (error === CLIENT_GONE || error === CONNECTION_RETIRED) return;
     this.fail(error instanceof UpstreamFailure ? error : new UpstreamFailure(classifyUpstreamFailure(error), error.message, { cause: error }));
   }
 
@@ -275,9 +290,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           // undici's header type is its own; node:http's OutgoingHttpHeaders values are strings here (upstreamHeaders).
           headers: request.headers as Record<string, string | string[]>,
           body: request.body ?? null,
-          // undici closes the connection after every HEAD by default (for servers that wrongly send a
-          // body); the backend's answers are framed like any other, so the connection is kept.
-          reset: false,
+          // No `reset: false`: undici closes the connection after a HEAD. A backend that wrongly writes a
+          // body after its HEAD answer would otherwise leave those bytes to be read as the answer to the
+          // next request on the connection, whoever sent it.
         },
         handler,
       );

@@ -196,3 +196,60 @@ export async function startRawUpstream(answer: (socket: Socket, received: string
       }),
   };
 }
+
+/** One request as a raw upstream read it: which connection it came on, and its request line. */
+export interface ReadRequest {
+  /** 0 for the upstream's first connection, 1 for its second... */
+  connection: number;
+  socket: Socket;
+  method: string;
+  target: string;
+  head: string;
+}
+
+/**
+ * A TCP upstream that reads each connection's requests one after another (heads, and bodies by their
+ * Content-Length, as the gateway sends them) and hands each to `answer` with every request read so far,
+ * so a test can write whatever bytes it likes on any connection at the moment a given request arrives.
+ */
+export async function startReadingUpstream(
+  answer: (request: ReadRequest, all: readonly ReadRequest[]) => void,
+): Promise<{ port: number; baseUrl: string; requests: ReadRequest[]; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const requests: ReadRequest[] = [];
+  let connections = 0;
+  const server = createTcpServer((socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    const connection = connections++;
+    let buffered = '';
+    socket.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('latin1');
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const head = buffered.slice(0, end);
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        buffered = buffered.slice(end + 4 + length);
+        const [method = '', target = ''] = head.slice(0, head.indexOf('\r\n')).split(' ');
+        const request = { connection, socket, method, target, head };
+        requests.push(request);
+        answer(request, requests);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -63,4 +63,38 @@ describe('the circuit breaker in front of the backend', () => {
     for (let i = 0; i < 5; i++) expect((await request(gateway.app).get('/v1/pets?limit=0').set('Authorization', `Bearer ${gateway.apiKey}`)).status).toBe(400);
     expect((await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`)).status).toBe(200);
   });
+
+  it('answers 503 at once while its one trial request is in flight, instead of making callers wait for the trial', async () => {
+    // The first connection is reset (a failure that opens the circuit); every later request is held unanswered.
+    let read = 0;
+    let trialArrived: () => void = () => undefined;
+    const trialAtUpstream = new Promise<'trial'>((resolve) => (trialArrived = () => resolve('trial')));
+    upstream = await startScriptedUpstream((req) => {
+      if (++read === 1) req.socket.destroy();
+      else trialArrived();
+    });
+    gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      overrides: { upstream: { timeoutMs: 20_000, circuitBreaker: { failureThreshold: 1, openMs: 200 } } },
+    });
+    const call = () => request(gateway!.app).get('/v1/pets').set('Authorization', `Bearer ${gateway!.apiKey}`).then((res) => res);
+    expect((await call()).status).toBe(502);
+
+    // Refused while open; the first call after openMs is let through as the trial, and is held by the upstream.
+    let trial: Promise<unknown> | undefined;
+    while (trial === undefined) {
+      const attempt = call();
+      const first = await Promise.race([attempt, trialAtUpstream]);
+      if (first === 'trial') trial = attempt;
+      else expect(first.status).toBe(503);
+    }
+    let trialSettled = false;
+    void trial.finally(() => (trialSettled = true));
+
+    const during = await Promise.all(Array.from({ length: 5 }, call));
+    expect(during.map((res) => res.status)).toEqual([503, 503, 503, 503, 503]);
+    expect(during[0]!.body).toEqual({ code: 'upstream_unavailable', message: 'The pet store backend is unavailable; retry shortly', status: 503 });
+    expect(trialSettled).toBe(false);
+    expect(read).toBe(2);
+  });
 });

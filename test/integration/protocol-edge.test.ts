@@ -5,7 +5,7 @@ import type { RunningGateway } from '../../src/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
-import { parseResponses, sendRaw, startRawUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
+import { parseResponses, sendRaw, startRawUpstream, startReadingUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 
 interface Edge {
   gateway: TestGateway;
@@ -510,25 +510,6 @@ describe('repeated fields and pooled connections', () => {
     }
   });
 
-  it('keeps the upstream connection after a HEAD', async () => {
-    const connections = new Set<unknown>();
-    const raw = await startRawUpstream((socket) => {
-      connections.add(socket);
-      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n');
-    });
-    const through = await startEdge(raw.baseUrl);
-    try {
-      for (let i = 0; i < 3; i++) {
-        const answer = await sendRaw(through.running.port, `HEAD /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
-        expect(answer.statuses).toEqual([200]);
-      }
-      expect(connections.size).toBe(1);
-    } finally {
-      await through.close();
-      await raw.close();
-    }
-  });
-
   it('costs no upstream connection for a client that left while its request waited for one', async () => {
     const connections = new Set<unknown>();
     let requests = 0;
@@ -669,5 +650,60 @@ describe("the upstream's silences (upstream.timeoutMs)", () => {
       await through.close();
       await raw.close();
     }
+  });
+});
+
+describe('upstream connections whose framing the gateway cannot vouch for', () => {
+  /** A whole response, as a backend bug would leave it on the connection after a bodiless answer. */
+  const INJECTED = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 22\r\n\r\n[{"injected":"late!"}]';
+
+  /**
+   * Client A's request is answered by `bodiless` (a HEAD's head, a 204, a 304); the moment the upstream
+   * reads client B's request, on whichever connection, it writes INJECTED on A's connection, then
+   * answers B with B's own query. A gateway that sent B on A's connection would give B the injected bytes.
+   */
+  async function aThenB(requestA: string, answerA: string, inject = true): Promise<{ answerA: number[]; bodyB: string; connections: number[] }> {
+    const upstream = await startReadingUpstream((request, all) => {
+      if (all.length === 1) {
+        request.socket.write(answerA);
+        return;
+      }
+      if (inject) all[0]!.socket.write(INJECTED);
+      const body = JSON.stringify([{ query: request.target }]);
+      request.socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    });
+    const through = await startEdge(upstream.baseUrl);
+    const otherKey = through.gateway.addKey({ id: 'key_other', consumer: 'other' });
+    try {
+      const a = await sendRaw(through.running.port, `${requestA} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+      const b = await sendRaw(through.running.port, `GET /v1/pets?limit=7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${otherKey}\r\n\r\n`, { responses: 1 });
+      return { answerA: a.statuses, bodyB: parseResponses(b.text)[0]?.body ?? '', connections: upstream.requests.map((request) => request.connection) };
+    } finally {
+      await through.close();
+      await upstream.close();
+    }
+  }
+
+  it('are not reused after a HEAD: body bytes a backend writes after its HEAD answer never reach the next client', async () => {
+    const { answerA, bodyB, connections } = await aThenB('HEAD /v1/pets?limit=1', `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${INJECTED.length}\r\n\r\n`);
+    expect(answerA).toEqual([200]);
+    expect(bodyB).toBe('[{"query":"/v1/pets?limit=7"}]');
+    expect(connections).toEqual([0, 1]);
+  });
+
+  it.each([
+    ['204', 'HTTP/1.1 204 No Content\r\n\r\n'],
+    ['304', 'HTTP/1.1 304 Not Modified\r\nETag: "a"\r\n\r\n'],
+  ])('are not reused after a %s: bytes a backend writes after it never reach the next client', async (status, bodiless) => {
+    const { answerA, bodyB, connections } = await aThenB('GET /v1/pets?limit=1', bodiless);
+    expect(answerA).toEqual([Number(status)]);
+    expect(bodyB).toBe('[{"query":"/v1/pets?limit=7"}]');
+    expect(connections).toEqual([0, 1]);
+  });
+
+  it('are reused after an answer its Content-Length frames', async () => {
+    const { bodyB, connections } = await aThenB('GET /v1/pets?limit=1', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]', false);
+    expect(bodyB).toBe('[{"query":"/v1/pets?limit=7"}]');
+    expect(connections).toEqual([0, 0]);
   });
 });
