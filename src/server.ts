@@ -67,7 +67,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const drainable = makeDrainable(publicServer, admission.idle);
   // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
-  publicServer.on('clientError', createClientErrorHandler(admission.mayAnswerOn));
+  publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
   const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
   const port = await listen(publicServer, config.listen.port, config.listen.host);
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost);

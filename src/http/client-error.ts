@@ -15,17 +15,23 @@ export function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
 }
 
 /**
- * For `server.on('clientError')`: the connection cannot be reused, so the answer closes it. One
- * response per request: when the gateway already answered on this connection (a refusal sent before
- * the body ended, or a response under way), the connection is closed without writing another.
+ * For `server.on('clientError')`: the connection cannot be reused, so the refusal closes it. Complete
+ * requests that came before the bad bytes are answered first, in order (the backend may already be
+ * running them); then the refusal. One response per request: when the request the error is in was
+ * answered already (a refusal sent before its body ended), the connection is closed without another.
  */
-export function createClientErrorHandler(mayAnswerOn: (socket: Socket) => boolean): (error: NodeJS.ErrnoException, socket: Socket) => void {
+export function createClientErrorHandler(answerInTurn: (socket: Socket, answer: () => void) => boolean): (error: NodeJS.ErrnoException, socket: Socket) => void {
   return function answerClientError(error, socket) {
-    if (error.code === 'ECONNRESET' || !socket.writable || !mayAnswerOn(socket)) {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    writeRefusal(socket, clientErrorRefusal(error));
+    const refusal = clientErrorRefusal(error);
+    const answered = answerInTurn(socket, () => {
+      // The last response may have closed the connection (a drain), or the client left meanwhile.
+      if (socket.writable && !socket.writableEnded) writeRefusal(socket, refusal);
+    });
+    if (!answered) socket.destroy();
   };
 }
 

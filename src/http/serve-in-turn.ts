@@ -18,10 +18,15 @@ export interface RequestAdmission {
   /** Resolves when no accepted request is left unanswered (at once if none is): what the drain waits for. */
   idle(): Promise<void>;
   /**
-   * Whether the gateway may write a response of its own for a parser error on this connection: only
-   * when that response would answer the request the error is in, and nothing answered it yet.
+   * For a parser error on this connection: `answer` writes the gateway's refusal of the bytes that did
+   * not parse, and is run in the refusal's turn. At once when the error is in the body of the request
+   * being served and nothing answered it yet, or when no request is in flight on the connection; after
+   * the last one when complete requests precede the bad bytes (each of them is answered first, in
+   * order). Returns false when the refusal cannot be the next response on the connection (the request
+   * the error is in was answered already): the caller closes it without a second answer. Node reports
+   * an error again for every later chunk; only the first one counts.
    */
-  mayAnswerOn(socket: Socket): boolean;
+  answerInTurn(socket: Socket, answer: () => void): boolean;
 }
 
 interface ConnectionState {
@@ -31,6 +36,10 @@ interface ConnectionState {
   answeredEarly: boolean;
   /** Reading was paused here (not by Node's own backpressure), so it is resumed here. */
   paused: boolean;
+  /** Bytes after the requests in flight did not parse: their refusal, written once those are answered. */
+  refusal?: () => void;
+  /** A parser error was dealt with: later reports of it (one per chunk read) change nothing. */
+  parseErrorSeen: boolean;
 }
 
 export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
@@ -54,7 +63,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
   function stateOf(socket: Socket): ConnectionState {
     let state = connections.get(socket);
     if (!state) {
-      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false };
+      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false, parseErrorSeen: false };
       connections.set(socket, created);
       // Requests still waiting when the connection goes will never be served.
       socket.once('close', () => {
@@ -80,7 +89,12 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       settled(1);
       if (!req.complete) state.answeredEarly = true;
       if (state.waiting.length > 0) setImmediate(serveNext, state, req.socket);
-      else if (state.paused) {
+      else if (state.refusal) {
+        // The last complete request before the bad bytes is answered: now their refusal, which closes.
+        const refuse = state.refusal;
+        state.refusal = undefined;
+        refuse();
+      } else if (state.paused) {
         state.paused = false;
         req.socket.resume();
       }
@@ -124,15 +138,30 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     },
     inFlight: () => inFlight,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
-    mayAnswerOn(socket) {
-      const state = connections.get(socket);
-      if (!state) return true;
-      // Between two turns: an error after a waiting request cannot be answered before it.
-      if (!state.current) return !state.answeredEarly && state.waiting.length === 0;
-      // The error belongs to the request being served only while its body is still arriving; an error in a
-      // later pipelined request cannot be answered before this one, so that connection is just closed.
-      const [req, res] = state.current;
-      return !req.complete && !res.headersSent;
+    answerInTurn(socket, answer) {
+      const state = stateOf(socket);
+      if (state.parseErrorSeen) return true;
+      state.parseErrorSeen = true;
+      if (state.current) {
+        const [req, res] = state.current;
+        // Within the body of the request being served: the refusal is its answer, unless it has one already.
+        if (!req.complete) {
+          if (res.headersSent) return false;
+          answer();
+          return true;
+        }
+        state.refusal = answer;
+        return true;
+      }
+      // Between two turns: after the waiting requests.
+      if (state.waiting.length > 0) {
+        state.refusal = answer;
+        return true;
+      }
+      // In the rest of a body whose request was answered before it arrived: that request has its answer.
+      if (state.answeredEarly) return false;
+      answer();
+      return true;
     },
   };
 }

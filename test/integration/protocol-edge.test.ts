@@ -197,6 +197,64 @@ describe('one response per request', () => {
   });
 });
 
+describe('bytes that do not parse after complete requests', () => {
+  const get = (limit: number) => `GET /v1/pets?limit=${limit} HTTP/1.1\r\nHost: x\r\nX-Request-Id: garbage-after-${limit}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+  const NOT_HTTP = { code: 'invalid_request', message: 'The request is not valid HTTP/1.1', status: 400 };
+
+  it('answer the complete request first, then refuse the bytes with 400 and close', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(edge.running.port, `${get(1)}garbage\r\n\r\n`);
+    expect(answer.statuses).toEqual([200, 400]);
+    expect(answer.closed).toBe(true);
+    const [first, refusal] = parseResponses(answer.text);
+    expect(first!.headers['x-request-id']).toBe('garbage-after-1');
+    expect(refusal!.headers.connection).toBe('close');
+    expect(JSON.parse(refusal!.body)).toEqual(NOT_HTTP);
+    expect(upstream.requests.slice(before).map((request) => request.url)).toEqual(['/v1/pets?limit=1']);
+  });
+
+  it('answer every pipelined request before them, in order', async () => {
+    const before = upstream.requests.length;
+    const answer = await sendRaw(edge.running.port, `${get(1)}${get(2)}${get(3)}\x01\x02 not http\r\n\r\n`);
+    expect(answer.statuses).toEqual([200, 200, 200, 400]);
+    expect(parseResponses(answer.text).map((response) => response.headers['x-request-id'])).toEqual(['garbage-after-1', 'garbage-after-2', 'garbage-after-3', undefined]);
+    expect(answer.closed).toBe(true);
+    expect(upstream.requests.slice(before).map((request) => request.url)).toEqual(['/v1/pets?limit=1', '/v1/pets?limit=2', '/v1/pets?limit=3']);
+  });
+
+  it('arriving while the request before them is at the upstream, answer it first', async () => {
+    let client: Socket | undefined;
+    // The upstream holds its answer until the bad bytes have been written after the request.
+    const held = await startReadingUpstream((request) => {
+      client!.write('garbage\r\n\r\n', () =>
+        setTimeout(() => request.socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]'), 50),
+      );
+    });
+    const through = await startEdge(held.baseUrl);
+    try {
+      const text = await new Promise<string>((resolve) => {
+        let received = '';
+        client = connect(through.running.port, '127.0.0.1', () =>
+          client!.write(`GET /v1/pets?limit=5 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`),
+        );
+        client.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+        client.on('close', () => resolve(received));
+      });
+      expect(parseResponses(text).map((response) => response.status)).toEqual([200, 400]);
+      expect(held.requests).toHaveLength(1);
+    } finally {
+      await through.close();
+      await held.close();
+    }
+  });
+
+  it('after a DELETE whose body was sent without a length (as Node\'s own client does), answer the DELETE and refuse its body', async () => {
+    const answer = await sendRaw(edge.running.port, `DELETE /v1/pets/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n\r\n{"reason":"x"}`);
+    expect(answer.statuses).toEqual([405, 400]);
+    expect(answer.closed).toBe(true);
+  });
+});
+
 describe('a body still arriving when the gateway has answered', () => {
   it('closes the connection after a refusal, instead of reading whatever the client keeps sending', async () => {
     const head = 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';

@@ -86,8 +86,9 @@ class FakeSocket extends EventEmitter {
 }
 
 function exchange(socket: FakeSocket): [IncomingMessage, ServerResponse] {
-  const req = Object.assign(new EventEmitter(), { socket, complete: true, url: '/' }) as unknown as IncomingMessage;
   const res = Object.assign(new EventEmitter(), { shouldKeepAlive: true, headersSent: false }) as unknown as ServerResponse;
+  // `res` on the request too, so a test can close the response of a request its handler was given.
+  const req = Object.assign(new EventEmitter(), { socket, complete: true, url: '/', res }) as unknown as IncomingMessage;
   return [req, res];
 }
 
@@ -104,9 +105,23 @@ describe('serveInTurn between two turns (a response closed, the next waiting req
     return { admission, socket, handled, second };
   }
 
-  it('does not let a parser error be answered as if it were the waiting request\'s answer', () => {
-    const { admission, socket } = twoPipelined();
-    expect(admission.mayAnswerOn(socket as unknown as Socket)).toBe(false);
+  it('answers a parser error only after the waiting request, never as if it were that request\'s answer', async () => {
+    const { admission, socket, handled } = twoPipelined();
+    const refusals: string[] = [];
+    expect(admission.answerInTurn(socket as unknown as Socket, () => refusals.push('400'))).toBe(true);
+    expect(refusals).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    (handled[1] as unknown as { res: EventEmitter }).res.emit('close');
+    expect(refusals).toEqual(['400']);
+  });
+
+  it('heeds only the first report of a parser error (Node reports one for every chunk read after it)', async () => {
+    const { admission, socket, handled } = twoPipelined();
+    const refusals: string[] = [];
+    for (let i = 0; i < 3; i++) admission.answerInTurn(socket as unknown as Socket, () => refusals.push(`400 #${i}`));
+    await new Promise((resolve) => setImmediate(resolve));
+    (handled[1] as unknown as { res: EventEmitter }).res.emit('close');
+    expect(refusals).toEqual(['400 #0']);
   });
 
   it('serves the waiting request on the next turn', async () => {
