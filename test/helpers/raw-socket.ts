@@ -12,7 +12,10 @@ export interface RawAnswer {
 }
 
 export interface RawSendOptions {
-  /** Give up waiting after this long (default 2000 ms); the answer so far is returned. */
+  /**
+   * Give up waiting after this long; the answer so far is returned. Default: 2000 ms of watching for
+   * whatever comes; with `responses`, 15 s, only to detect a hang (the wait ends when they have arrived).
+   */
   waitMs?: number;
   /** Resolve as soon as this many complete responses arrived (default: wait for close or the deadline). */
   responses?: number;
@@ -80,7 +83,7 @@ function arrivedWhole(text: string, bodiless: boolean): boolean {
 
 /** Opens a connection, writes `bytes` exactly, and collects the answer. */
 export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOptions = {}): Promise<RawAnswer> {
-  const { waitMs = 2000 } = options;
+  const { waitMs = options.responses === undefined ? 2000 : 15_000 } = options;
   // Answers to HEAD declare a length but carry no body.
   const bodiless = (typeof bytes === 'string' ? bytes : bytes.toString('latin1', 0, 5)).startsWith('HEAD ');
   return new Promise((resolve, reject) => {
