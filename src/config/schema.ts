@@ -1,5 +1,6 @@
 // The shape of the gateway's configuration: every key typed, described and defaulted.
 import { z } from 'zod';
+import { NEVER_FORWARDED, NOT_RELAYABLE_BY_CONFIG } from '../http/header-names.ts';
 
 export const ENVIRONMENTS = ['production', 'staging'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -22,6 +23,11 @@ const redisNode = z
 const baseUrl = z
   .url({ protocol: /^https?$/ })
   .refine((value) => new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
+
+/** A header field name (a token, RFC 9110 §5.1), lower case as Node reports them. */
+const headerName = z.string().regex(/^[!#$%&'*+\-.^_`|~0-9a-z]+$/, 'must be a header field name in lower case');
+const headerList = (refused: ReadonlySet<string>, why: string) =>
+  z.array(headerName.refine((name) => !refused.has(name), { error: (issue) => `${String(issue.input)} ${why}` })).default([]);
 
 const instant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
 const stabilityAccess = z.enum(['allow', 'deny', 'opt-in']);
@@ -116,6 +122,16 @@ export const configSchema = z.object({
         })
         .strict()
         .prefault({}),
+    })
+    .strict()
+    .prefault({}),
+  /** Additions to the headers the gateway lets through (README.md, "Proxying"); everything not allowed is dropped. */
+  headers: z
+    .object({
+      /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */
+      forwardToUpstream: headerList(NEVER_FORWARDED, 'is never forwarded: the gateway sets it itself, or it describes the client\'s connection or credential, or is a claim about the client or route the gateway does not make'),
+      /** Upstream headers relayed to the client besides the standard set and the ones the document declares for the answer's status. */
+      relayToClient: headerList(NOT_RELAYABLE_BY_CONFIG, 'is never relayed from the upstream: it describes the connection or framing, or the gateway states it itself'),
     })
     .strict()
     .prefault({}),

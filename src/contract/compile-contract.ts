@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { STABILITY_MARKERS, type StabilityMarker } from '../config/schema.ts';
+import { compileResponseHeaders, createRefResolver, headerParameterName } from './declared-headers.ts';
 import type { HttpMethod, Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
 import { createParameterParser } from './parameters.ts';
 import { createPathMatcher } from './path-matcher.ts';
@@ -56,6 +57,8 @@ export function compileContract(document: unknown): Contract {
     return schema;
   };
 
+  const resolveRef = createRefResolver(root);
+
   const operations: Operation[] = [];
   for (const [pathTemplate, pathItemValue] of Object.entries(asObject(root.paths, 'paths'))) {
     if (!pathTemplate.startsWith('/')) throw new Error(`interface document: path ${pathTemplate} must start with /`);
@@ -67,15 +70,27 @@ export function compileContract(document: unknown): Contract {
       const where = `paths.${pathTemplate}.${method.toLowerCase()}`;
       const operation = asObject(raw, where);
       if (typeof operation.operationId !== 'string') throw new Error(`interface document: ${where}.operationId is required`);
-      const parameters = [...shared, ...((operation.parameters ?? []) as unknown[])].map((parameter, index) =>
-        compileParameter(asObject(parameter, `${where}.parameters[${index}]`), `${where}.parameters[${index}]`),
-      );
+      const parameters: ParameterSpec[] = [];
+      const requestHeaders: string[] = [];
+      for (const [index, value] of [...shared, ...((operation.parameters ?? []) as unknown[])].entries()) {
+        const at = `${where}.parameters[${index}]`;
+        const parameter = asObject(value, at);
+        if (parameter.in !== 'header') {
+          parameters.push(compileParameter(parameter, at));
+          continue;
+        }
+        if (typeof parameter.name !== 'string') throw new Error(`interface document: ${at}.name is required`);
+        const name = headerParameterName(parameter.name, at);
+        if (name !== undefined) requestHeaders.push(name);
+      }
       const compiled: Operation = {
         id: operation.operationId,
         method,
         pathTemplate,
         parameters,
         queryParameters: parameters.filter((parameter) => parameter.in === 'query'),
+        requestHeaders,
+        responseHeaders: compileResponseHeaders(operation.responses, `${where}.responses`, resolveRef),
         ...(operation.requestBody === undefined
           ? {}
           : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),
@@ -89,7 +104,7 @@ export function compileContract(document: unknown): Contract {
   function compileParameter(parameter: Json, where: string): ParameterSpec {
     if (typeof parameter.name !== 'string') throw new Error(`interface document: ${where}.name is required`);
     if (parameter.in !== 'query' && parameter.in !== 'path') {
-      throw new Error(`interface document: ${where}.in must be query or path (the gateway validates no other kind)`);
+      throw new Error(`interface document: ${where}.in must be query, path or header (the gateway handles no other kind)`);
     }
     const schema = parameter.schema ?? {};
     return {

@@ -4,7 +4,6 @@
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
-  forbidden: 403,
   /** An experimental or beta operation this environment denies, or serves only to keys that opted in (config `stability`). */
   stability_not_allowed: 403,
   not_found: 404,
@@ -26,6 +25,11 @@ export const ERROR_STATUS = {
   gateway_timeout: 504,
   /** An upstream error answer that was not Error-shaped; the status is the upstream's. */
   upstream_error: 502,
+  /**
+   * The backend answered 401 or 403: it refused the gateway (its signed identity token, or the backend's
+   * setup), not the client, whose key the gateway checked and never forwards.
+   */
+  upstream_refused_identity: 502,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

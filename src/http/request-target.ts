@@ -14,6 +14,36 @@ const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
+ * Fields a request may carry once. Node keeps the first of each and drops the rest unseen, so two that
+ * differ would be read one way here and perhaps another by whatever reads the raw bytes: RFC 9112 §3.2
+ * requires 400 for two Host lines; two credentials or two media types are ambiguous the same way.
+ * Node's parser already refuses a second Content-Length (HPE_UNEXPECTED_CONTENT_LENGTH, answered by
+ * client-error.ts); it is checked here too so that a parser made lenient would not make it pass.
+ */
+const SINGLETONS: ReadonlyMap<string, string> = new Map([
+  ['host', 'Host'],
+  ['authorization', 'Authorization'],
+  ['content-type', 'Content-Type'],
+  ['content-length', 'Content-Length'],
+]);
+/** The singletons' name lengths: most raw names are rejected on their length, without lower-casing them. */
+const SINGLETON_LENGTHS = new Set([...SINGLETONS.keys()].map((name) => name.length));
+
+/** The first singleton field the raw head repeats, by its usual spelling; undefined when none is. */
+function repeatedSingleton(rawHeaders: readonly string[]): string | undefined {
+  let seen: string[] | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const raw = rawHeaders[i]!;
+    if (!SINGLETON_LENGTHS.has(raw.length)) continue;
+    const name = raw.toLowerCase();
+    if (!SINGLETONS.has(name)) continue;
+    if (seen?.includes(name)) return SINGLETONS.get(name);
+    (seen ??= []).push(name);
+  }
+  return undefined;
+}
+
+/**
  * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
  * them (RFC 9112 §3.2.2). Runs before the app: Express's router keeps the scheme and authority of an
  * absolute URL aside when it starts, so the rewrite must come first.
@@ -25,13 +55,16 @@ export function toOriginForm(req: IncomingMessage): void {
 }
 
 /**
- * Any target that is not a path by now (`*`, authority-form) is refused. HTTP/1.1 requires Host. The only
+ * Any target that is not a path by now (`*`, authority-form) is refused. HTTP/1.1 requires Host, once,
+ * and Authorization, Content-Type and Content-Length may appear once too. The only
  * expectation the gateway meets is 100-continue, and it answers that itself once the request has passed
  * every check that needs no body (authentication, route, media type, declared size).
  */
 export function createRequestTarget(): RequestHandler {
   return function checkRequestTarget(req, _res, next) {
     if (!req.url.startsWith('/')) throw new GatewayError('invalid_request', 'The request target must be a path');
+    const repeated = repeatedSingleton(req.rawHeaders);
+    if (repeated !== undefined) throw new GatewayError('invalid_request', `The request carries more than one ${repeated} header`);
     const host = req.headers.host;
     if (host === undefined ? req.httpVersion === '1.1' : !HOST.test(host)) {
       throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header naming a host and optional port');

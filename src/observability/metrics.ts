@@ -15,6 +15,9 @@ export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 /** Distinct consumers tracked on deprecated operations before the rest are counted as `other`. */
 export const DEFAULT_DEPRECATED_CONSUMER_CAP = 200;
 
+/** The backend statuses that mean it refused the gateway itself (see refusesTheGateway). */
+export const REFUSED_IDENTITY_STATUSES = ['401', '403'] as const;
+
 /** Every authentication refusal reason; `satisfies` makes the compiler insist on the whole list. */
 export const AUTH_REFUSAL_REASONS = Object.keys({
   missing: true,
@@ -61,6 +64,10 @@ export interface GatewayMetrics {
   registry: Registry;
   requestCompleted(request: CompletedRequest): void;
   upstreamFailed(operation: string, kind: UpstreamFailureKind): void;
+  /** Header fields of one backend answer the relay policy dropped. */
+  upstreamHeadersDropped(operation: string, count: number): void;
+  /** A backend 401 or 403, answered 502 upstream_refused_identity. */
+  upstreamRefusedIdentity(operation: string, upstreamStatus: number): void;
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
@@ -111,6 +118,19 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     name: name('upstream_errors_total'),
     help: `Failed upstream exchanges by operation and kind (${UPSTREAM_FAILURE_KINDS.join(', ')}).`,
     labelNames: ['operation', 'kind', 'environment'] as const,
+    registers,
+  });
+  // By operation only: the names are the backend's to invent, and a label per name would be unbounded.
+  const droppedHeaders = new Counter({
+    name: name('upstream_response_headers_dropped_total'),
+    help: 'Header fields of backend answers the gateway did not relay (neither declared for the operation and status nor standard, or echoing the identity token), by operation.',
+    labelNames: ['operation', 'environment'] as const,
+    registers,
+  });
+  const refusedIdentity = new Counter({
+    name: name('upstream_refused_identity_total'),
+    help: "Backend 401 and 403 answers (the backend refused the gateway's identity token or is set up wrong), answered 502 upstream_refused_identity, by operation and the backend's status.",
+    labelNames: ['operation', 'upstream_status', 'environment'] as const,
     registers,
   });
   const authRefusals = new Counter({
@@ -210,6 +230,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const operation of options.operations ?? []) {
     rateLimited.inc({ operation, environment }, 0);
     for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
+    droppedHeaders.inc({ operation, environment }, 0);
+    for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
   }
   for (const operation of deprecatedOperations) {
     for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
@@ -252,6 +274,17 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     return series;
   }
 
+  // Bound per operation, not looked up by label: a backend that adds a header of its own to every answer makes this hot.
+  const droppedSeries = new Map<string, Counter.Internal>();
+  function droppedFor(operation: string): Counter.Internal {
+    let series = droppedSeries.get(operation);
+    if (!series) {
+      series = droppedHeaders.labels({ operation, environment });
+      droppedSeries.set(operation, series);
+    }
+    return series;
+  }
+
   const cap = options.deprecatedConsumerCap ?? DEFAULT_DEPRECATED_CONSUMER_CAP;
   const trackedConsumers = new Set<string>();
 
@@ -271,6 +304,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       }
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
+    upstreamHeadersDropped: (operation, count) => droppedFor(operation).inc(count),
+    upstreamRefusedIdentity: (operation, upstreamStatus) => refusedIdentity.inc({ operation, upstream_status: String(upstreamStatus), environment }),
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),

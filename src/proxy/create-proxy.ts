@@ -1,10 +1,12 @@
 // The proxy stage: forwards a validated request through the circuit breaker and reports how the exchange went.
 import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
-import { routeOf, type RouteSlice } from '../contract/operations.ts';
+import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
 import { createCircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
 import { createUpstream, type ExchangeOutcome, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
+import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
+import { refusesTheGateway } from './upstream-response.ts';
 import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
 
 export interface ProxyOptions extends UpstreamOptions {
@@ -13,6 +15,14 @@ export interface ProxyOptions extends UpstreamOptions {
   identityHeaders: (caller: { keyId: string; consumer: string; operationId: string }) => Promise<Readonly<Record<string, string>>>;
   /** Told of every failed exchange, for metrics and logs; `error` is the UpstreamFailure (never log its cause's raw bytes). */
   onFailure?: (kind: UpstreamFailureKind, operation: string, error: unknown) => void;
+  /** The operations this proxy forwards: each one's header policy is compiled here, once. */
+  operations: readonly Operation[];
+  /** The config's additions to the header allow-lists (config `headers`). */
+  headers: HeaderListExtensions;
+  /** Told how many of an answer's headers the relay policy dropped; by operation only, as header names are the backend's to invent. */
+  onHeadersDropped?: (operation: string, count: number) => void;
+  /** Told of a backend's 401 or 403 (answered 502 upstream_refused_identity): the backend refused the gateway. */
+  onRefusedIdentity?: (operation: string, upstreamStatus: number) => void;
 }
 
 export interface Proxy {
@@ -33,6 +43,12 @@ interface ForwardedRecord {
   upstream?: UpstreamSlice;
 }
 
+/** The credential of an Authorization value (`Bearer <token>`: the token), which a backend might echo on its own. */
+function credentialOf(authorization: string): string | undefined {
+  const credential = authorization.slice(authorization.indexOf(' ') + 1).trim();
+  return credential === '' ? undefined : credential;
+}
+
 /** The path the upstream sees: the operation's template filled with the validated, re-encoded parameters. */
 export function canonicalPath(route: RouteSlice, query: string): string {
   const path = route.operation.pathTemplate.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(route.pathParams[name] ?? ''));
@@ -42,11 +58,18 @@ export function canonicalPath(route: RouteSlice, query: string): string {
 export function createProxy(options: ProxyOptions): Proxy {
   const upstream = createUpstream(options);
   const guarded = createCircuitBreaker(options.circuitBreaker);
+  const policies = new Map<string, OperationHeaderPolicy>();
+  for (const operation of options.operations) {
+    const onDropped = (count: number) => options.onHeadersDropped?.(operation.id, count);
+    policies.set(operation.id, compileHeaderPolicy(operation, options.headers, onDropped));
+  }
 
   async function describe(req: Request, record: ForwardedRecord): Promise<UpstreamRequest> {
     const route = routeOf(record);
     const caller = callerOf(record);
-    const headers = upstreamHeaders(req.headers, {
+    const policy = policies.get(route.operation.id);
+    if (!policy) throw new Error(`no header policy for ${route.operation.id}: the proxy was built without the operation`);
+    const headers = upstreamHeaders(req.headers, policy.forwarded, {
       requestId: record.requestId,
       peer: req.socket.remoteAddress ?? 'unknown',
       proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
@@ -55,8 +78,11 @@ export function createProxy(options: ProxyOptions): Proxy {
       methodTakesBody: METHODS_WITH_BODY.has(req.method),
     });
     // Mostly a cached token (re-signed in the background before it ages); the client's own never passes.
-    Object.assign(headers, await options.identityHeaders({ keyId: caller.keyId, consumer: caller.name, operationId: route.operation.id }));
-    return { method: req.method, path: canonicalPath(route, record.query), headers, body: record.body };
+    const identity = await options.identityHeaders({ keyId: caller.keyId, consumer: caller.name, operationId: route.operation.id });
+    Object.assign(headers, identity);
+    const secret = identity.authorization === undefined ? undefined : credentialOf(identity.authorization);
+    const relay = secret === undefined ? policy.relay : { ...policy.relay, secret };
+    return { method: req.method, path: canonicalPath(route, record.query), headers, body: record.body, relay };
   }
 
   /** Runs as the exchange settles, before the response's close: metrics and the access log read what it wrote. */
@@ -68,6 +94,8 @@ export function createProxy(options: ProxyOptions): Proxy {
       return;
     }
     record.upstream = { status: ended.status, ms: ended.upstreamMs, ...(ended.failure ? { failure: ended.failure } : {}) };
+    // Not a failure of the exchange (the breaker's outcome keeps the backend's status, which says nothing of its health).
+    if (refusesTheGateway(ended.status)) options.onRefusedIdentity?.(operation, ended.status);
     if (ended.failure) options.onFailure?.(ended.failure, operation, new UpstreamFailure(ended.failure, 'the answer was cut short'));
   }
 

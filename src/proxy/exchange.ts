@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 // a public entry point, so package.json pins undici's exact version: an upgrade is a change the tests run.
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { classifyUpstreamFailure, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.ts';
-import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type UpstreamHeaders } from './upstream-response.ts';
+import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type RelayPolicy, type UpstreamHeaders } from './upstream-response.ts';
 
 export interface UpstreamOptions {
   /** The upstream base address, ending in /v1. */
@@ -30,6 +30,8 @@ export interface UpstreamRequest {
   headers: OutgoingHttpHeaders;
   /** Sent with the Content-Length the headers declare. */
   body: Buffer | undefined;
+  /** Which of the upstream's headers the client may see, and the secret never to echo. */
+  relay: RelayPolicy;
 }
 
 /** The proxy stage's slice of the request record, written as the exchange settles. */
@@ -113,6 +115,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly resolve: (outcome: ExchangeOutcome) => void;
   private readonly reject: (failure: UpstreamFailure) => void;
   private readonly onSettled: ExchangeObserver | undefined;
+  private readonly relay: RelayPolicy;
 
   constructor(
     res: ServerResponse,
@@ -120,8 +123,10 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     resolve: (outcome: ExchangeOutcome) => void,
     reject: (failure: UpstreamFailure) => void,
     onSettled: ExchangeObserver | undefined,
+    relay: RelayPolicy,
   ) {
     this.res = res;
+    this.relay = relay;
     this.resolve = resolve;
     this.reject = reject;
     this.onSettled = onSettled;
@@ -168,7 +173,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       this.errorBody = [];
       return;
     }
-    relayHead(statusCode, headers, this.res);
+    relayHead(statusCode, headers, this.res, this.relay);
     this.answered = true;
     if (statusCode === 204 || statusCode === 304) this.retireConnection();
   }
@@ -210,7 +215,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       if (res.destroyed) return this.clientClosed();
       this.answered = true;
       this.succeed({ status });
-      answerUpstreamError(status, this.headers, this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody), res);
+      answerUpstreamError(status, this.headers, this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody), res, this.relay);
       return;
     }
     this.succeed({ status });
@@ -282,7 +287,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // The client left while an earlier stage was waiting (Redis, the breaker): nothing to send, nothing to count.
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, options, resolve, reject, onSettled);
+      const handler = new RelayHandler(res, options, resolve, reject, onSettled, request.relay);
       pool.dispatch(
         {
           method: request.method,

@@ -1,47 +1,9 @@
-// The headers the upstream receives: the client's end-to-end headers, never its credentials, framing or claims about itself.
+// The headers the upstream receives: the client's headers its operation's policy allows, and the ones the gateway states itself.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-
-/**
- * Never copied from the client. Hop-by-hop headers describe the client's connection (RFC 9110 §7.6.1);
- * framing (Content-Length, Transfer-Encoding, Expect) and Host are the gateway's to set for the bytes it
- * sends; the credential is the client's alone; the rest are claims a client could forge about its
- * address or ask a backend framework to re-route with, and are rebuilt below or dropped.
- */
-const NEVER_COPIED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'http2-settings',
-  'content-length',
-  'expect',
-  'host',
-  'authorization',
-  'x-request-id',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'x-forwarded-port',
-  'forwarded',
-  'x-real-ip',
-  'x-original-url',
-  'x-rewrite-url',
-  'x-original-method',
-  'x-http-method-override',
-  'x-http-method',
-  'x-method-override',
-]);
-
-/** Claims about the caller are the gateway's alone (signed identity, or the plain consumer headers when configured). */
-const CALLER_CLAIM_PREFIX = 'x-consumer-';
+import { isForwardedValue } from './forwarded.ts';
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */
-const NOT_REMOVABLE_BY_CONNECTION_TOKEN = new Set(['content-type', 'content-encoding']);
+const NOT_REMOVABLE_BY_CONNECTION_TOKEN = new Set(['content-type']);
 
 export interface ForwardingFacts {
   requestId: string;
@@ -56,9 +18,11 @@ export interface ForwardingFacts {
   methodTakesBody: boolean;
 }
 
-function connectionTokens(value: string | undefined): Set<string> {
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
+function connectionTokens(value: string | undefined): ReadonlySet<string> {
+  if (!value) return NO_TOKENS;
   const tokens = new Set<string>();
-  if (!value) return tokens;
   for (const token of value.split(',')) {
     const name = token.trim().toLowerCase();
     if (name && !NOT_REMOVABLE_BY_CONNECTION_TOKEN.has(name)) tokens.add(name);
@@ -76,15 +40,17 @@ function joined(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * Builds the upstream's request headers from the client's. The forwarding chain is appended to, as
- * X-Forwarded-For always was: the last element is the one this gateway saw on the socket, the only
- * one a backend may trust.
+ * Builds the upstream's request headers: of the client's, only those in `forwarded` (the operation's
+ * allow-list, see compileHeaderPolicy) and not listed in its `Connection:`; then Host, Content-Length,
+ * X-Request-Id and the forwarding chain, which are the gateway's. The chain is appended to, as
+ * X-Forwarded-For always was: the last element is the one this gateway saw on the socket, the only one
+ * a backend may trust.
  */
-export function upstreamHeaders(client: IncomingHttpHeaders, facts: ForwardingFacts): OutgoingHttpHeaders {
+export function upstreamHeaders(client: IncomingHttpHeaders, forwarded: ReadonlySet<string>, facts: ForwardingFacts): OutgoingHttpHeaders {
   const removed = connectionTokens(client.connection);
   const headers: OutgoingHttpHeaders = {};
   for (const name in client) {
-    if (NEVER_COPIED.has(name) || removed.has(name) || name.startsWith(CALLER_CLAIM_PREFIX)) continue;
+    if (!forwarded.has(name) || removed.has(name)) continue;
     const value = client[name];
     if (value !== undefined) headers[name] = value;
   }
@@ -99,8 +65,10 @@ export function upstreamHeaders(client: IncomingHttpHeaders, facts: ForwardingFa
   const clientHost = client.host;
   if (clientHost) headers['x-forwarded-host'] = clientHost;
   const element = `for=${forwardedNode(facts.peer)};proto=${facts.proto}${clientHost ? `;host="${clientHost.replaceAll('"', '')}"` : ''}`;
+  // A chain that does not parse is dropped, not appended to: an open quote would swallow the element
+  // the gateway appends, and a backend reads the last element as the address it may trust.
   const previousForwarded = joined(client.forwarded);
-  headers.forwarded = previousForwarded ? `${previousForwarded}, ${element}` : element;
+  headers.forwarded = previousForwarded && isForwardedValue(previousForwarded) ? `${previousForwarded}, ${element}` : element;
   headers['x-real-ip'] = facts.peer;
   return headers;
 }

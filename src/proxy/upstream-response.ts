@@ -1,21 +1,23 @@
-// Relays the upstream's response: success as it came, error bodies that are not Error-shaped wrapped into one.
+// Relays the upstream's response: the headers its policy lets through, success bodies as they come, error bodies as Errors.
 import type { ServerResponse } from 'node:http';
 import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
 import { STATUS_CODES } from '../http/node-http.ts';
+import { HOP_BY_HOP } from '../http/header-names.ts';
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection and are never relayed. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+/** What the client may see of one answer's head (compiled per operation by compileHeaderPolicy). */
+export interface RelayPolicy {
+  /** The upstream's header names the client may see with an answer of this status (lower case). */
+  relayedFor(status: number): ReadonlySet<string>;
+  /**
+   * The credential of the Authorization the gateway sent upstream (its signed identity token), when it
+   * sent one: a header whose value contains it is never relayed, even an allowed one. A backend that
+   * echoed it would hand the client a token that speaks for the gateway until it expires.
+   */
+  secret: string | undefined;
+  /** Told how many of an answer's end-to-end fields were dropped, when any were (counted by operation). */
+  onDropped(count: number): void;
+}
 
 const NO_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 const NOTHING_SKIPPED: ReadonlySet<string> = new Set();
@@ -28,6 +30,10 @@ export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 function isHopByHop(name: string, connectionTokens: ReadonlySet<string>): boolean {
   return HOP_BY_HOP.has(name) || connectionTokens.has(name);
+}
+
+function carries(value: string | string[], secret: string): boolean {
+  return Array.isArray(value) ? value.some((line) => line.includes(secret)) : value.includes(secret);
 }
 
 /** The upstream's response head as the exchange receives it: lower-cased names, repeated headers as arrays. */
@@ -49,22 +55,32 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
   return FIRST_VALUE_ONLY.has(name) ? (value[0] ?? '') : value.join(', ');
 }
 
-/** Copies status and end-to-end headers; headers the gateway already set (X-Request-Id, Deprecation...) win. */
-function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, skip: ReadonlySet<string> = NOTHING_SKIPPED): void {
+/**
+ * Copies the status and the end-to-end headers the policy allows for it; headers the gateway already
+ * set (X-Request-Id, Deprecation...) win. Hop-by-hop fields and `skip` are left out as a matter of
+ * course; the others left out are dropped, and counted.
+ */
+function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string> = NOTHING_SKIPPED): void {
   const connection = headers.connection;
   const tokens = connection === undefined ? NO_TOKENS : new Set(String(connection).toLowerCase().split(',').map((token) => token.trim()));
+  const allowed = relay.relayedFor(status);
+  const secret = relay.secret;
+  let dropped = 0;
   res.statusCode = status;
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || isHopByHop(name, tokens) || skip.has(name) || res.hasHeader(name)) continue;
-    res.setHeader(name, fieldValue(name, value));
+    if (value === undefined || isHopByHop(name, tokens) || skip.has(name)) continue;
+    if (!allowed.has(name) || (secret !== undefined && carries(value, secret))) {
+      dropped++;
+      continue;
+    }
+    if (!res.hasHeader(name)) res.setHeader(name, fieldValue(name, value));
   }
+  if (dropped > 0) relay.onDropped(dropped);
 }
 
 const ERROR_CODE_BY_STATUS: Readonly<Record<number, ErrorCode>> = {
   400: 'invalid_request',
-  401: 'unauthorized',
-  403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
   409: 'conflict',
@@ -98,22 +114,37 @@ function parseJson(body: Buffer): unknown {
  * Writes a success answer's head (status and end-to-end headers); the body follows as it arrives. A 204
  * has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
  */
-export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse): void {
-  copyHead(status, headers, res, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
+export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy): void {
+  copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
   res.writeHead(status);
 }
 
 /**
- * Answers with an upstream error once its body has been read (up to MAX_ERROR_BODY_BYTES): relayed
- * when it is Error-shaped already, wrapped into one otherwise.
+ * The gateway authenticated the client and never forwards its key, so a backend's 401 or 403 refuses
+ * the gateway (its identity token, or the backend's setup), not the client: not "your API key is bad".
  */
-export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse): void {
-  if (body !== undefined && isErrorBody(parseJson(body))) {
-    copyHead(status, headers, res, NO_LENGTH);
+export function refusesTheGateway(status: number): boolean {
+  return status === 401 || status === 403;
+}
+
+/**
+ * Answers with an upstream error once its body has been read (up to MAX_ERROR_BODY_BYTES): relayed
+ * when it is Error-shaped already, wrapped into one otherwise. A 401 or 403 becomes the gateway's own
+ * 502, with none of the backend's head or body: its challenge and its words are about the gateway's token.
+ */
+export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse, relay: RelayPolicy): void {
+  if (refusesTheGateway(status)) {
+    sendError(res, new GatewayError('upstream_refused_identity', `The pet store backend refused the gateway's request (${status} ${STATUS_CODES[status]})`));
+    return;
+  }
+  // An Error body that echoes the identity token is wrapped like any other, so the token stays behind.
+  const echoesSecret = body !== undefined && relay.secret !== undefined && body.includes(relay.secret);
+  if (body !== undefined && !echoesSecret && isErrorBody(parseJson(body))) {
+    copyHead(status, headers, res, relay, NO_LENGTH);
     res.setHeader('Content-Length', body.length);
     res.end(body);
     return;
   }
-  copyHead(status, headers, res, NOT_DESCRIBING_AN_ERROR);
+  copyHead(status, headers, res, relay, NOT_DESCRIBING_AN_ERROR);
   sendError(res, wrapUpstreamError(status));
 }

@@ -40,6 +40,14 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
         },
       },
       identityHeaders: options.identityHeaders,
+      operations: contract.operations,
+      headers: config.headers,
+      onHeadersDropped: metrics.upstreamHeadersDropped,
+      onRefusedIdentity: (operation, upstreamStatus) => {
+        metrics.upstreamRefusedIdentity(operation, upstreamStatus);
+        // The backend refused the gateway itself (its identity token, or the backend's setup): an operator's problem.
+        logger.warn({ operation, upstreamStatus }, 'the upstream refused the gateway\'s identity');
+      },
       onFailure: (kind, operation, error) => {
         metrics.upstreamFailed(operation, kind);
         // A decided refusal, not a bug: no stack, and never the raw bytes a parser error carries.

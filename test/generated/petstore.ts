@@ -154,7 +154,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. */
+        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). */
         BadGateway: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -191,7 +191,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Any other error status: one the backend answered, relayed with its Error body (or wrapped into one: `upstream_error`, `forbidden`, `conflict`... with the backend's status), or `500 internal_error` when the gateway itself failed. */
+        /** @description Any other error status: one the backend answered, relayed with its Error body (or wrapped into one: `upstream_error`, `not_found`, `conflict`... with the backend's status), or `500 internal_error` when the gateway itself failed. */
         UnexpectedError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -257,6 +257,11 @@ export interface components {
          * @example </v1/pets>; rel="successor-version"
          */
         Link: components["schemas"]["DeprecationLinks"];
+        /**
+         * @description The new animal's address, as the backend gave it (its getPet path).
+         * @example /v1/pets/9
+         */
+        Location: string;
         /** @description The refusal must not be cached, so that nothing serves it in place of a replacement. */
         CacheControlNoStore: "no-store";
     };
@@ -316,6 +321,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -437,7 +443,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. */
+            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). */
             502: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -486,7 +492,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error status: one the backend answered, relayed with its Error body (or wrapped into one: `upstream_error`, `forbidden`, `conflict`... with the backend's status), or `500 internal_error` when the gateway itself failed. */
+            /** @description Any other error status: one the backend answered, relayed with its Error body (or wrapped into one: `upstream_error`, `not_found`, `conflict`... with the backend's status), or `500 internal_error` when the gateway itself failed. */
             default: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -549,14 +549,15 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
 });
 
 describe('repeated fields and pooled connections', () => {
-  it('relays a repeated field as Node reports it: the first of a single-valued one, every Set-Cookie, the rest joined', async () => {
+  it('relays a repeated field the policy allows as Node reports it: the first of a single-valued one, every Set-Cookie, the rest joined', async () => {
     const raw = await startRawUpstream((socket) =>
       socket.write(
         'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Type: text/html\r\nLocation: /a\r\nLocation: /b\r\n' +
           'X-Tag: 1\r\nX-Tag: 2\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\n[]',
       ),
     );
-    const through = await startEdge(raw.baseUrl);
+    // Set-Cookie, Location and X-Tag are relayed only when configured (headers.relayToClient).
+    const through = await startEdge(raw.baseUrl, { headers: { relayToClient: ['set-cookie', 'location', 'x-tag'] } });
     try {
       const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
       const head = answer.text.split('\r\n\r\n')[0]!.split('\r\n');

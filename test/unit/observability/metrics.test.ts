@@ -26,6 +26,17 @@ describe('a fresh registry', () => {
     expect((await freshExposition()).get(metric('rate_limited_total', { operation }))).toBe(0);
   });
 
+  it.each(OPERATIONS)('has upstream_response_headers_dropped_total{operation="%s"} at 0', async (operation) => {
+    expect((await freshExposition()).get(metric('upstream_response_headers_dropped_total', { operation }))).toBe(0);
+  });
+
+  it.each(OPERATIONS.flatMap((operation) => ['401', '403'].map((status) => [operation, status])))(
+    'has upstream_refused_identity_total{operation="%s",upstream_status="%s"} at 0',
+    async (operation, status) => {
+      expect((await freshExposition()).get(metric('upstream_refused_identity_total', { operation: operation!, upstream_status: status! }))).toBe(0);
+    },
+  );
+
   it('has auth_refusals_total at 0 for each reason', async () => {
     const series = await freshExposition();
     expect(AUTH_REFUSAL_REASONS).toEqual(['missing', 'malformed', 'unknown', 'revoked', 'expired', 'wrong_environment']);
@@ -54,7 +65,13 @@ describe('a fresh registry', () => {
     const metrics = createMetrics({ environment, version: 't', sunsets: [], operations: OPERATIONS, processMetrics: false });
     metrics.upstreamFailed('getPet', 'refused');
     metrics.shed();
+    metrics.upstreamHeadersDropped('listPets', 3);
+    metrics.upstreamHeadersDropped('listPets', 2);
+    metrics.upstreamRefusedIdentity('createPet', 403);
     const series = parseExposition(await metrics.registry.metrics());
+    expect(series.get(metric('upstream_response_headers_dropped_total', { operation: 'listPets' }))).toBe(5);
+    expect(series.get(metric('upstream_refused_identity_total', { operation: 'createPet', upstream_status: '403' }))).toBe(1);
+    expect(series.get(metric('upstream_refused_identity_total', { operation: 'createPet', upstream_status: '401' }))).toBe(0);
     expect(series.get(metric('upstream_errors_total', { operation: 'getPet', kind: 'refused' }))).toBe(1);
     expect(series.get(metric('upstream_errors_total', { operation: 'getPet', kind: 'reset' }))).toBe(0);
     expect(series.get(metric('shed_requests_total'))).toBe(1);

@@ -1,0 +1,64 @@
+// Header names no configuration or document may add to what crosses the gateway: read by the config schema and the contract compiler.
+
+/** Hop-by-hop fields (RFC 9110 §7.6.1): they describe one connection, never the message. */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/**
+ * Never taken from the client, whatever `headers.forwardToUpstream` or a header parameter says: framing
+ * and Host are the gateway's for the bytes it sends; the credential is the client's alone; the
+ * request id, the forwarding chain and the caller's identity are the gateway's to state, and the other
+ * claims about the client's address, scheme or route are ones it does not rebuild (passed on as sent,
+ * a backend would trust a client's word); the re-route and method-override fields would make the
+ * backend do something other than what was validated.
+ */
+export const NEVER_FORWARDED: ReadonlySet<string> = new Set([
+  ...HOP_BY_HOP,
+  'content-length',
+  'expect',
+  'host',
+  'authorization',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'forwarded',
+  'x-real-ip',
+  'x-consumer-id',
+  'x-consumer-name',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-scheme',
+  'x-forwarded-ssl',
+  'x-forwarded-server',
+  'front-end-https',
+  'true-client-ip',
+  'x-client-ip',
+  'x-host',
+  'x-original-host',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-method',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+]);
+
+/**
+ * The gateway's own statements on every answer: never taken from the upstream, even where the document
+ * declares them, since their absence means something (RateLimit is absent when the gateway could not count).
+ */
+export const GATEWAY_OWNED_RESPONSE: ReadonlySet<string> = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy']);
+
+/** What `headers.relayToClient` may not name: the connection's, the framing's and the gateway's own fields. */
+export const NOT_RELAYABLE_BY_CONFIG: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'content-length', ...GATEWAY_OWNED_RESPONSE]);
