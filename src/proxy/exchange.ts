@@ -89,8 +89,10 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
   private headers: UpstreamHeaders = {};
-  /** The response head was written to the client: an Error answer is no longer possible. */
+  /** The upstream's answer is the client's: its head is set on the response (sent with the first body bytes). */
   private answered = false;
+  /** The upstream's header names set on the response, removed again if the exchange fails before they are sent. */
+  private relayedNames: readonly string[] = [];
   private settled = false;
   private errorBody: Buffer[] | undefined;
   private errorBodySize = 0;
@@ -173,7 +175,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       this.errorBody = [];
       return;
     }
-    relayHead(statusCode, headers, this.res, this.relay);
+    this.relayedNames = relayHead(statusCode, headers, this.res, this.relay);
     this.answered = true;
     if (statusCode === 204 || statusCode === 304) this.retireConnection();
   }
@@ -230,6 +232,11 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   /** Ends the exchange as failed: an Error answer if nothing was relayed, a cut response otherwise. */
   private fail(failure: UpstreamFailure): void {
     if (this.settled) return;
+    if (this.answered && !this.res.headersSent) {
+      // The upstream's head was set but never sent (no body byte followed it): the client gets an Error.
+      for (const name of this.relayedNames) this.res.removeHeader(name);
+      this.answered = false;
+    }
     if (this.answered) {
       // A client that stopped reading stalls the relay, and so the upstream: the client's doing, not the upstream's.
       const clientStalled = this.res.writableNeedDrain;

@@ -60,7 +60,8 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
  * set (X-Request-Id, Deprecation...) win. Hop-by-hop fields and `skip` are left out as a matter of
  * course; the others left out are dropped, and counted.
  */
-function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string> = NOTHING_SKIPPED): void {
+function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string> = NOTHING_SKIPPED): string[] {
+  const copied: string[] = [];
   const connection = headers.connection;
   const tokens = connection === undefined ? NO_TOKENS : new Set(String(connection).toLowerCase().split(',').map((token) => token.trim()));
   const allowed = relay.relayedFor(status);
@@ -74,9 +75,12 @@ function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse,
       dropped++;
       continue;
     }
-    if (!res.hasHeader(name)) res.setHeader(name, fieldValue(name, value));
+    if (res.hasHeader(name)) continue;
+    res.setHeader(name, fieldValue(name, value));
+    copied.push(name);
   }
   if (dropped > 0) relay.onDropped(dropped);
+  return copied;
 }
 
 const ERROR_CODE_BY_STATUS: Readonly<Record<number, ErrorCode>> = {
@@ -111,12 +115,14 @@ function parseJson(body: Buffer): unknown {
 }
 
 /**
- * Writes a success answer's head (status and end-to-end headers); the body follows as it arrives. A 204
- * has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
+ * Sets a success answer's status and end-to-end headers; Node writes them with the first chunk of the
+ * body (or at its end). Until then nothing has reached the client, so an upstream that stalls or
+ * closes right after its head still gets the client an Error instead of a head cut off by a close.
+ * Returns the names it set, to be removed for that Error. A 204 has no body, so no length (RFC 9110
+ * §8.6): an intermediary that trusted one would desynchronise.
  */
-export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy): void {
-  copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
-  res.writeHead(status);
+export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy): readonly string[] {
+  return copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
 }
 
 /**

@@ -520,6 +520,30 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
     }
   });
 
+  it.each([
+    ['stays silent after its head', false, 504, { code: 'gateway_timeout', message: 'The pet store backend stopped sending its answer', status: 504 }],
+    ['closes the connection after its head', true, 502, { code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 }],
+  ])('answers an Error, not a head cut off by a close, when the upstream %s', async (_name, hangUp, status, error) => {
+    const raw = await startRawUpstream((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: "v1"\r\nContent-Length: 10\r\n\r\n');
+      if (hangUp) socket.end();
+    });
+    const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
+    try {
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: head-only-0001\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
+      expect(answer.statuses).toEqual([status]);
+      const [response] = parseResponses(answer.text);
+      expect(JSON.parse(response!.body)).toEqual(error);
+      expect(response!.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'head-only-0001' });
+      expect(response!.headers.etag).toBeUndefined();
+    } finally {
+      await through.close();
+      await raw.close();
+    }
+  });
+
   it('answers 502 when the upstream switches protocols on a plain request', async () => {
     const { statuses, error } = await throughRawUpstream('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', false);
     expect(statuses).toEqual([502]);
