@@ -1,0 +1,75 @@
+// The exact bytes the hostile upstream writes for one request and behaviour: the tag it read always goes in the body.
+import type { UpstreamBehaviour } from './script.ts';
+
+export interface AnswerPlan {
+  /** Written in order, each after its delay. */
+  parts: Array<{ delayMs: number; bytes: string }>;
+  /** After the last part: keep the connection, end it (FIN), or end it and read no further (after a 101). */
+  after: 'keep' | 'end' | 'stop';
+  /** Bytes owed after a HEAD, 204 or 304, written late (see UpstreamBehaviour.late). */
+  late?: { bytes: string; ms: number };
+}
+
+const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 404: 'Not Found', 409: 'Conflict', 422: 'Unprocessable Content', 503: 'Service Unavailable' };
+
+/** The body that carries `tag`: a pet (or a page of one), or an Error-shaped body for error statuses. */
+export function taggedBody(status: number, target: string, tag: string, plainError = false): string {
+  if (status >= 400) return plainError ? `backend trouble for ${tag}` : `{"code":"backend_says_no","message":"${tag}","status":${status}}`;
+  // The padding goes last: a Content-Length that lies short cuts into it, never into the tag.
+  const pet = `{"id":1,"name":"${tag}","categoryId":1,"pad":"xxxxxxxxxxxxxxxx"}`;
+  return target.split('?')[0] === '/v1/pets' ? `[${pet}]` : pet;
+}
+
+/** A complete, correctly framed response carrying `tag`: what a buggy backend writes where it should write nothing. */
+export function strayResponse(tag: string): string {
+  const body = `[{"id":2,"name":"${tag}","categoryId":1}]`;
+  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+}
+
+function interimBytes(status: number): string {
+  return status === 103 ? 'HTTP/1.1 103 Early Hints\r\nLink: </pets.css>; rel=preload\r\n\r\n' : 'HTTP/1.1 100 Continue\r\n\r\n';
+}
+
+export function planAnswer(method: string, target: string, tag: string, behaviour: UpstreamBehaviour): AnswerPlan {
+  const { status } = behaviour;
+  const interim = behaviour.interim.map(interimBytes).join('');
+  if (behaviour.upgrade) {
+    return {
+      parts: [{ delayMs: behaviour.headDelayMs, bytes: `${interim}HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n\x81\x05${tag}` }],
+      after: 'stop',
+    };
+  }
+  const noBody = method === 'HEAD' || status === 204 || status === 304;
+  const body = status === 204 || status === 304 ? '' : taggedBody(status, target, tag, behaviour.plainErrorBody);
+  const chunked = behaviour.framing === 'chunked' && status !== 204 && status !== 304;
+  let framing = '';
+  if (chunked) framing = 'Transfer-Encoding: chunked\r\n';
+  else if (status !== 204 && status !== 304) {
+    const declared = behaviour.lie === 'shorter' ? body.length - 4 : behaviour.lie === 'longer' ? body.length + 10 : body.length;
+    framing = `Content-Length: ${declared}\r\n`;
+  }
+  const head =
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Whatever'}\r\n` +
+    (body === '' && !noBody ? '' : `Content-Type: ${status >= 400 && behaviour.plainErrorBody ? 'text/plain' : 'application/json'}\r\n`) +
+    framing +
+    `Connection: ${behaviour.connectionClose ? 'close' : 'keep-alive'}\r\n\r\n`;
+
+  let wire = '';
+  if (!noBody) {
+    if (!chunked) wire = body;
+    else if (behaviour.lie === 'longer') wire = `${(body.length + 10).toString(16)}\r\n${body}`;
+    else wire = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+  }
+  if (behaviour.closeMidBody) wire = wire.slice(0, Math.floor(wire.length / 2));
+  if (behaviour.extraSameWrite && !behaviour.closeMidBody) wire += strayResponse(tag);
+
+  const parts = behaviour.bodyDelayMs > 0 && wire !== ''
+    ? [{ delayMs: behaviour.headDelayMs, bytes: interim + head }, { delayMs: behaviour.bodyDelayMs, bytes: wire }]
+    : [{ delayMs: behaviour.headDelayMs, bytes: interim + head + wire }];
+  const ends = behaviour.closeMidBody || behaviour.connectionClose;
+  return {
+    parts,
+    after: ends ? 'end' : 'keep',
+    ...(noBody && behaviour.late && !ends ? { late: { bytes: strayResponse(tag), ms: behaviour.lateMs } } : {}),
+  };
+}

@@ -1,0 +1,28 @@
+// Generates whole harness cases: gateway settings, two or three clients with their own keys, and the upstream's answer to each request.
+import fc from 'fast-check';
+import { clientSpec, toClientScript } from './client-generators.ts';
+import type { EdgeCase, GatewaySettings, UpstreamBehaviour } from './script.ts';
+import { behaviourSpec, toBehaviour } from './upstream-generators.ts';
+
+const settings: fc.Arbitrary<GatewaySettings> = fc.record({
+  // One or two pooled connections: requests of different clients share them.
+  maxSockets: fc.integer({ min: 1, max: 2 }),
+  timeoutMs: fc.constantFrom(300, 400, 500),
+  totalTimeoutMs: fc.constant(1500),
+});
+
+export const edgeCase: fc.Arbitrary<EdgeCase> = fc
+  .record({
+    gateway: settings,
+    clients: fc.array(fc.tuple(clientSpec, fc.array(behaviourSpec, { minLength: 4, maxLength: 4 })), { minLength: 2, maxLength: 3 }),
+  })
+  .map(({ gateway, clients }) => {
+    const scripts = clients.map(([spec], index) => toClientScript(spec, index));
+    const upstream: Record<string, UpstreamBehaviour> = {};
+    scripts.forEach((script, c) =>
+      script.requests.forEach((request, r) => {
+        upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs);
+      }),
+    );
+    return { gateway, clients: scripts, upstream };
+  });

@@ -1,0 +1,106 @@
+// Generates client scripts: requests written pipelined, one answer at a time, or trickled in pieces; garbage; early closes.
+import fc from 'fast-check';
+import { buildRequest, GARBAGE, requestSpec, type RequestSpec, type Segment } from './client-requests.ts';
+import { KEY_PLACEHOLDER, tagOf, type ClientScript, type Piece, type SentRequest } from './script.ts';
+
+export interface ClientSpec {
+  requests: RequestSpec[];
+  /** An index into GARBAGE, written after the complete requests. */
+  garbage: number | undefined;
+  /** whole: everything in as few writes as possible (pipelined); sequential: each request after the previous answer; pieces: cut at random places. */
+  mode: 'whole' | 'sequential' | 'pieces';
+  /** Where `pieces` cuts, as fractions of the script. */
+  cuts: number[];
+  /** Delays before the writes, in turn. */
+  delays: number[];
+  earlyClose: { at: number; delayMs: number } | undefined;
+}
+
+/** `arbitrary` in `percent` % of the cases, undefined otherwise (shrinks towards undefined). */
+function sometimes<T>(percent: number, arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ weight: 100 - percent, arbitrary: fc.constant(undefined) }, { weight: percent, arbitrary });
+}
+
+export const clientSpec: fc.Arbitrary<ClientSpec> = fc.record({
+  requests: fc.array(requestSpec, { minLength: 1, maxLength: 4 }),
+  garbage: sometimes(20, fc.integer({ min: 0, max: GARBAGE.length - 1 })),
+  mode: fc.constantFrom('whole' as const, 'sequential' as const, 'pieces' as const),
+  cuts: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
+  delays: fc.array(fc.integer({ min: 0, max: 15 }), { maxLength: 4 }),
+  earlyClose: sometimes(15, fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), delayMs: fc.integer({ min: 0, max: 20 }) })),
+});
+
+interface PlacedSegment extends Segment {
+  afterFinals?: number;
+}
+
+/** Moves a cut out of the key placeholder: the runner substitutes the key per write. */
+function safeCut(script: string, at: number): number {
+  for (let found = script.indexOf(KEY_PLACEHOLDER); found !== -1; found = script.indexOf(KEY_PLACEHOLDER, found + 1)) {
+    if (at > found && at < found + KEY_PLACEHOLDER.length) return found;
+  }
+  return at;
+}
+
+/** Client `index` (using key `index`) as a byte script. */
+export function toClientScript(spec: ClientSpec, index: number): ClientScript {
+  const segments: PlacedSegment[] = [];
+  const requests: SentRequest[] = [];
+  let offset = 0;
+  let continues = 0;
+  spec.requests.forEach((requestSpec, r) => {
+    const built = buildRequest(requestSpec, tagOf(index, r), r === spec.requests.length - 1);
+    built.segments.forEach((segment, s) => {
+      segments.push({ ...segment, ...(s === 0 && spec.mode === 'sequential' && r > 0 ? { afterFinals: r } : {}) });
+      offset += segment.text.length;
+    });
+    requests.push({ tag: tagOf(index, r), method: built.method, target: built.target, body: built.body, valid: built.valid, end: offset });
+  });
+  // After a request asking for Connection: close, nothing more is read: no garbage then.
+  const closes = spec.requests.at(-1)!.close;
+  const garbage = spec.garbage !== undefined && !closes;
+  if (garbage) segments.push({ text: GARBAGE[spec.garbage!]!, ...(spec.mode === 'sequential' ? { afterFinals: spec.requests.length } : {}) });
+
+  // Segments that wait start a new write; the others join the write before them.
+  const writes: Array<{ start: number; piece: Omit<Piece, 'delayMs'> }> = [];
+  let at = 0;
+  for (const segment of segments) {
+    const waits = segment.afterContinues || segment.afterFinals !== undefined;
+    const previous = writes.at(-1);
+    if (previous && !waits) previous.piece.bytes += segment.text;
+    else {
+      continues += segment.afterContinues ? 1 : 0;
+      writes.push({
+        start: at,
+        piece: {
+          bytes: segment.text,
+          ...(segment.afterContinues ? { afterContinues: continues } : {}),
+          ...(segment.afterFinals !== undefined ? { afterFinals: segment.afterFinals } : {}),
+        },
+      });
+    }
+    at += segment.text.length;
+  }
+  const script = segments.map((segment) => segment.text).join('');
+  let pieces: Array<Omit<Piece, 'delayMs'>> = writes.map((write) => write.piece);
+  if (spec.mode === 'pieces') {
+    const cuts = new Set(spec.cuts.map((fraction) => safeCut(script, Math.floor(fraction * script.length))));
+    pieces = writes.flatMap(({ start, piece }) => {
+      const inside = [...cuts].filter((cut) => cut > start && cut < start + piece.bytes.length).sort((a, b) => a - b);
+      const bounds = [start, ...inside, start + piece.bytes.length];
+      return bounds.slice(1).map((end, k) => ({
+        bytes: script.slice(bounds[k]!, end),
+        // Only the first part of a write waits.
+        ...(k === 0 ? { ...(piece.afterContinues ? { afterContinues: piece.afterContinues } : {}), ...(piece.afterFinals !== undefined ? { afterFinals: piece.afterFinals } : {}) } : {}),
+      }));
+    });
+  }
+  const timed: Piece[] = pieces.map((piece, k) => ({ delayMs: spec.delays.length === 0 ? 0 : spec.delays[k % spec.delays.length]!, ...piece }));
+  return {
+    key: index,
+    pieces: timed,
+    requests,
+    garbage,
+    ...(spec.earlyClose ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs } } : {}),
+  };
+}

@@ -1,0 +1,85 @@
+// Invariants a, b, c and part of e on the client leg: what each client received, against what it sent whole.
+import type { ClientOutcome } from './client-driver.ts';
+import { parseReceived, type ReceivedResponse } from './response-parser.ts';
+import { PLAIN_ANSWER, TAG_PATTERN, type ClientScript, type EdgeCase, type SentRequest } from './script.ts';
+import type { Violation } from './violations.ts';
+
+function isErrorBody(response: ReceivedResponse): boolean {
+  if (!/^application\/json\b/.test(response.headers['content-type'] ?? '')) return false;
+  try {
+    const body = JSON.parse(response.body) as { code?: unknown; message?: unknown; status?: unknown };
+    return typeof body.code === 'string' && typeof body.message === 'string' && body.status === response.status;
+  } catch {
+    return false;
+  }
+}
+
+const closesConnection = (response: ReceivedResponse) => /\bclose\b/i.test(response.headers.connection ?? '');
+
+/**
+ * Whether a relayed answer to `request` may legitimately be cut (its head relayed, the connection then
+ * closed, the only way HTTP/1.1 can say "truncated"): its upstream answer was itself cut or lied long or
+ * stalled mid-body, or some answer in the case stalled, so a total timeout may expire mid-body.
+ */
+function mayBeCut(edgeCase: EdgeCase, request: SentRequest): boolean {
+  const behaviour = edgeCase.upstream[request.tag] ?? PLAIN_ANSWER;
+  const stalls = Object.values(edgeCase.upstream).some((b) => b.headDelayMs > edgeCase.gateway.timeoutMs || b.bodyDelayMs > edgeCase.gateway.timeoutMs);
+  return behaviour.closeMidBody || behaviour.lie === 'longer' || stalls;
+}
+
+function snippet(response: ReceivedResponse): string {
+  return `${response.status} ${JSON.stringify(response.body.slice(0, 120))}`;
+}
+
+export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOutcome, progressDeadlineMs: number): Violation[] {
+  const script: ClientScript = edgeCase.clients[index]!;
+  const violations: Violation[] = [];
+  const flag = (invariant: Violation['invariant'], detail: string) => violations.push({ invariant, client: index, detail });
+  const whole = script.requests.filter((request) => request.end <= outcome.written);
+  const scriptLength = script.pieces.reduce((sum, piece) => sum + piece.bytes.length, 0);
+  const garbageSent = script.garbage && outcome.written === scriptLength;
+  const closed = outcome.end !== 'done';
+  const stream = parseReceived(outcome.received, (i) => script.requests[i]?.method === 'HEAD', closed);
+  const ownerOf = new Map(edgeCase.clients.flatMap((client, c) => client.requests.map((request) => [request.tag, c] as const)));
+
+  stream.responses.forEach((response, i) => {
+    const request = whole[i];
+    if (response.status === 500) flag('e', `answer #${i} is a 500: ${snippet(response)}`);
+    if (response.status === 101) flag('b', `answer #${i} is a 101 to a request that asked for no upgrade`);
+    for (const [tag] of response.body.matchAll(TAG_PATTERN)) {
+      if (tag === request?.tag) continue;
+      const owner = ownerOf.get(tag);
+      if (owner !== undefined && owner !== index) flag('a', `answer #${i}${request ? ` to ${request.tag}` : ''} carries ${tag}, client ${owner}'s: ${snippet(response)}`);
+      else flag('b', `answer #${i}${request ? ` to ${request.tag}` : ''} carries ${tag}, another of its own requests: ${snippet(response)}`);
+    }
+    if (request === undefined) {
+      // One final 400 that closes the connection may answer bytes that did not parse, after every complete request.
+      const finalRefusal = garbageSent && i === whole.length && i === stream.responses.length - 1 && response.status === 400 && closesConnection(response) && isErrorBody(response);
+      if (!finalRefusal) flag('b', `answer #${i} answers no request (${whole.length} sent whole): ${snippet(response)}`);
+      return;
+    }
+    if (!response.complete) {
+      // The client's own close (or the hang detector's) cuts whatever was arriving: not the gateway's doing.
+      const cutByClient = outcome.end === 'client-closed' || outcome.end === 'hung';
+      if (!cutByClient && !(closed && i === stream.responses.length - 1 && mayBeCut(edgeCase, request))) flag('c', `the answer to ${request.tag} was cut: ${snippet(response)}`);
+      return;
+    }
+    const tagged = response.body.includes(request.tag);
+    const bodiless = request.method === 'HEAD' || response.status === 204 || response.status === 304;
+    if (bodiless) return;
+    if (response.status < 400 && !tagged) flag('a', `the ${response.status} answer to ${request.tag} does not carry its tag: ${snippet(response)}`);
+    if (response.status >= 400 && !tagged && !isErrorBody(response)) flag('c', `the refusal of ${request.tag} has no Error body: ${snippet(response)}`);
+  });
+  if (stream.stray !== '') flag('b', `bytes that begin no response after answer #${stream.responses.length - 1}: ${JSON.stringify(stream.stray.slice(0, 120))}`);
+
+  if (outcome.end === 'hung') flag('e', `neither answered nor closed within ${progressDeadlineMs} ms, waiting for ${outcome.hungWaiting}`);
+  if (outcome.end === 'server-closed') {
+    const answered = stream.responses.filter((response) => response.complete).length;
+    const next = whole[answered];
+    const cut = stream.responses[answered];
+    if (next !== undefined && !(cut !== undefined && !cut.complete && mayBeCut(edgeCase, next))) {
+      flag('c', `${next.tag} (${next.method} ${next.target}) got no answer before the gateway closed the connection (${answered} of ${whole.length} answered)`);
+    }
+  }
+  return violations;
+}

@@ -1,0 +1,136 @@
+// The requests a harness client can write, as exact bytes: every operation and method of the interface, framed several ways.
+import fc from 'fast-check';
+import { KEY_PLACEHOLDER } from './script.ts';
+
+export const REQUEST_KINDS = [
+  'list',
+  'listHead',
+  'listEmptyBody',
+  'get',
+  'getHead',
+  'create',
+  'createChunked',
+  'createExpectWait',
+  'createExpectNow',
+  'badQuery',
+  'badPath',
+  'badBody',
+] as const;
+export type RequestKind = (typeof REQUEST_KINDS)[number];
+
+export interface RequestSpec {
+  kind: RequestKind;
+  limit: number | undefined;
+  status: 'available' | 'pending' | 'sold' | undefined;
+  petId: number;
+  name: string;
+  categoryId: number;
+  /** Chunks of a chunked body. */
+  chunks: number;
+  /** `Connection: close` (honoured on a client's last request only: nothing after it would be read). */
+  close: boolean;
+}
+
+export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
+  kind: fc.constantFrom(...REQUEST_KINDS),
+  limit: fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined }),
+  status: fc.option(fc.constantFrom('available' as const, 'pending' as const, 'sold' as const), { nil: undefined }),
+  petId: fc.integer({ min: 1, max: 99_999 }),
+  name: fc.stringMatching(/^[A-Za-z]{1,10}$/),
+  categoryId: fc.integer({ min: 0, max: 1000 }),
+  chunks: fc.integer({ min: 1, max: 3 }),
+  close: fc.boolean(),
+});
+
+/** A part of a client's bytes; a part that waits for something starts a new write. */
+export interface Segment {
+  text: string;
+  afterContinues?: boolean;
+}
+
+export interface BuiltRequest {
+  method: 'GET' | 'HEAD' | 'POST';
+  target: string;
+  body: string;
+  valid: boolean;
+  segments: Segment[];
+}
+
+function listTarget(spec: RequestSpec): string {
+  const query = [spec.limit === undefined ? '' : `limit=${spec.limit}`, spec.status === undefined ? '' : `status=${spec.status}`].filter(Boolean).join('&');
+  return query === '' ? '/v1/pets' : `/v1/pets?${query}`;
+}
+
+function chunked(body: string, chunks: number): string {
+  const size = Math.ceil(body.length / chunks);
+  let out = '';
+  for (let at = 0; at < body.length; at += size) {
+    const part = body.slice(at, at + size);
+    out += `${part.length.toString(16)}\r\n${part}\r\n`;
+  }
+  return `${out}0\r\n\r\n`;
+}
+
+/** The bytes of one request; `last` says whether it may ask for Connection: close. */
+export function buildRequest(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
+  const head = (method: string, target: string, extra: string) =>
+    `${method} ${target} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${KEY_PLACEHOLDER}\r\nX-Request-Id: ${tag}\r\n${extra}` +
+    `${spec.close && last ? 'Connection: close\r\n' : ''}\r\n`;
+  const pet = `{"name":"${spec.name}","categoryId":${spec.categoryId}${spec.status === undefined ? '' : `,"status":"${spec.status}"`}}`;
+  const json = 'Content-Type: application/json\r\n';
+  const whole = (method: 'GET' | 'HEAD' | 'POST', target: string, extra: string, body: string, valid: boolean): BuiltRequest => ({
+    method,
+    target,
+    body,
+    valid,
+    segments: [{ text: head(method, target, extra) + body }],
+  });
+  switch (spec.kind) {
+    case 'list':
+      return whole('GET', listTarget(spec), '', '', true);
+    case 'listHead':
+      return whole('HEAD', listTarget(spec), '', '', true);
+    case 'listEmptyBody':
+      return whole('GET', listTarget(spec), 'Content-Length: 0\r\n', '', true);
+    case 'get':
+      return whole('GET', `/v1/pets/${spec.petId}`, '', '', true);
+    case 'getHead':
+      return whole('HEAD', `/v1/pets/${spec.petId}`, '', '', true);
+    case 'create':
+      return whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\n`, pet, true);
+    case 'createChunked':
+      return { method: 'POST', target: '/v1/pets', body: pet, valid: true, segments: [{ text: head('POST', '/v1/pets', `${json}Transfer-Encoding: chunked\r\n`) + chunked(pet, spec.chunks) }] };
+    case 'createExpectNow':
+      return whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\nExpect: 100-continue\r\n`, pet, true);
+    case 'createExpectWait':
+      return {
+        method: 'POST',
+        target: '/v1/pets',
+        body: pet,
+        valid: true,
+        segments: [{ text: head('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\nExpect: 100-continue\r\n`) }, { text: pet, afterContinues: true }],
+      };
+    case 'badQuery':
+      return whole('GET', '/v1/pets?limit=0', '', '', false);
+    case 'badPath':
+      return whole('GET', '/v1/nowhere', '', '', false);
+    case 'badBody': {
+      const bad = `{"name":${spec.categoryId}}`;
+      return whole('POST', '/v1/pets', `${json}Content-Length: ${bad.length}\r\n`, bad, false);
+    }
+  }
+}
+
+/**
+ * Bytes Node's parser refuses as soon as it reads them (never bytes that merely wait for more, which
+ * would be a slow client, not a malformed one), and within the head: a well-formed head with a broken
+ * body is a request, which the gateway may refuse before its body arrives (a 401, say), so it is not
+ * "bytes that do not parse".
+ */
+export const GARBAGE = [
+  '\x00\x01\x02 garbage\r\n\r\n',
+  'GET /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
+  'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+  'GET /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+  'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+] as const;

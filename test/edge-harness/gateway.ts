@@ -1,0 +1,88 @@
+// The gateway under test: the real composition root on the run's private Redis, configured tight for the harness.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { KeyAdmin } from '../../src/auth/key-admin.ts';
+import { createKeyHasher } from '../../src/auth/key-hash.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import { createRedisClient } from '../../src/redis/connect.ts';
+import { systemClock } from '../../src/time/clock.ts';
+import { composeRedisGateway } from '../../src/wiring/compose.ts';
+import { startRedis } from '../helpers/start-redis.ts';
+import type { GatewaySettings } from './script.ts';
+
+const PEPPER = 'edge-harness-pepper-0001';
+const hashKey = createKeyHasher(PEPPER);
+
+/** What a whole run shares: one private Redis and the keys made on it once. */
+export interface HarnessEnvironment {
+  redisUrl: string;
+  keys: string[];
+  close(): Promise<void>;
+}
+
+export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: GatewaySettings): GatewayConfig {
+  return loadConfig(
+    { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: upstreamUrl, GATEWAY_ENVIRONMENT: 'production' },
+    {
+      listen: { host: '127.0.0.1', adminHost: '127.0.0.1' },
+      upstream: {
+        maxSockets: settings.maxSockets,
+        timeoutMs: settings.timeoutMs,
+        totalTimeoutMs: settings.totalTimeoutMs,
+        connectTimeoutMs: 500,
+        // High enough not to dominate; a 503 it causes is still a valid answer.
+        circuitBreaker: { failureThreshold: 50, openMs: 1000 },
+      },
+      rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
+      shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 },
+    },
+  );
+}
+
+export async function startEnvironment(keyCount: number): Promise<HarnessEnvironment> {
+  const redis = await startRedis();
+  const config = harnessConfig(redis.url, 'http://127.0.0.1:9/v1', { maxSockets: 1, timeoutMs: 300, totalTimeoutMs: 1500 });
+  const client = createRedisClient(config.redis, { role: 'subscriber', name: 'edge-harness-keys' });
+  const admin = new KeyAdmin(client, { keyPrefix: config.redis.keyPrefix, hashKey, clock: systemClock });
+  const keys: string[] = [];
+  for (let i = 0; i < keyCount; i++) keys.push((await admin.create({ consumer: `edge-client-${i}`, environments: ['production'] })).key);
+  client.disconnect();
+  return { redisUrl: redis.url, keys, close: () => redis.stop() };
+}
+
+export interface CaseGateway {
+  port: number;
+  /** The in-flight gauge once it reads 0, or its last reading when it does not within `deadlineMs` (a hang). */
+  settledInFlight(deadlineMs: number): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+async function inFlight(adminPort: number): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const match = /^petstore_gateway_in_flight_requests\{[^}]*\} (\d+)$/m.exec(text);
+  return match ? Number(match[1]) : undefined;
+}
+
+export async function startCaseGateway(config: GatewayConfig): Promise<CaseGateway> {
+  const running = await composeRedisGateway({ config, logger: pino({ level: 'silent' }), clock: systemClock, hashKey });
+  // Ready once the key store's Redis connection is: a request before that would be refused 503.
+  const readyBy = Date.now() + 15_000;
+  while ((await fetch(`http://127.0.0.1:${running.adminPort}/readyz`)).status !== 200) {
+    if (Date.now() > readyBy) throw new Error('the harness gateway did not become ready');
+    await sleep(10);
+  }
+  return {
+    port: running.port,
+    async settledInFlight(deadlineMs) {
+      const by = Date.now() + deadlineMs;
+      let last = await inFlight(running.adminPort);
+      while (last !== 0 && Date.now() < by) {
+        await sleep(20);
+        last = await inFlight(running.adminPort);
+      }
+      return last;
+    },
+    close: () => running.shutdown('edge case over'),
+  };
+}

@@ -1,0 +1,115 @@
+// The byte script of one harness case: what each client writes and how the upstream answers each request. Saved as a fixture.
+
+/**
+ * Written in place of the client's API key in a piece's bytes; the runner puts the key of the client's
+ * `key` index there. Pieces are never cut inside it, so byte offsets are counted in script characters.
+ */
+export const KEY_PLACEHOLDER = '{{KEY}}';
+
+/** Every tag a client sends: `edge-c<client>-r<request>`, a well-formed X-Request-Id the gateway forwards. */
+export const TAG_PATTERN = /edge-c\d+-r\d+/g;
+
+export function tagOf(client: number, request: number): string {
+  return `edge-c${client}-r${request}`;
+}
+
+/** One write of a client: latin1 text (one char per byte), written whole. */
+export interface Piece {
+  /** Waited before the write (slow clients). */
+  delayMs: number;
+  bytes: string;
+  /** Written only once this many final responses arrived (a client that waits for its answer before the next request). */
+  afterFinals?: number;
+  /** Written only once this many `100 Continue` arrived (Expect: 100-continue, waiting for the invitation). */
+  afterContinues?: number;
+}
+
+/** A request a client writes whole; `end` says where its last byte is, so the runner knows whether it was sent. */
+export interface SentRequest {
+  tag: string;
+  method: 'GET' | 'HEAD' | 'POST';
+  /** Origin-form target as the upstream should receive it under its base path, e.g. `/v1/pets?limit=2`. */
+  target: string;
+  /** The body the upstream should receive (latin1); empty for none. */
+  body: string;
+  /** Valid per the interface: forwarded. Invalid ones are refused by the gateway and must never reach the upstream. */
+  valid: boolean;
+  /** Offset just past the request's last byte in the client's script (the concatenation of its pieces). */
+  end: number;
+}
+
+export interface ClientScript {
+  /** Which of the run's API keys this client uses. */
+  key: number;
+  pieces: Piece[];
+  /** The complete requests in the order written. */
+  requests: SentRequest[];
+  /** Bytes that do not parse follow the complete requests. */
+  garbage: boolean;
+  /** The client destroys its connection after writing this many pieces and waiting `delayMs`. */
+  earlyClose?: { pieces: number; delayMs: number };
+}
+
+/**
+ * How the upstream answers one request. The tag it read goes into the body (`name`, or `message` for
+ * error statuses), since only status, framing headers and body are relayed.
+ */
+export interface UpstreamBehaviour {
+  /** 2xx success, 204/304 without body, 4xx/5xx with an Error-shaped body; never 500 (the gateway relays it, and 500 is forbidden). */
+  status: number;
+  /** Error statuses only: a body that is not Error-shaped (the gateway wraps it). */
+  plainErrorBody?: boolean;
+  framing: 'length' | 'chunked';
+  /** Content-Length lies (length framing): `shorter` cuts the tail of a padding field, so the tag stays visible. */
+  lie: 'none' | 'shorter' | 'longer';
+  /** Interim answers written first: 100, 103. */
+  interim: number[];
+  /** Answer `101 Switching Protocols` to a plain request instead. */
+  upgrade: boolean;
+  /** Before anything is written. */
+  headDelayMs: number;
+  /** Between the head and the body. */
+  bodyDelayMs: number;
+  /** The socket is destroyed halfway through the body. */
+  closeMidBody: boolean;
+  /** `Connection: close`, and the upstream ends the socket after the answer. */
+  connectionClose: boolean;
+  /** A second, complete response tagged like this one is appended in the same write. */
+  extraSameWrite: boolean;
+  /**
+   * After a HEAD, 204 or 304 only: the body a buggy backend owes, written late as a complete tagged
+   * response, when the next request arrives on the connection or after `lateMs`, whichever is first.
+   */
+  late: boolean;
+  lateMs: number;
+}
+
+/** Gateway settings that vary per case. */
+export interface GatewaySettings {
+  maxSockets: number;
+  timeoutMs: number;
+  totalTimeoutMs: number;
+}
+
+export interface EdgeCase {
+  gateway: GatewaySettings;
+  clients: ClientScript[];
+  /** By tag; a request without an entry gets a plain answer. */
+  upstream: Record<string, UpstreamBehaviour>;
+}
+
+/** The answer a well-behaved backend gives. */
+export const PLAIN_ANSWER: UpstreamBehaviour = {
+  status: 200,
+  framing: 'length',
+  lie: 'none',
+  interim: [],
+  upgrade: false,
+  headDelayMs: 0,
+  bodyDelayMs: 0,
+  closeMidBody: false,
+  connectionClose: false,
+  extraSameWrite: false,
+  late: false,
+  lateMs: 0,
+};

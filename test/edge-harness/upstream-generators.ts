@@ -1,0 +1,64 @@
+// Generates how the hostile upstream answers each request: mostly as a backend should, sometimes as a buggy one does.
+//
+// What is generated is a buggy backend, never an adversarially timed one. Bytes written LATE, after a
+// complete answer, are generated only after answers that by protocol have no body (HEAD, 204, 304),
+// where a backend that writes a body anyway is a known kind of bug the gateway can guard against (by not
+// reusing that connection). After any other complete, correctly framed answer, a response written later,
+// once the gateway may already have sent the next request on that connection, is indistinguishable from
+// the answer to that request (HTTP/1.1 answers carry no request id), so no gateway could hold invariant a
+// against it. Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
+// are generated for every answer: they arrive before the gateway can have sent anything else on that
+// connection, so a gateway that reads them as the next answer is at fault.
+import fc from 'fast-check';
+import type { UpstreamBehaviour } from './script.ts';
+
+/** A delay before or within an answer: none, short, or a stall longer than the gateway's idle timeout. */
+type Delay = { kind: 'none' } | { kind: 'short'; ms: number } | { kind: 'stall' };
+
+export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs'> {
+  /** `success` is the operation's own (201 for createPet, else 200). */
+  status: 'success' | 204 | 304 | 400 | 404 | 409 | 422 | 503;
+  headDelay: Delay;
+  bodyDelay: Delay;
+}
+
+const delay = (stallWeight: number): fc.Arbitrary<Delay> =>
+  fc.oneof(
+    { weight: 12, arbitrary: fc.constant<Delay>({ kind: 'none' }) },
+    { weight: 5, arbitrary: fc.integer({ min: 1, max: 20 }).map((ms): Delay => ({ kind: 'short', ms })) },
+    { weight: stallWeight, arbitrary: fc.constant<Delay>({ kind: 'stall' }) },
+  );
+
+const rare = (weight: number) => fc.oneof({ weight: 100 - weight, arbitrary: fc.constant(false) }, { weight, arbitrary: fc.constant(true) });
+
+export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
+  status: fc.oneof(
+    { weight: 14, arbitrary: fc.constant('success' as const) },
+    { weight: 4, arbitrary: fc.constantFrom(204 as const, 304 as const) },
+    { weight: 3, arbitrary: fc.constantFrom(400 as const, 404 as const, 409 as const, 422 as const, 503 as const) },
+  ),
+  plainErrorBody: rare(25),
+  framing: fc.oneof({ weight: 3, arbitrary: fc.constant('length' as const) }, { weight: 1, arbitrary: fc.constant('chunked' as const) }),
+  lie: fc.oneof({ weight: 14, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constantFrom('shorter' as const, 'longer' as const) }),
+  interim: fc.oneof({ weight: 6, arbitrary: fc.constant<number[]>([]) }, { weight: 1, arbitrary: fc.constantFrom<number[]>([100], [103], [100, 103]) }),
+  upgrade: rare(3),
+  headDelay: delay(1),
+  bodyDelay: delay(1),
+  closeMidBody: rare(4),
+  connectionClose: rare(15),
+  extraSameWrite: rare(6),
+  late: rare(40),
+  lateMs: fc.integer({ min: 20, max: 120 }),
+});
+
+/** The behaviour for a request of `method`, with the case's idle timeout to stall past. */
+export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number): UpstreamBehaviour {
+  const ms = (value: Delay) => (value.kind === 'none' ? 0 : value.kind === 'short' ? value.ms : idleTimeoutMs + 300);
+  const { headDelay, bodyDelay, status, ...rest } = spec;
+  return {
+    ...rest,
+    status: status === 'success' ? (method === 'POST' ? 201 : 200) : status,
+    headDelayMs: ms(headDelay),
+    bodyDelayMs: ms(bodyDelay),
+  };
+}

@@ -1,0 +1,50 @@
+// Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key.
+import type { ClientOutcome } from './client-driver.ts';
+import type { UpstreamConnection } from './hostile-upstream.ts';
+import type { EdgeCase, SentRequest } from './script.ts';
+import type { Violation } from './violations.ts';
+
+/** The secret part of a key too: a gateway that forwarded only that would leak it as surely. */
+function keyForms(key: string): string[] {
+  const secret = key.slice(key.lastIndexOf('_') + 1);
+  return secret.length >= 16 ? [key, secret] : [key];
+}
+
+export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], connections: UpstreamConnection[], keys: readonly string[]): Violation[] {
+  const violations: Violation[] = [];
+  const flag = (detail: string, client?: number) => violations.push({ invariant: 'd', ...(client === undefined ? {} : { client }), detail });
+  const sent = new Map<string, { client: number; request: SentRequest; whole: boolean }>();
+  edgeCase.clients.forEach((script, client) => {
+    for (const request of script.requests) sent.set(request.tag, { client, request, whole: request.end <= clients[client]!.written });
+  });
+  const seen = new Set<string>();
+
+  connections.forEach((connection, c) => {
+    if (connection.parseError !== undefined) flag(`upstream connection ${c}: bytes the upstream cannot parse (${connection.parseError})`);
+    for (const key of keys) {
+      for (const form of keyForms(key)) {
+        if (connection.raw.includes(form)) flag(`upstream connection ${c} received client ${keys.indexOf(key)}'s API key`);
+      }
+    }
+    for (const received of connection.requests) {
+      const tag = received.headers['x-request-id'];
+      const what = `${received.method} ${received.target} (X-Request-Id ${tag ?? 'none'})`;
+      const origin = tag === undefined ? undefined : sent.get(tag);
+      if (origin === undefined) {
+        flag(`upstream connection ${c} received ${what}, which no client sent`);
+        continue;
+      }
+      const { request, client } = origin;
+      if (!origin.whole) flag(`upstream received ${what}, which client ${client} never finished sending`, client);
+      else if (!request.valid) flag(`upstream received ${what}, an invalid request the gateway should have refused`, client);
+      // HEAD is served as GET: either method may carry it upstream.
+      const methodOk = received.method === request.method || (request.method === 'HEAD' && received.method === 'GET');
+      if (!methodOk || received.target !== request.target || received.body !== request.body) {
+        flag(`upstream received ${what} with body ${JSON.stringify(received.body.slice(0, 80))}; client ${client} sent ${request.method} ${request.target} with ${JSON.stringify(request.body.slice(0, 80))}`, client);
+      }
+      if (seen.has(tag!)) flag(`upstream received ${request.tag} more than once`, client);
+      seen.add(tag!);
+    }
+  });
+  return violations;
+}

@@ -1,0 +1,29 @@
+// What one harness case observed, and the violations the invariant checks find in it.
+import type { ClientOutcome } from './client-driver.ts';
+import type { UpstreamConnection } from './hostile-upstream.ts';
+import type { EdgeCase } from './script.ts';
+
+/**
+ * a: an answer carries another request's tag; b: more than one answer per request, or out of order;
+ * c: a complete request left unanswered, or refused without an Error body; d: the upstream received what
+ * no client sent whole and valid, or a key; e: a hang, a crash, a 500, or a request still in flight.
+ */
+export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e';
+
+export interface Violation {
+  invariant: Invariant;
+  /** The client concerned, by index. */
+  client?: number;
+  detail: string;
+}
+
+export interface CaseObservation {
+  edgeCase: EdgeCase;
+  keys: readonly string[];
+  clients: ClientOutcome[];
+  upstream: UpstreamConnection[];
+  /** The gateway's in-flight gauge once every client was done; undefined when it could not be read. */
+  inFlightAfter: number | undefined;
+  /** Uncaught exceptions and unhandled rejections during the case. */
+  crashes: string[];
+}

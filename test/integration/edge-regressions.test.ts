@@ -1,0 +1,35 @@
+// Replays every byte script in test/fixtures/edge/ against a fresh gateway: each must now hold every edge invariant.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFixtures } from '../edge-harness/fixtures.ts';
+import { startEnvironment, type HarnessEnvironment } from '../edge-harness/gateway.ts';
+import { runCase } from '../edge-harness/run-case.ts';
+
+const fixtures = listFixtures();
+/** Keys by index: as many as the scripts use. */
+const keyCount = Math.max(3, ...fixtures.flatMap(({ fixture }) => fixture.case.clients.map((client) => client.key + 1)));
+
+let environment: HarnessEnvironment | undefined;
+
+beforeAll(async () => {
+  if (fixtures.length > 0) environment = await startEnvironment(keyCount);
+});
+afterAll(async () => {
+  await environment?.close();
+});
+
+describe('edge fixtures', () => {
+  it('are byte scripts the runner can replay', () => {
+    for (const { name, fixture } of fixtures) {
+      expect(fixture.case.clients.length, name).toBeGreaterThan(0);
+      for (const client of fixture.case.clients) {
+        const length = client.pieces.reduce((sum, piece) => sum + piece.bytes.length, 0);
+        expect(client.requests.every((request) => request.end <= length), name).toBe(true);
+      }
+    }
+  });
+
+  it.each(fixtures.map(({ name, fixture }) => [name, fixture] as const))('%s: holds every edge invariant', async (_name, fixture) => {
+    const { violations } = await runCase(fixture.case, environment!);
+    expect(violations).toEqual([]);
+  }, 30_000);
+});
