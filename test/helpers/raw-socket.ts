@@ -118,6 +118,28 @@ export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOp
   });
 }
 
+/** A server of this file listening on a free loopback port: its address, and a close that drops its connections first. */
+export interface Listening {
+  port: number;
+  /** As the gateway's UPSTREAM_URL wants it. */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+async function listenOnFreePort(server: { listen(port: number, host: string, done: () => void): unknown; address(): unknown; close(done: () => void): unknown }, dropConnections: () => void): Promise<Listening> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise((resolve) => {
+        dropConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 export interface RecordedRequest {
   method: string;
   url: string;
@@ -127,14 +149,10 @@ export interface RecordedRequest {
   body: Buffer;
 }
 
-export interface RecordingUpstream {
-  port: number;
-  /** As the gateway's UPSTREAM_URL wants it. */
-  baseUrl: string;
+export interface RecordingUpstream extends Listening {
   requests: RecordedRequest[];
   /** Every byte received, per connection, in arrival order. */
   connections: string[];
-  close(): Promise<void>;
 }
 
 /** An upstream that records each request whole and answers with `respond` (default: 200 `[]`). */
@@ -159,23 +177,11 @@ export async function startRecordingUpstream(
     const index = connections.push('') - 1;
     socket.on('data', (chunk: Buffer) => (connections[index] += chunk.toString('latin1')));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    connections,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...(await listenOnFreePort(server, () => server.closeAllConnections())), requests, connections };
 }
 
 /** A TCP upstream that answers every connection with bytes no HTTP library would write (101 to a GET, cut bodies). */
-export async function startRawUpstream(answer: (socket: Socket, received: string) => void): Promise<{ port: number; baseUrl: string; close(): Promise<void> }> {
+export async function startRawUpstream(answer: (socket: Socket, received: string) => void): Promise<Listening> {
   const sockets = new Set<Socket>();
   const server = createTcpServer((socket: Socket) => {
     sockets.add(socket);
@@ -187,17 +193,9 @@ export async function startRawUpstream(answer: (socket: Socket, received: string
     });
     socket.on('error', () => undefined);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnFreePort(server, () => {
+    for (const socket of sockets) socket.destroy();
+  });
 }
 
 /** One request as a raw upstream read it: which connection it came on, and its request line. */
@@ -217,7 +215,7 @@ export interface ReadRequest {
  */
 export async function startReadingUpstream(
   answer: (request: ReadRequest, all: readonly ReadRequest[]) => void,
-): Promise<{ port: number; baseUrl: string; requests: ReadRequest[]; close(): Promise<void> }> {
+): Promise<Listening & { requests: ReadRequest[] }> {
   const sockets = new Set<Socket>();
   const requests: ReadRequest[] = [];
   let connections = 0;
@@ -243,16 +241,8 @@ export async function startReadingUpstream(
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  const listening = await listenOnFreePort(server, () => {
+    for (const socket of sockets) socket.destroy();
+  });
+  return { ...listening, requests };
 }

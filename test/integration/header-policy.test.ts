@@ -7,31 +7,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { writeSigningKeyFile } from '../../src/identity/generate-key.ts';
-import { loadUpstreamIdentity, type UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
-import type { RunningGateway } from '../../src/server.ts';
+import { loadUpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 import { fixedClock } from '../../src/time/clock.ts';
-import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import type { TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { parseResponses, sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
-
-interface Edge {
-  gateway: TestGateway;
-  running: RunningGateway;
-  close(): Promise<void>;
-}
-
-async function startEdge(upstreamUrl: string, overrides: Record<string, unknown> = {}, identity?: UpstreamIdentity): Promise<Edge> {
-  const gateway = buildTestGateway({ upstreamUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides, ...(identity ? { identity } : {}) });
-  const running = await gateway.listen();
-  return {
-    gateway,
-    running,
-    close: async () => {
-      await running.shutdown('test over');
-      gateway.close();
-    },
-  };
-}
+import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 type Answer = (req: RecordedRequest, res: ServerResponse) => void;
 

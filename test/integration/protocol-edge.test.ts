@@ -1,30 +1,10 @@
 // The protocol edge, byte for byte: exact bytes from a client socket, exact bytes at the upstream, exact answers back.
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../src/server.ts';
-import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
 import { parseResponses, sendRaw, startRawUpstream, startReadingUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
-
-interface Edge {
-  gateway: TestGateway;
-  running: RunningGateway;
-  close(): Promise<void>;
-}
-
-async function startEdge(upstreamUrl: string, overrides: Record<string, unknown> = {}): Promise<Edge> {
-  const gateway = buildTestGateway({ upstreamUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides });
-  const running = await gateway.listen();
-  return {
-    gateway,
-    running,
-    close: async () => {
-      await running.shutdown('test over');
-      gateway.close();
-    },
-  };
-}
+import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 const PET = '{"name":"Nibbles","categoryId":4}';
 /**
