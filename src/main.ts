@@ -2,8 +2,8 @@
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
 import { composeRedisGateway } from './wiring/compose.ts';
-import { ConfigError, loadConfig } from './config/load-config.ts';
-import { SigningKeyError } from './identity/signing-key.ts';
+import { loadConfig } from './config/load-config.ts';
+import { startupFailureMessage } from './startup-failure.ts';
 import { systemClock } from './time/clock.ts';
 import { createLogDestination } from './observability/log-destination.ts';
 import { createLogger } from './observability/logger.ts';
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // buffer is flushed on shutdown and, synchronously, on a fatal error; a SIGKILL loses what it holds.
   const logger = createLogger(config.logging.level, logStream);
   const clock = systemClock;
-  const hashKey = createKeyHasher(loadPepper(config.auth.pepperFile));
+  const hashKey = createKeyHasher(loadPepper(config));
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
   process.on('uncaughtException', (error) => {
@@ -62,8 +62,7 @@ async function exitAfterLogs(code: number): Promise<never> {
 }
 
 main().catch((error: unknown) => {
-  // A setting the operator got wrong: its message names it; a stack would only bury that.
-  const message = error instanceof ConfigError || error instanceof SigningKeyError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  const message = startupFailureMessage(error);
   logStream.flushSync();
   process.stderr.write(`petstore-gateway: could not start: ${message}\n`);
   process.exit(1);

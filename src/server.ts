@@ -31,14 +31,40 @@ export interface StartOptions {
   onClosed?: () => Promise<void> | void;
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+/** Why a listener could not open, from the socket error code. */
+const LISTEN_REFUSALS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'is already in use (another process listens there)',
+  EACCES: 'is not allowed for this user (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'is not an address of this machine',
+  ENOTFOUND: 'names a host that does not resolve',
+};
+
+/** A listener could not open its address; the message names the setting and the address, and is the whole story. */
+export class ListenError extends Error {
+  override name = 'ListenError';
+}
+
+/**
+ * Opens `server` on host:port. A refused address rejects with a ListenError naming `setting`, what the
+ * operator changes to fix it (`PORT (listen.port)`, `DEMO_BACKEND_PORT`): the raw EADDRINUSE names neither.
+ */
+export function listen(server: Server, port: number, host: string, setting: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (error: NodeJS.ErrnoException) => {
+      const why = error.code === undefined ? undefined : LISTEN_REFUSALS[error.code];
+      // An error other than these is not the operator's address: it keeps its stack.
+      reject(why ? new ListenError(`${setting}: ${formatAddress(host, port)} ${why}`, { cause: error }) : error);
+    };
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve((server.address() as AddressInfo).port);
     });
   });
+}
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
@@ -69,9 +95,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
   const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
-  const port = await listen(publicServer, config.listen.port, config.listen.host);
-  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost);
-  logger.info({ port, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');
+  const port = await listen(publicServer, config.listen.port, config.listen.host, 'PORT (listen.port)');
+  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, 'ADMIN_PORT (listen.adminPort)').catch(
+    (error: unknown) => {
+      // The public listener is open: closed again, so a caller that survives the failure (a test, the demo) is not left holding its port.
+      publicServer.close();
+      throw error;
+    },
+  );
+  logger.info({ host: config.listen.host, port, adminHost: config.listen.adminHost, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');
 
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {

@@ -1,7 +1,8 @@
 // npm test, first step: installs the system tools the tests start (Debian packages) or stops at once saying how.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { disableCommands, POLICY_RC_D, servicesOf, withServiceStartsRefused } from './packaged-services.ts';
 
 /** Every command test/helpers and the integration tests spawn, and the Debian package that ships it. */
 export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
@@ -66,6 +67,39 @@ function aptGet(args: string[]): boolean {
   return result.status === 0;
 }
 
+/** Every package dpkg holds as installed. */
+function installedPackages(): Set<string> {
+  const result = spawnSync('dpkg-query', ['-W', '-f', '${db:Status-Abbrev} ${Package}\\n'], { encoding: 'utf8' });
+  return new Set(result.stdout.split('\n').flatMap((line) => (line.startsWith('ii ') ? [line.split(/\s+/)[1]!] : [])));
+}
+
+/**
+ * Installs the packages with every service start refused, then disables the services of every package
+ * the install added (dependencies too): apt would otherwise leave prometheus.service running on 9090 and
+ * enabled at boot, and redis-server on 6379. A service of a package that was already there is left as it was.
+ */
+function installQuietly(packages: readonly string[]): boolean {
+  const before = installedPackages();
+  // PROVISION_POLICY_RC_D: for this script's own test, which runs it against a fake apt-get.
+  const policyFile = process.env.PROVISION_POLICY_RC_D || POLICY_RC_D;
+  const installed = withServiceStartsRefused(() => aptGet(['update', '-qq']) && aptGet(['install', '-y', '-qq', '--no-install-recommends', ...packages]), policyFile);
+  const added = [...installedPackages()].filter((name) => !before.has(name));
+  const files = added.flatMap((name) => spawnSync('dpkg', ['-L', name], { encoding: 'utf8' }).stdout.split('\n'));
+  const commands = disableCommands(servicesOf(files), {
+    hasSystemctl: onPath('systemctl', process.env.PATH),
+    systemdRunning: existsSync('/run/systemd/system'),
+    hasUpdateRcD: onPath('update-rc.d', process.env.PATH),
+  });
+  for (const [command, ...args] of commands) {
+    process.stderr.write(`provision-system-tools: ${command} ${args.join(' ')}\n`);
+    // Loud, not fatal: the tests start their own servers on free ports whatever a package left enabled.
+    if (spawnSync(command!, args, { stdio: ['ignore', 'inherit', 'inherit'] }).status !== 0) {
+      process.stderr.write(`provision-system-tools: warning: could not disable a service the install added (${command} ${args.join(' ')} failed); disable it yourself\n`);
+    }
+  }
+  return installed;
+}
+
 function fail(message: string): never {
   process.stderr.write(`\nprovision-system-tools: ${message}\n\n`);
   process.exit(1);
@@ -80,7 +114,7 @@ if (import.meta.main) {
   if (plan.action === 'stop') fail(plan.message);
   if (plan.action === 'install') {
     process.stderr.write(`provision-system-tools: installing ${plan.packages.join(', ')} (apt-get, as root)\n`);
-    const installed = aptGet(['update', '-qq']) && aptGet(['install', '-y', '-qq', '--no-install-recommends', ...plan.packages]);
+    const installed = installQuietly(plan.packages);
     if (!installed) fail(`apt-get could not install ${plan.packages.join(', ')}; run it yourself and see why:\n  ${installCommand(plan.packages, false)}`);
     const still = missingTools();
     if (still.length > 0) fail(`still not on PATH after installing ${plan.packages.join(', ')}: ${still.join(', ')}`);

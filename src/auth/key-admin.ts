@@ -4,12 +4,27 @@ import type { Environment, StabilityMarker } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
 import { publishKeyEvent } from './key-events.ts';
-import type { KeyHasher } from './key-hash.ts';
+import type { PepperedKeyHasher } from './key-hash.ts';
+import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint } from './pepper-fingerprint.ts';
 import { fromHashFields, keyLayout, toHashFields, type KeyLayout } from './key-records.ts';
 import type { KeyRecord } from './key-store.ts';
 
 export class KeyAdminError extends Error {
   override name = 'KeyAdminError';
+}
+
+export interface KeyAdminOptions {
+  keyPrefix: string;
+  /** From `createKeyHasher`: its pepper fingerprint is checked against the keys' before a key is written. */
+  hashKey: PepperedKeyHasher;
+  clock: Clock;
+  /**
+   * Told when this admin recorded its pepper's fingerprint on a Redis that already held keys (written before
+   * fingerprints existed), assuming they were made with the same pepper.
+   */
+  onPepperRecorded?: (existingKeys: number) => void;
+  /** Told when a write that does not depend on the pepper (revoke, limits, opt-in) ran with another pepper than the keys'. */
+  onPepperMismatch?: (message: string) => void;
 }
 
 export interface NewKey {
@@ -31,20 +46,23 @@ export class KeyAdmin {
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #layout: KeyLayout;
-  readonly #hashKey: KeyHasher;
+  readonly #hashKey: PepperedKeyHasher;
   readonly #clock: Clock;
+  readonly #options: KeyAdminOptions;
 
-  constructor(redis: RedisClient, options: { keyPrefix: string; hashKey: KeyHasher; clock: Clock }) {
+  constructor(redis: RedisClient, options: KeyAdminOptions) {
     this.#redis = redis;
     this.#prefix = options.keyPrefix;
     this.#layout = keyLayout(options.keyPrefix);
     this.#hashKey = options.hashKey;
     this.#clock = options.clock;
+    this.#options = options;
   }
 
   async create(input: NewKey): Promise<IssuedKey> {
     if (input.consumer.trim() === '') throw new KeyAdminError('a key needs a consumer name');
     if (input.environments.length === 0) throw new KeyAdminError('a key needs at least one environment');
+    await this.#claimPepper();
     const key = generateApiKey(input.environments);
     const keyHash = this.#hashKey(key);
     const record: KeyRecord = {
@@ -121,8 +139,30 @@ export class KeyAdmin {
     return { keyHash, record };
   }
 
+  /**
+   * A key hashed with another pepper than the keys' would be listed as active and refused by every gateway:
+   * refused here instead. The first writer to a Redis without a fingerprint records its own.
+   */
+  async #claimPepper(): Promise<void> {
+    const mine = this.#hashKey.pepperFingerprint;
+    const claim = await claimPepperFingerprint(this.#redis, this.#prefix, mine);
+    if (claim.outcome === 'differs') throw new KeyAdminError(`refusing to write: ${describePepperMismatch(claim.stored, mine)}`);
+    if (claim.outcome === 'recorded' && claim.existingKeys > 0) this.#options.onPepperRecorded?.(claim.existingKeys);
+  }
+
+  /**
+   * Revoking, limits and opt-ins find the key by id and never hash one, so they work whatever the pepper:
+   * never blocked (revoking a leaked key must not wait for a setting to be fixed), only reported.
+   */
+  async #notePepper(): Promise<void> {
+    const mine = this.#hashKey.pepperFingerprint;
+    const stored = await readPepperFingerprint(this.#redis, this.#prefix);
+    if (stored !== null && stored !== mine) this.#options.onPepperMismatch?.(describePepperMismatch(stored, mine));
+  }
+
   async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed'): Promise<KeyRecord> {
     const { keyHash } = await this.#find(id);
+    await this.#notePepper();
     await this.#redis.hset(this.#layout.record(keyHash), fields);
     await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash });
     return (await this.#find(id)).record;

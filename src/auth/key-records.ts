@@ -12,6 +12,8 @@ export interface KeyLayout {
   ids: string;
   /** Pub/sub channel on which key changes are announced to every gateway replica. */
   events: string;
+  /** STRING: the fingerprint of the pepper the keys were made with (src/auth/pepper-fingerprint.ts). */
+  pepperFingerprint: string;
 }
 
 /**
@@ -24,6 +26,7 @@ export function keyLayout(prefix: string): KeyLayout {
     byId: (id) => `${prefix}{keys}:key-id:${id}`,
     ids: `${prefix}{keys}:key-ids`,
     events: `${prefix}key-events`,
+    pepperFingerprint: `${prefix}{keys}:pepper-fingerprint`,
   };
 }
 

@@ -59,8 +59,21 @@ function printRecord(record: KeyRecord, json: boolean): void {
 
 async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  // Before Redis: a pepper setting that is wrong is reported whether or not Redis answers.
+  const hashKey = createKeyHasher(loadPepper(config));
   return withToolRedis(config.redis, 'petstore-gateway-keys', (redis) =>
-    work(new KeyAdmin(redis, { keyPrefix: config.redis.keyPrefix, hashKey: createKeyHasher(loadPepper(config.auth.pepperFile)), clock: systemClock })),
+    work(
+      new KeyAdmin(redis, {
+        keyPrefix: config.redis.keyPrefix,
+        hashKey,
+        clock: systemClock,
+        onPepperRecorded: (existingKeys) =>
+          process.stderr.write(
+            `keys: note: this Redis held ${existingKeys} key(s) but no pepper fingerprint (written before fingerprints existed); recorded this pepper's, assuming they were made with it. If gateways now report the pepper mismatched, see README "Pepper fingerprint".\n`,
+          ),
+        onPepperMismatch: (message) => process.stderr.write(`keys: warning: ${message} (this command does not depend on the pepper, so it ran)\n`),
+      }),
+    ),
   );
 }
 

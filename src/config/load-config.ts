@@ -11,6 +11,7 @@ export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url
 export const ENV_KEYS = {
   PORT: ['listen', 'port'],
   ADMIN_PORT: ['listen', 'adminPort'],
+  ADMIN_HOST: ['listen', 'adminHost'],
   GATEWAY_ENVIRONMENT: ['environment'],
   UPSTREAM_URL: ['upstreamUrl'],
   UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
@@ -61,14 +62,22 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
     setPath(merged, path, listKeys.includes(path.at(-1)!) ? value.split(',').map((item) => item.trim()) : value);
     fromEnv.set(path.join('.'), name);
   }
-  const parsed = configSchema.safeParse(merged);
+  const parsed = configSchema.safeParse(merged, { error: numberInWords });
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+    // Each problem is blamed on where its value came from, an environment variable or the file: PORT=80a is not gateway.yaml's fault.
+    const fromEnvironment: string[] = [];
+    const fromFileProblems: string[] = [];
+    for (const issue of parsed.error.issues) {
       const key = issue.path.join('.');
       const envName = fromEnv.get(key);
-      return `${envName ? `${envName} (${key})` : key || '(root)'}: ${issue.message}`;
-    });
-    throw new ConfigError(`invalid configuration in ${file}:\n  ${problems.join('\n  ')}`);
+      if (envName) fromEnvironment.push(`${envName} (${key}): ${issue.message}`);
+      else fromFileProblems.push(`${key || '(root)'}: ${issue.message}`);
+    }
+    const sections = [
+      describeProblems(['invalid environment variable ', 'invalid environment variables:'], fromEnvironment),
+      describeProblems([`invalid configuration in ${file}: `, `invalid configuration in ${file}:`], fromFileProblems),
+    ];
+    throw new ConfigError(sections.filter(Boolean).join('\n'));
   }
   const config = parsed.data;
   const upstreamBaseUrl = (config.upstreamUrl ?? config.environments[config.environment].upstream).replace(/\/$/, '');
@@ -84,6 +93,17 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
     })),
   ];
   return deepFreeze({ ...config, upstreamBaseUrl, contractPath, sources });
+}
+
+/** One problem on one line (the usual case, and what a log line shows); several, one per indented line. */
+function describeProblems([one, several]: readonly [string, string], problems: readonly string[]): string {
+  if (problems.length === 0) return '';
+  return problems.length === 1 ? `${one}${problems[0]}` : `${several}\n  ${problems.join('\n  ')}`;
+}
+
+/** zod's message for a number that is not one (UPSTREAM_TIMEOUT_MS=soon) is "expected number, received NaN". */
+function numberInWords(issue: { code?: string; expected?: string; input?: unknown }): string | undefined {
+  return issue.code === 'invalid_type' && issue.expected === 'number' && Number.isNaN(issue.input) ? 'must be a number' : undefined;
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {

@@ -10,8 +10,11 @@ export type StabilityMarker = (typeof STABILITY_MARKERS)[number];
 /** What a marker allows: every caller, no caller, or only API keys whose record opted in to it. */
 export type StabilityAccess = 'allow' | 'deny' | 'opt-in';
 
-const port = z.coerce.number().int().min(0).max(65535);
-const positiveMs = z.coerce.number().int().positive();
+// Said in words: zod's own "expected number, received NaN" does not tell an operator what PORT=80a should be.
+const PORT_NUMBER = 'must be an integer port number (0 to 65535)';
+const port = z.coerce.number({ error: PORT_NUMBER }).int({ error: PORT_NUMBER }).min(0, { error: PORT_NUMBER }).max(65535, { error: PORT_NUMBER });
+const MILLISECONDS = 'must be a whole number of milliseconds, at least 1';
+const positiveMs = z.coerce.number({ error: MILLISECONDS }).int({ error: MILLISECONDS }).positive({ error: MILLISECONDS });
 /** `host:port`, as in REDIS_SENTINELS=10.0.0.1:26379,10.0.0.2:26379. */
 const redisNode = z
   .string()
@@ -91,9 +94,11 @@ export const configSchema = z.object({
     .prefault({}),
   listen: z
     .object({
+      /** The public listener's address: every interface by default. */
       host: z.string().default('0.0.0.0'),
       port: port.default(8080),
-      adminHost: z.string().default('0.0.0.0'),
+      /** The admin listener's address; loopback unless configured (ADMIN_HOST): /metrics and the deprecation report are for the kubelet's probes and Prometheus, not every network the host is on. */
+      adminHost: z.string().min(1).default('127.0.0.1'),
       adminPort: port.default(9090),
       keepAliveTimeoutMs: positiveMs.default(5000),
       headersTimeoutMs: positiveMs.default(10_000),

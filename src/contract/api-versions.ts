@@ -1,5 +1,6 @@
 // Every interface document the gateway serves, loaded together: base paths and operation ids unique across them.
 import { basename } from 'node:path';
+import { ConfigError } from '../config/load-config.ts';
 import type { VersionSource } from '../config/schema.ts';
 import { loadContract, type Contract } from './compile-contract.ts';
 import type { Operation } from './operations.ts';
@@ -25,24 +26,26 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
     try {
       contract = loadContract(source.documentPath);
     } catch (cause) {
-      throw new Error(`config: ${source.key}: ${(cause as Error).message}`, { cause });
+      // A missing or malformed document is the operator's to fix: one line naming the key. A bug keeps its stack.
+      if (cause instanceof TypeError || cause instanceof ReferenceError) throw cause;
+      throw new ConfigError(`config: ${source.key}: ${(cause as Error).message}`, { cause });
     }
     for (const other of versions) {
       const [a, b] = [`${contract.basePath}/`, `${other.contract.basePath}/`];
       if (a.startsWith(b) || b.startsWith(a)) {
-        throw new Error(`config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`);
+        throw new ConfigError(`config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`);
       }
     }
     // A version's requests go to its upstream with the operation's path under the upstream's own path:
     // an upstream copied from another version (…/v1 for /v2) would send one version's calls to the other.
     const upstreamPath = new URL(source.upstreamBaseUrl).pathname.replace(/\/$/, '');
     if (!upstreamPath.endsWith(contract.basePath)) {
-      throw new Error(`config: ${source.key}: its upstream ${source.upstreamBaseUrl} must end with the document's base path ${contract.basePath}`);
+      throw new ConfigError(`config: ${source.key}: its upstream ${source.upstreamBaseUrl} must end with the document's base path ${contract.basePath}`);
     }
     for (const operation of contract.operations) {
       const owner = owners.get(operation.id);
       if (owner) {
-        throw new Error(
+        throw new ConfigError(
           `config: ${source.key}: operationId ${operation.id} is also in ${owner.key} (${basename(owner.documentPath)}); ` +
             'operation ids must be unique across documents (metrics, rate limits and the deprecation report are keyed by them)',
         );
@@ -56,7 +59,7 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
     const successor = source.deprecation?.successor;
     if (successor === null || successor === undefined) continue;
     if (successor === contract.basePath || !basePaths.includes(successor)) {
-      throw new Error(`config: ${source.deprecationKey}.successor: ${successor} is not the base path of another configured version (served: ${basePaths.join(', ')})`);
+      throw new ConfigError(`config: ${source.deprecationKey}.successor: ${successor} is not the base path of another configured version (served: ${basePaths.join(', ')})`);
     }
   }
   return versions;

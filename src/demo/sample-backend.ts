@@ -1,8 +1,8 @@
 // An in-memory pet store that implements the interface document: the upstream for demos, tests and benchmarks.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import { createServer } from '../http/node-http.ts';
+import { listen } from '../server.ts';
 
 export interface Pet {
   id: number;
@@ -71,6 +71,8 @@ export interface SampleBackend {
 export interface SampleBackendOptions {
   port?: number;
   host?: string;
+  /** What a busy or refused port is blamed on, e.g. `DEMO_BACKEND_PORT`: the setting the operator changes. */
+  portSetting?: string;
   pets?: readonly Pet[];
   /** Keep every received request in `received` (tests); off by default so a long demo does not grow. */
   record?: boolean;
@@ -172,8 +174,7 @@ export async function startSampleBackend(options: SampleBackendOptions = {}): Pr
     handle(req, res).catch(() => fail(res, 500, 'internal_error', 'sample backend failed'));
   });
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', options.portSetting ?? 'the sample backend\'s port');
   return {
     server,
     port,

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import type { AdminAppOptions, ReadinessCheck } from '../admin/admin-app.ts';
 import { createApp } from '../app.ts';
-import type { KeyHasher } from '../auth/key-hash.ts';
+import type { KeyHasher, PepperedKeyHasher } from '../auth/key-hash.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions } from '../contract/api-versions.ts';
@@ -27,8 +27,10 @@ export interface Stores {
   keyStore: KeyStore;
   /** Shared rate-limit counters; absent, each process counts alone (the demo). */
   rateLimitStore?: RateLimitStore;
-  /** Readiness checks of the stores' dependencies (Redis). */
+  /** Readiness checks of the stores' dependencies (Redis): in /readyz and dependency_up. */
   checks: readonly ReadinessCheck[];
+  /** What this replica must have done before it is ready that is not a dependency's health (the pepper verified): in /readyz only. */
+  conditions?: readonly ReadinessCheck[];
   /** Where the deprecation report's counts add up across replicas; absent, this process alone (in memory). */
   deprecatedCalls?: DeprecatedCallStore;
   close?: () => Promise<void> | void;
@@ -115,7 +117,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     logger,
   });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
-  const { keyStore, rateLimitStore, checks } = stores;
+  const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
   const served = createVersionProxies(versions, { config, metrics, logger, identityHeaders: identity.headersFor });
   const app = createApp({
     config,
@@ -150,7 +152,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     handler: tracker.listener,
     tracker,
     admin: {
-      checks: [...checks, ...upstreamChecks],
+      checks: [...conditions, ...checks, ...upstreamChecks],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       ...(identity.jwks ? { jwks: identity.jwks.document } : {}),
@@ -175,7 +177,7 @@ export async function composeGateway(parts: GatewayParts): Promise<RunningGatewa
 
 /** The production wiring: keys, rate-limit counters, brownouts and deprecated-call counts in Redis, reporting into the metrics. */
 export async function composeRedisGateway(
-  parts: Omit<GatewayParts, 'stores'>,
+  parts: Omit<GatewayParts, 'stores' | 'hashKey'> & { hashKey: PepperedKeyHasher },
 ): Promise<RunningGateway & { metrics: GatewayMetrics; redis: RedisStores }> {
   const { config, logger, clock } = parts;
   let redis: RedisStores | undefined;
@@ -188,12 +190,14 @@ export async function composeRedisGateway(
         brownouts,
         onLookup: metrics.keyCacheLookup,
         onRateLimitStoreError: metrics.rateLimitStoreError,
+        pepperFingerprint: parts.hashKey.pepperFingerprint,
       });
       return {
         keyStore: redis.keyStore,
         rateLimitStore: redis.rateLimitStore,
         deprecatedCalls: redis.deprecatedCalls,
         checks: [redis.readiness],
+        conditions: [redis.pepper],
         close: redis.close,
       };
     },

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
 import { followKeyEvents } from '../auth/key-events.ts';
+import { watchPepper } from '../auth/pepper-watch.ts';
 import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
@@ -19,6 +20,9 @@ const OUTAGE_LOG_INTERVAL_MS = 10_000;
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
 const BROWNOUT_RESYNC_MS = 5000;
 
+/** An unverified pepper (Redis away, or a mismatch being fixed) is checked again this often. */
+const PEPPER_RETRY_MS = 2000;
+
 export interface RedisStores {
   keyStore: CachedKeyStore;
   rateLimitStore: RedisRateLimitStore | LocalFirstRateLimitStore;
@@ -26,8 +30,14 @@ export interface RedisStores {
   deprecatedCalls: RedisDeprecatedCallStore;
   /** Keeps the board's operator brownouts up to date; absent when no board was given. */
   brownouts?: BrownoutFollower;
-  /** Critical: without Redis, keys outside the cache cannot be checked. */
+  /**
+   * Redis answers PING: reported (/readyz body, dependency_up), not critical. Every replica shares this
+   * Redis, so failing readiness on it would empty the load balancer and turn the cached keys' 200s and
+   * the others' 503 Errors into connection errors (README, Health and shutdown).
+   */
   readiness: ReadinessCheck;
+  /** Critical: this replica's pepper was verified against the keys' (a property of the replica, not of Redis's health). */
+  pepper: ReadinessCheck;
   /** True while the request-path connection is up. */
   isRedisAvailable(): boolean;
   /** Sends the last local rate-limit counts (local-first mode), then closes the connections. */
@@ -43,6 +53,8 @@ export function createRedisStores(
     brownouts?: BrownoutBoard;
     onLookup?: KeyCacheOptions['onLookup'];
     onRateLimitStoreError?: () => void;
+    /** The gateway's pepper fingerprint (`PepperedKeyHasher.pepperFingerprint`), verified against the keys'. */
+    pepperFingerprint: string;
   },
 ): RedisStores {
   const { logger, clock } = options;
@@ -68,6 +80,7 @@ export function createRedisStores(
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
   );
+  const pepper = watchPepper(redis, { keyPrefix: config.redis.keyPrefix, fingerprint: options.pepperFingerprint, logger, retryMs: PEPPER_RETRY_MS });
   const brownouts = options.brownouts
     ? followBrownouts({ redis, subscriber, keyPrefix: config.redis.keyPrefix, board: options.brownouts, resyncMs: BROWNOUT_RESYNC_MS, logger })
     : undefined;
@@ -76,10 +89,12 @@ export function createRedisStores(
     rateLimitStore,
     deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix),
     ...(brownouts ? { brownouts } : {}),
-    readiness: { name: 'redis', critical: true, check: () => pingRedis(redis) },
+    readiness: { name: 'redis', critical: false, check: () => pingRedis(redis) },
+    pepper: pepper.readiness,
     isRedisAvailable: () => redis.status === 'ready',
     async close() {
       brownouts?.close();
+      pepper.close();
       if (rateLimitStore instanceof LocalFirstRateLimitStore) await rateLimitStore.close();
       redis.disconnect();
       subscriber.disconnect();

@@ -1,6 +1,6 @@
 // Configuration: defaults, environment overrides, and start-up refusals that name the key.
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config/load-config.ts';
+import { ConfigError, loadConfig } from '../../../src/config/load-config.ts';
 
 describe('loadConfig', () => {
   it('defaults to the staging environment and its upstream', () => {
@@ -44,6 +44,42 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL (logging.level)'],
   ])('stops on %o naming the key', (env, named) => {
     expect(() => loadConfig(env)).toThrow(named);
+  });
+
+  it.each([
+    ['80a', 'PORT'],
+    ['80.5', 'PORT'],
+    ['70000', 'PORT'],
+    ['-1', 'ADMIN_PORT'],
+  ])('says in words what %s for %s should be, blaming the variable, not the file', (value, variable) => {
+    const key = variable === 'PORT' ? 'listen.port' : 'listen.adminPort';
+    expect(() => loadConfig({ [variable]: value })).toThrow(
+      new ConfigError(`invalid environment variable ${variable} (${key}): must be an integer port number (0 to 65535)`),
+    );
+  });
+
+  it('says a number is expected where a word was given', () => {
+    expect(() => loadConfig({}, { listen: { maxConnections: 'many' } })).toThrow(/listen\.maxConnections: must be a number$/);
+  });
+
+  it('lists the variables\' problems and the file\'s apart, each under its source', () => {
+    let message = '';
+    try {
+      loadConfig({ PORT: 'http', LOG_LEVEL: 'loud' }, { upstream: { timeoutMillis: 5 } });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    const [env, port, level, file, ...rest] = message.split('\n');
+    expect([env, port, level]).toEqual(['invalid environment variables:', '  PORT (listen.port): must be an integer port number (0 to 65535)', expect.stringMatching(/^  LOG_LEVEL \(logging\.level\): /)]);
+    // A single problem from the file stays on one line.
+    expect(file).toMatch(/^invalid configuration in \/\S+\/config\/gateway\.yaml: upstream: Unrecognized key: "timeoutMillis"$/);
+    expect(rest).toEqual([]);
+  });
+
+  it('binds the admin listener to loopback unless ADMIN_HOST says otherwise', () => {
+    expect(loadConfig({}).listen.adminHost).toBe('127.0.0.1');
+    expect(loadConfig({ ADMIN_HOST: '0.0.0.0' }).listen.adminHost).toBe('0.0.0.0');
+    expect(loadConfig({}).listen.host).toBe('0.0.0.0');
   });
 
   it('stops on an unknown key in the file', () => {

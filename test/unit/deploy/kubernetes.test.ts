@@ -124,6 +124,14 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     expect(redisTopology(podConfig.redis)).toBe(overlay.redis);
   });
 
+  it('opens the admin listener on the pod\'s interfaces, where the kubelet\'s probes and Prometheus connect (the gateway\'s default is loopback)', () => {
+    const env = Object.fromEntries(
+      gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]),
+    );
+    expect(config.listen.adminHost).toBe('127.0.0.1');
+    expect(loadConfig(env).listen.adminHost).toBe('0.0.0.0');
+  });
+
   it('reads every *_FILE setting from a file of the mounted secret', () => {
     const mounts = new Map(gateway().volumeMounts!.map((mount) => [mount.name, mount.mountPath]));
     const files = pod().volumes!.flatMap((volume) =>

@@ -1,0 +1,13 @@
+// What a process says when it cannot start: the one line of a setting the operator got wrong, else the stack.
+import { ConfigError } from './config/load-config.ts';
+import { SigningKeyError } from './identity/signing-key.ts';
+import { ListenError } from './server.ts';
+
+/**
+ * The message for a start-up failure. A bad setting, an unreadable key file or a busy port names the
+ * setting in its message, and a stack would only bury that line; anything else is a bug, and keeps its stack.
+ */
+export function startupFailureMessage(error: unknown): string {
+  if (error instanceof ConfigError || error instanceof SigningKeyError || error instanceof ListenError) return error.message;
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
