@@ -34,11 +34,15 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  const gateway = await composeRedisGateway({ config, logger, clock, hashKey });
+  // A reload reads the file and the environment again, as start-up did.
+  const gateway = await composeRedisGateway({ config, logger, clock, hashKey, reloadConfig: () => loadConfig() });
   // At low traffic the buffer would hold lines for long: they are written at least every LOG_FLUSH_MS.
   logStream.flush();
   setInterval(() => logStream.flush(), LOG_FLUSH_MS).unref();
 
+  // Node's default for SIGHUP ends the process: here it re-reads the configuration (src/wiring/reload.ts),
+  // which logs its outcome; a refused reload leaves the running configuration serving.
+  process.on('SIGHUP', () => void gateway.reload());
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       gateway.shutdown(signal).then(

@@ -108,7 +108,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and everything it holds (Dates aside): the configuration is read, never written. */
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value) && !(value instanceof Date)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
     Object.freeze(value);

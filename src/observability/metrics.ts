@@ -77,6 +77,8 @@ export interface GatewayMetrics {
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
   shed(): void;
+  /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
+  configReload(result: 'success' | 'failure'): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -192,6 +194,21 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['environment'] as const,
     registers,
   });
+  const configReloads = new Counter({
+    name: name('config_reloads_total'),
+    help: 'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
+    labelNames: ['result', 'environment'] as const,
+    registers,
+  });
+  // As Prometheus's own prometheus_config_last_reload_successful: alerting on it catches a refused
+  // reload until a good one, where the counter's increase would fade after its range.
+  const lastReloadOk = new Gauge({
+    name: name('config_last_reload_successful'),
+    help: 'Whether the last configuration reload (SIGHUP) was taken up (1; also before any) or refused (0: the process serves an older configuration than its file).',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  lastReloadOk.set({ environment }, 1);
   const circuitOpen = new Gauge({
     name: name('upstream_circuit_open'),
     help: 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).',
@@ -239,6 +256,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
+  for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
   new Gauge({
     name: name('dependency_up'),
     help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
@@ -314,6 +332,10 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
+    configReload: (result) => {
+      configReloads.inc({ result, environment });
+      lastReloadOk.set({ environment }, result === 'success' ? 1 : 0);
+    },
     upstreamCircuit: (state) => circuitOpen.set({ environment }, state === 'closed' ? 0 : 1),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);
