@@ -66,7 +66,8 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     identity,
     handle(req: IncomingMessage, res: ServerResponse) {
       inFlight++;
-      res.once('close', settled);
+      // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.
+      res.on('close', settled);
       app(req, res);
     },
     async retire(graceMs) {
