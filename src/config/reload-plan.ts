@@ -15,7 +15,6 @@ export const RESTART_SETTINGS: readonly string[] = [
   'environment',
   'environments',
   'upstreamUrl',
-  'versions',
   'listen',
   'redis',
   'auth',
@@ -25,6 +24,21 @@ export const RESTART_SETTINGS: readonly string[] = [
   'shutdown',
 ];
 
+/** Whether the config key `key` (dotted) is, or lies under, a setting only a restart changes. */
+export function isRestartSetting(key: string): boolean {
+  return RESTART_SETTINGS.some((path) => key === path || key.startsWith(`${path}.`));
+}
+
+/**
+ * Which documents are served, and each one's upstreams: a list the readiness checks and metrics were
+ * built for. Their contents are re-read on every reload, and their deprecations taken up, as long as
+ * the list stays the same; a changed list waits for a restart, with the deprecations that go with it.
+ */
+const DOCUMENT_LIST = ['contract', 'versions', 'versionDeprecation'] as const;
+
+export class ReloadRefusal extends Error {
+  override name = 'ReloadRefusal';
+}
 export interface ReloadPlan {
   /** The configuration to serve with: the new one, with the running values of RESTART_SETTINGS. */
   effective: GatewayConfig;
@@ -51,22 +65,40 @@ function withValueAt(config: Record<string, unknown>, path: string, value: unkno
 /** Dates compare by their instant, like every other value by its JSON. */
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
+/** The list of documents and their upstreams, without what a reload may change (their deprecations). */
+const documentList = (config: GatewayConfig) => [config.contract, config.versions.map(({ document, upstreams }) => ({ document, upstreams }))];
+
 /**
- * The plan for serving `next` in a process started with `running`. The versions' upstream addresses
- * stay the running ones; while the list of versions is unchanged, their documents are re-read and
- * their deprecations taken up, otherwise the running list stays whole until a restart.
+ * The plan for serving `next` in a process started with `running`. Throws a ReloadRefusal, naming the
+ * key, when the settings taken up do not hold together with the ones kept (e.g. a window shorter than
+ * four times the running local-first sync).
  */
 export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadPlan {
   const needRestart = RESTART_SETTINGS.filter((path) => !same(valueAt(running, path), valueAt(next, path)));
   const effective: Record<string, unknown> = { ...next };
   for (const path of RESTART_SETTINGS) withValueAt(effective, path, valueAt(running, path));
   effective.upstreamBaseUrl = running.upstreamBaseUrl;
-  const sameVersions = next.sources.length === running.sources.length && next.sources.every((source, i) => source.documentPath === running.sources[i]!.documentPath);
-  effective.sources = sameVersions
-    ? next.sources.map((source, i) => ({ ...source, upstreamBaseUrl: running.sources[i]!.upstreamBaseUrl }))
-    : running.sources;
-  if (!sameVersions) effective.contractPath = running.contractPath;
-  return { effective: deepFreeze(effective) as GatewayConfig, needRestart };
+  if (same(documentList(running), documentList(next))) {
+    effective.sources = next.sources.map((source, i) => ({ ...source, upstreamBaseUrl: running.sources[i]!.upstreamBaseUrl }));
+  } else {
+    for (const key of DOCUMENT_LIST) {
+      effective[key] = running[key];
+      if (!same(running[key], next[key])) needRestart.push(key);
+    }
+    effective.sources = running.sources;
+    effective.contractPath = running.contractPath;
+  }
+  const plan = { effective: deepFreeze(effective) as GatewayConfig, needRestart };
+  checkKeptTogether(plan.effective);
+  return plan;
+}
+
+/** The schema's rules across settings a reload may take up and settings it keeps (config/schema.ts, rateLimit). */
+function checkKeptTogether(config: GatewayConfig): void {
+  const { mode, syncMs, windowMs, onStoreError } = config.rateLimit;
+  if (mode !== 'local-first') return;
+  if (syncMs * 4 > windowMs) throw new ReloadRefusal(`rateLimit.windowMs: must be at least four times the running rateLimit.syncMs (${syncMs} ms) in local-first mode`);
+  if (onStoreError !== 'allow') throw new ReloadRefusal('rateLimit.onStoreError: deny applies to the exact mode only; the running mode is local-first');
 }
 
 /**
@@ -75,7 +107,11 @@ export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadP
  */
 export function configurationHash(config: GatewayConfig): string {
   const hash = createHash('sha256');
-  hash.update(JSON.stringify(config));
+  // Without Redis's credentials: a digest of otherwise known settings would let a log reader test guesses.
+  const redisUrl = new URL(config.redis.url);
+  redisUrl.username = '';
+  redisUrl.password = '';
+  hash.update(JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl.href, password: null } }));
   for (const source of config.sources) hash.update(readFileSync(source.documentPath));
   return hash.digest('hex').slice(0, 16);
 }

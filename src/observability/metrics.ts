@@ -79,6 +79,8 @@ export interface GatewayMetrics {
   shed(): void;
   /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
   configReload(result: 'success' | 'failure'): void;
+  /** The deprecated operations and sunsets of the documents a reload put in force. */
+  deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -177,7 +179,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'reason', 'environment'] as const,
     registers,
   });
-  const deprecatedOperations = options.deprecatedOperations ?? [];
+  let deprecatedOperations = options.deprecatedOperations ?? [];
   const brownoutActive = options.brownoutActive ?? (() => false);
   new Gauge({
     name: name('brownout_active'),
@@ -185,6 +187,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'environment'] as const,
     registers,
     collect() {
+      // Reset first: an operation a reload no longer deprecates has no series left behind.
+      this.reset();
       for (const operation of deprecatedOperations) this.set({ operation, environment }, brownoutActive(operation) ? 1 : 0);
     },
   });
@@ -239,7 +243,16 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'environment'] as const,
     registers,
   });
-  for (const entry of options.sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
+  /** The deprecated operations and sunsets of the documents in force (at start, and after each reload). */
+  function describeDeprecations(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void {
+    deprecatedOperations = operations;
+    sunset.reset();
+    for (const entry of sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
+    for (const operation of operations) {
+      for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
+    }
+  }
+  describeDeprecations(deprecatedOperations, options.sunsets);
   const dependencies = options.dependencies ?? (() => []);
 
   // Series whose label values are known up front exist from the start at 0: a rate() over them is 0,
@@ -249,9 +262,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
     droppedHeaders.inc({ operation, environment }, 0);
     for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
-  }
-  for (const operation of deprecatedOperations) {
-    for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
   }
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
@@ -332,6 +342,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
+    deprecationsChanged: describeDeprecations,
     configReload: (result) => {
       configReloads.inc({ result, environment });
       lastReloadOk.set({ environment }, result === 'success' ? 1 : 0);

@@ -11,6 +11,7 @@ import type { KeyStore } from '../auth/key-store.ts';
 import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
+import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
@@ -19,6 +20,7 @@ import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
+import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
@@ -51,6 +53,8 @@ export interface GatewayParts {
    * absent, a reload re-reads only the documents and the identity key files `config` names.
    */
   reloadConfig?: () => GatewayConfig;
+  /** For a reload's log: the environment variables that override a value the file now gives. */
+  shadowedSettings?: () => Array<{ variable: string; key: string }>;
 }
 
 export interface Gateway {
@@ -105,9 +109,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     environment: config.environment,
     version: packageJson.version,
     operations: operations.map((operation) => operation.id),
-    sunsets: operations.flatMap((operation) =>
-      operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
-    ),
+    sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
     dependencies: () => [...upstreamChecks, ...(stores?.checks ?? [])],
@@ -124,11 +126,29 @@ export function buildGateway(parts: GatewayParts): Gateway {
   });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks } = stores;
-  const shared: PipelineShared = { keyStore, ...(rateLimitStore ? { rateLimitStore } : {}), hashKey: parts.hashKey, clock: parts.clock, brownouts, logger, metrics };
+  const shared: PipelineShared = {
+    keyStore,
+    ...(rateLimitStore ? { rateLimitStore } : {}),
+    hashKey: parts.hashKey,
+    clock: parts.clock,
+    brownouts,
+    logger,
+    metrics,
+    breakers: new CircuitBreakers(metrics.upstreamCircuit),
+  };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
   // A retired generation's requests may still wait for their body, then for the upstream.
-  const live = createLivePipeline(build(config, versions, identity), (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs);
-  const reload = createReload({ loadConfig: parts.reloadConfig ?? (() => config), live, build, brownouts, logger, metrics, clock: parts.clock });
+  const live = createLivePipeline(build(config, versions, identity), (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs, logger);
+  const reload = createReload({
+    loadConfig: parts.reloadConfig ?? (() => config),
+    ...(parts.shadowedSettings ? { shadowedSettings: parts.shadowedSettings } : {}),
+    live,
+    build,
+    brownouts,
+    logger,
+    metrics,
+    clock: parts.clock,
+  });
   tracker = createRequestTracker({
     app: live.handle,
     maxInFlight: config.listen.maxInFlight,

@@ -10,6 +10,7 @@ import type { ApiVersion } from '../contract/api-versions.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
+import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { Clock } from '../time/clock.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
@@ -22,6 +23,7 @@ export interface PipelineShared {
   brownouts: BrownoutBoard;
   logger: Logger;
   metrics: GatewayMetrics;
+  breakers: CircuitBreakers;
 }
 
 export interface Pipeline {
@@ -40,8 +42,12 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     metrics: shared.metrics,
     logger: shared.logger,
     identityHeaders: identity.headersFor,
+    breakers: shared.breakers,
   });
-  const app = createApp({
+  const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
+  let app: ReturnType<typeof createApp>;
+  try {
+    app = createApp({
     config,
     versions: served,
     keyStore: shared.keyStore,
@@ -52,6 +58,11 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     logger: shared.logger,
     metrics: shared.metrics,
   });
+  } catch (error) {
+    // Nothing will ever use the pools just opened for it.
+    void closePools();
+    throw error;
+  }
 
   let inFlight = 0;
   let wakeWhenIdle: (() => void) | undefined;
@@ -59,8 +70,6 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     inFlight--;
     if (inFlight === 0) wakeWhenIdle?.();
   };
-  const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
-
   return {
     config,
     identity,
@@ -88,6 +97,8 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
 /** The generation new requests go to: swapped whole, so a request meets one configuration from start to end. */
 export interface LivePipeline {
   readonly current: Pipeline;
+  /** Shutting down: `swap` retires what it is given at once (a reload during shutdown is refused). */
+  readonly closed: boolean;
   handle: RequestListener;
   /** New requests go to `next` from now on; the previous generation is retired once its requests are answered. */
   swap(next: Pipeline): void;
@@ -96,23 +107,33 @@ export interface LivePipeline {
 }
 
 /** `graceFor` says how long a retired generation's requests may still take (its own timeouts). */
-export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline) => number): LivePipeline {
+export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline) => number, logger: Logger): LivePipeline {
   let current = first;
+  let closed = false;
   const retiring = new Set<Promise<void>>();
+  function retire(generation: Pipeline, graceMs: number): void {
+    const retired = generation.retire(graceMs).catch((error: unknown) => logger.warn({ err: error }, 'closing a retired configuration\'s upstream connections failed'));
+    retiring.add(retired);
+    void retired.finally(() => retiring.delete(retired));
+  }
   return {
     get current() {
       return current;
     },
+    get closed() {
+      return closed;
+    },
     handle: (req, res) => current.handle(req, res),
     swap(next) {
+      if (closed) return retire(next, 0);
       const previous = current;
       current = next;
-      const retired = previous.retire(graceFor(previous));
-      retiring.add(retired);
-      void retired.finally(() => retiring.delete(retired));
+      retire(previous, graceFor(previous));
     },
     async close() {
-      await Promise.all([current.retire(0), ...retiring]);
+      closed = true;
+      retire(current, 0);
+      await Promise.all(retiring);
     },
   };
 }

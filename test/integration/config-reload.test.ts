@@ -12,6 +12,7 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { buildTestGateway, TEST_NOW, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
+import { waitFor } from '../helpers/start-gateway-process.ts';
 
 let upstream: RecordingUpstream;
 /** Each test's own answer; by default 200 `[]` at once. */
@@ -134,9 +135,76 @@ describe('a configuration reload', () => {
     await atUpstream;
     overrides = { upstream: { timeoutMs: 50 } };
     expect(await gateway.reload()).toMatchObject({ result: 'success' });
+    // Longer than the new configuration's timeout: the exchange under way keeps the one it started with.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     release!();
     // The running exchange keeps its own timeout; its pool closes only once it has answered.
     expect(await inFlight).toEqual([200]);
+  });
+});
+
+describe('a configuration reload and what outlives it', () => {
+  it('keeps an open circuit open when the breaker settings stay the same, and the gauge follows the breaker in use', async () => {
+    let healthy = false;
+    answer = (_req, res) => (healthy ? answerAtOnce(_req, res) : res.writeHead(503, { 'Content-Type': 'application/json' }).end('{}'));
+    const breaker = { upstream: { circuitBreaker: { failureThreshold: 2, openMs: 60_000 } } };
+    let overrides: Record<string, unknown> = breaker;
+    const { gateway, port } = await reloadable(() => overrides, breaker);
+    const circuit = async () => parseExposition(await gateway.scrape()).get(seriesKey('petstore_gateway_upstream_circuit_open', { environment: 'production' }));
+    expect([...(await get(port, gateway.apiKey)), ...(await get(port, gateway.apiKey))]).toEqual([503, 503]);
+    expect(await circuit()).toBe(1);
+    const calls = upstream.requests.length;
+    overrides = { ...breaker, requests: { maxBodyBytes: 1000 } };
+    await gateway.reload();
+    // Refused at once, as before the reload: the backend is not asked again.
+    expect(await get(port, gateway.apiKey)).toEqual([503]);
+    expect(upstream.requests.length).toBe(calls);
+    expect(await circuit()).toBe(1);
+    // New breaker settings: a new, closed breaker, and the gauge says so.
+    healthy = true;
+    overrides = { upstream: { circuitBreaker: { failureThreshold: 3, openMs: 60_000 } } };
+    await gateway.reload();
+    expect(await circuit()).toBe(0);
+    expect(await get(port, gateway.apiKey)).toEqual([200]);
+  });
+
+  it('says what it did before a new, quieter log level applies, which then holds', async () => {
+    let overrides: Record<string, unknown> = {};
+    const { gateway, port } = await reloadable(() => overrides);
+    overrides = { logging: { level: 'warn' } };
+    await gateway.reload();
+    expect(gateway.logs.filter((line) => line.msg === 'configuration reloaded')).toHaveLength(1);
+    const before = gateway.logs.length;
+    expect(await get(port, gateway.apiKey)).toEqual([200]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // The 200's access line is info: not written any more.
+    expect(gateway.logs.slice(before)).toEqual([]);
+  });
+
+  it('closes the retired configuration\'s upstream connections once its requests are answered', async () => {
+    let overrides: Record<string, unknown> = {};
+    const { gateway, port } = await reloadable(() => overrides);
+    expect(await get(port, gateway.apiKey)).toEqual([200]);
+    const open = upstream.openConnections();
+    expect(open).toBeGreaterThan(0);
+    overrides = { upstream: { timeoutMs: 5000 } };
+    await gateway.reload();
+    await waitFor(async () => upstream.openConnections() === open - 1);
+    expect(await get(port, gateway.apiKey)).toEqual([200]);
+  });
+
+  it('runs the reloads asked for during one as one more, after it', async () => {
+    const { gateway } = await reloadable(() => ({}));
+    const outcomes = await Promise.all([gateway.reload(), gateway.reload(), gateway.reload()]);
+    expect(outcomes.map((outcome) => outcome.result)).toEqual(['success', 'success', 'success']);
+    expect(await reloads(gateway, 'success')).toBe(2);
+  });
+
+  it('is refused once the gateway has shut down', async () => {
+    const { gateway } = await reloadable(() => ({}));
+    await stop!();
+    stop = undefined;
+    expect(await gateway.reload()).toEqual({ result: 'failure', reason: 'the gateway is shutting down' });
   });
 });
 

@@ -1,7 +1,7 @@
 // planReload: what a reload takes up at once, and what waits for a restart (named, and kept as it runs).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
-import { planReload, RESTART_SETTINGS } from '../../../src/config/reload-plan.ts';
+import { configurationHash, planReload, RESTART_SETTINGS } from '../../../src/config/reload-plan.ts';
 
 const ENV = { UPSTREAM_URL: 'http://127.0.0.1:4010/v1', GATEWAY_ENVIRONMENT: 'staging' };
 const running = loadConfig(ENV);
@@ -56,5 +56,44 @@ describe('planReload', () => {
     for (const path of RESTART_SETTINGS) {
       expect(path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], running), path).toBeDefined();
     }
+  });
+
+  it('keeps the list of documents as it runs, naming it, and with it the version deprecation that came along', () => {
+    const next = loadConfig(ENV, { contract: 'other.openapi.yaml', versionDeprecation: { deprecatedAt: '2026-12-01T00:00:00Z' } });
+    const { effective, needRestart } = planReload(running, next);
+    expect(needRestart).toEqual(['contract', 'versionDeprecation']);
+    expect(effective.contract).toBe(running.contract);
+    expect(effective.versionDeprecation).toBeNull();
+    expect(effective.sources).toEqual(running.sources);
+  });
+
+  it('takes up a version deprecation while the list of documents stays the same', () => {
+    const next = loadConfig(ENV, { versionDeprecation: { deprecatedAt: '2026-12-01T00:00:00Z' } });
+    const { effective, needRestart } = planReload(running, next);
+    expect(needRestart).toEqual([]);
+    expect(effective.sources[0]!.deprecation).toEqual({ deprecatedAt: new Date('2026-12-01T00:00:00Z'), sunset: null, successor: null });
+  });
+
+  it('refuses a window that the running local-first sync interval no longer fits, naming the key', () => {
+    const localFirst = loadConfig({ ...ENV, RATE_LIMIT_MODE: 'local-first' });
+    expect(() => planReload(localFirst, loadConfig({ ...ENV, RATE_LIMIT_MODE: 'exact' }, { rateLimit: { windowMs: 600 } }))).toThrow(
+      'rateLimit.windowMs: must be at least four times the running rateLimit.syncMs (250 ms) in local-first mode',
+    );
+  });
+
+  it('refuses onStoreError deny while the running mode is local-first', () => {
+    const localFirst = loadConfig({ ...ENV, RATE_LIMIT_MODE: 'local-first' });
+    expect(() => planReload(localFirst, loadConfig({ ...ENV, RATE_LIMIT_MODE: 'exact', RATE_LIMIT_ON_STORE_ERROR: 'deny' }))).toThrow(/^rateLimit\.onStoreError: /);
+  });
+});
+
+describe('configurationHash', () => {
+  it('does not depend on Redis credentials, which it must not let a log reader test', () => {
+    const withPassword = (password: string) => loadConfig({ ...ENV, REDIS_URL: `redis://:${password}@127.0.0.1:6390` });
+    expect(configurationHash(withPassword('first-secret'))).toBe(configurationHash(withPassword('second-secret')));
+  });
+
+  it('changes with a setting', () => {
+    expect(configurationHash(loadConfig(ENV, { requests: { maxBodyBytes: 100 } }))).not.toBe(configurationHash(running));
   });
 });
