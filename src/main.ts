@@ -2,7 +2,7 @@
 import { createKeyHasher } from './auth/key-hash.ts';
 import { loadPepper } from './auth/pepper.ts';
 import { composeRedisGateway } from './wiring/compose.ts';
-import { loadConfig } from './config/load-config.ts';
+import { loadConfig, shadowedByEnvironment } from './config/load-config.ts';
 import { startupFailureMessage } from './startup-failure.ts';
 import { systemClock } from './time/clock.ts';
 import { createLogDestination } from './observability/log-destination.ts';
@@ -19,7 +19,14 @@ const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 /** The buffered log destination, flushed on every way out of the process. */
 const logStream = createLogDestination({ fd: 1, batchBytes: LOG_BATCH_BYTES, maxBufferedBytes: LOG_BUFFER_MAX_BYTES });
 
+/** What SIGHUP does: nothing until the gateway listens (a configuration read moments ago is the file's). */
+let reloadOnHangUp: () => void = () => undefined;
+
 async function main(): Promise<void> {
+  // Node's default for SIGHUP ends the process: here it re-reads the configuration (src/wiring/reload.ts),
+  // which logs its outcome; a refused reload leaves the running configuration serving. Registered first,
+  // so a SIGHUP during start-up does not kill the process.
+  process.on('SIGHUP', () => reloadOnHangUp());
   const config = loadConfig();
   // Buffered and written asynchronously: a log line costs no write of its own on the request path. The
   // buffer is flushed on shutdown and, synchronously, on a fatal error; a SIGKILL loses what it holds.
@@ -34,13 +41,16 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  const gateway = await composeRedisGateway({ config, logger, clock, hashKey });
+  // A reload reads the file and the environment again, as start-up did.
+  const gateway = await composeRedisGateway({ config, logger, clock, hashKey, reloadConfig: () => loadConfig(), shadowedSettings: () => shadowedByEnvironment() });
+  reloadOnHangUp = () => void gateway.reload();
   // At low traffic the buffer would hold lines for long: they are written at least every LOG_FLUSH_MS.
   logStream.flush();
   setInterval(() => logStream.flush(), LOG_FLUSH_MS).unref();
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
+      reloadOnHangUp = () => logger.info('SIGHUP ignored: the gateway is shutting down');
       gateway.shutdown(signal).then(
         () => exitAfterLogs(0),
         (error: unknown) => {

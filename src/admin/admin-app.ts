@@ -14,8 +14,8 @@ export interface AdminAppOptions {
   checks: readonly ReadinessCheck[];
   /** Renders the metrics exposition; absent until metrics are wired. */
   metrics?: { contentType: string; render(): Promise<string> };
-  /** The public keys of the identity signer (RFC 7517); absent when nothing is signed (404). */
-  jwks?: () => object;
+  /** The public keys of the identity signer (RFC 7517); undefined while nothing is signed (404). */
+  jwks?: () => object | undefined;
   /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
   deprecations?: () => Promise<readonly object[]>;
 }
@@ -60,9 +60,11 @@ export function createAdminApp(options: AdminAppOptions): Express {
 
   const { jwks } = options;
   if (jwks) {
-    app.get('/.well-known/jwks.json', function publishKeys(_req, res) {
+    app.get('/.well-known/jwks.json', function publishKeys(_req, res, next) {
+      const document = jwks();
+      if (document === undefined) return next();
       // A short max-age for HTTP caches; a verifier refetches anyway when it meets an unknown kid (a rotation).
-      res.set('Cache-Control', 'public, max-age=60').type('application/jwk-set+json').send(JSON.stringify(jwks()));
+      res.set('Cache-Control', 'public, max-age=60').type('application/jwk-set+json').send(JSON.stringify(document));
     });
   }
 

@@ -128,10 +128,37 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and everything it holds (Dates aside): the configuration is read, never written. */
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value) && !(value instanceof Date)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
     Object.freeze(value);
   }
   return value;
+}
+
+/**
+ * The environment variables set now whose config key the file gives another value: at start and on a
+ * reload the variable wins, so an edit of the file's value changes nothing; a reload says so
+ * (`LOG_LEVEL (logging.level)`). The file is read as text, its values compared as they are written.
+ */
+export function shadowedByEnvironment(env: Env = process.env): Array<{ variable: string; key: string }> {
+  const file = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : DEFAULT_CONFIG_FILE;
+  let fromFile: unknown;
+  try {
+    fromFile = parseYaml(readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+  const shadowed: Array<{ variable: string; key: string }> = [];
+  for (const [name, path] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    let node: unknown = fromFile;
+    for (const key of path) node = (node as Record<string, unknown> | null | undefined)?.[key];
+    if (node === undefined || node === null) continue;
+    const written = Array.isArray(node) ? node.join(',') : String(node);
+    if (written !== value) shadowed.push({ variable: name, key: path.join('.') });
+  }
+  return shadowed;
 }

@@ -72,3 +72,8 @@ export function routeOf(record: { route?: RouteSlice | undefined }): RouteSlice 
   if (!record.route) throw new Error('no route in the request record: a stage runs before createRequireOperation');
   return record.route;
 }
+
+/** The deprecated operations that have a sunset date, and that date (the sunset gauge's series). */
+export function operationSunsets(operations: readonly Operation[]): Array<{ operation: string; sunset: Date }> {
+  return operations.flatMap((operation) => (operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : []));
+}

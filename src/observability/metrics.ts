@@ -77,6 +77,10 @@ export interface GatewayMetrics {
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
   shed(): void;
+  /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
+  configReload(result: 'success' | 'failure'): void;
+  /** The deprecated operations and sunsets of the documents a reload put in force. */
+  deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -175,7 +179,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'reason', 'environment'] as const,
     registers,
   });
-  const deprecatedOperations = options.deprecatedOperations ?? [];
+  let deprecatedOperations = options.deprecatedOperations ?? [];
   const brownoutActive = options.brownoutActive ?? (() => false);
   new Gauge({
     name: name('brownout_active'),
@@ -183,6 +187,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'environment'] as const,
     registers,
     collect() {
+      // Reset first: an operation a reload no longer deprecates has no series left behind.
+      this.reset();
       for (const operation of deprecatedOperations) this.set({ operation, environment }, brownoutActive(operation) ? 1 : 0);
     },
   });
@@ -192,6 +198,21 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['environment'] as const,
     registers,
   });
+  const configReloads = new Counter({
+    name: name('config_reloads_total'),
+    help: 'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
+    labelNames: ['result', 'environment'] as const,
+    registers,
+  });
+  // As Prometheus's own prometheus_config_last_reload_successful: alerting on it catches a refused
+  // reload until a good one, where the counter's increase would fade after its range.
+  const lastReloadOk = new Gauge({
+    name: name('config_last_reload_successful'),
+    help: 'Whether the last configuration reload (SIGHUP) was taken up (1; also before any) or refused (0: the process serves an older configuration than its file).',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  lastReloadOk.set({ environment }, 1);
   const circuitOpen = new Gauge({
     name: name('upstream_circuit_open'),
     help: 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).',
@@ -222,7 +243,16 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'environment'] as const,
     registers,
   });
-  for (const entry of options.sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
+  /** The deprecated operations and sunsets of the documents in force (at start, and after each reload). */
+  function describeDeprecations(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void {
+    deprecatedOperations = operations;
+    sunset.reset();
+    for (const entry of sunsets) sunset.set({ operation: entry.operation, environment }, entry.sunset.getTime() / 1000);
+    for (const operation of operations) {
+      for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
+    }
+  }
+  describeDeprecations(deprecatedOperations, options.sunsets);
   const dependencies = options.dependencies ?? (() => []);
 
   // Series whose label values are known up front exist from the start at 0: a rate() over them is 0,
@@ -233,12 +263,10 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     droppedHeaders.inc({ operation, environment }, 0);
     for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
   }
-  for (const operation of deprecatedOperations) {
-    for (const reason of ['sunset', 'brownout'] as const) deprecatedRefusals.inc({ operation, reason, environment }, 0);
-  }
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
+  for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
   new Gauge({
     name: name('dependency_up'),
     help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
@@ -314,6 +342,11 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
+    deprecationsChanged: describeDeprecations,
+    configReload: (result) => {
+      configReloads.inc({ result, environment });
+      lastReloadOk.set({ environment }, result === 'success' ? 1 : 0);
+    },
     upstreamCircuit: (state) => circuitOpen.set({ environment }, state === 'closed' ? 0 : 1),
     deprecatedCall(operation, keyId, consumer) {
       if (!trackedConsumers.has(keyId) && trackedConsumers.size < cap) trackedConsumers.add(keyId);

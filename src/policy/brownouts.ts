@@ -54,11 +54,20 @@ export function compileBrownoutSchedule(
  * deprecated operation); operator overrides are set as they are announced, and kept when Redis is away.
  */
 export class BrownoutBoard {
-  readonly #schedule: BrownoutSchedule;
+  #schedule: BrownoutSchedule;
   readonly #overrides = new Map<string, BrownoutOverride>();
 
   constructor(schedule: BrownoutSchedule) {
     this.#schedule = schedule;
+  }
+
+  /**
+   * The windows of a reloaded configuration (SIGHUP). Operators' overrides stay, but for operations no
+   * longer deprecated, which can no longer be browned out.
+   */
+  replaceSchedule(schedule: BrownoutSchedule): void {
+    this.#schedule = schedule;
+    for (const operation of this.#overrides.keys()) if (!schedule.has(operation)) this.#overrides.delete(operation);
   }
 
   /** The operations that can be browned out: the deprecated ones. */

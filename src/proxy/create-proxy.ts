@@ -2,7 +2,7 @@
 import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
-import { createCircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
+import type { GuardedExchange } from './circuit-breaker.ts';
 import { createUpstream, type ExchangeOutcome, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
@@ -10,7 +10,8 @@ import { refusesTheGateway } from './upstream-response.ts';
 import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
 
 export interface ProxyOptions extends UpstreamOptions {
-  circuitBreaker: CircuitBreakerOptions;
+  /** The breaker in front of this upstream (kept across reloads by CircuitBreakers). */
+  breaker: GuardedExchange;
   /** Headers asserting who called (a signed token, consumer headers), set on every forwarded request. */
   identityHeaders: (caller: { keyId: string; consumer: string; operationId: string }) => Promise<Readonly<Record<string, string>>>;
   /** Told of every failed exchange, for metrics and logs; `error` is the UpstreamFailure (never log its cause's raw bytes). */
@@ -57,7 +58,7 @@ export function canonicalPath(route: RouteSlice, query: string): string {
 
 export function createProxy(options: ProxyOptions): Proxy {
   const upstream = createUpstream(options);
-  const guarded = createCircuitBreaker(options.circuitBreaker);
+  const guarded = options.breaker;
   const policies = new Map<string, OperationHeaderPolicy>();
   for (const operation of options.operations) {
     const onDropped = (count: number) => options.onHeadersDropped?.(operation.id, count);

@@ -6,11 +6,12 @@ import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import type { AdminAppOptions, ReadinessCheck } from '../admin/admin-app.ts';
-import { createApp } from '../app.ts';
 import type { KeyHasher, PepperedKeyHasher } from '../auth/key-hash.ts';
 import type { KeyStore } from '../auth/key-store.ts';
+import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { allOperations, loadApiVersions } from '../contract/api-versions.ts';
+import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
+import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
@@ -19,8 +20,10 @@ import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
+import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
+import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
-import { createVersionProxies } from './version-proxies.ts';
+import { createReload, type ReloadOutcome } from './reload.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -47,6 +50,13 @@ export interface GatewayParts {
   identity?: UpstreamIdentity;
   /** Released after everything else, on shutdown (the demo's backend). */
   onClosed?: () => Promise<void> | void;
+  /**
+   * Reads the configuration again as `config` was read (file and environment), for a reload (SIGHUP);
+   * absent, a reload re-reads only the documents and the identity key files `config` names.
+   */
+  reloadConfig?: () => GatewayConfig;
+  /** For a reload's log: the environment variables that override a value the file now gives. */
+  shadowedSettings?: () => Array<{ variable: string; key: string }>;
 }
 
 export interface Gateway {
@@ -58,6 +68,8 @@ export interface Gateway {
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
   /** Starts both listeners; their shutdown releases the gateway. */
   listen(): Promise<RunningGateway>;
+  /** Re-reads and checks the configuration, then serves new requests with it; or keeps the running one (SIGHUP). */
+  reload(): Promise<ReloadOutcome>;
   /** Releases the upstream pool and the stores (idempotent). */
   close(): Promise<void>;
 }
@@ -99,9 +111,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
     environment: config.environment,
     version: packageJson.version,
     operations: operations.map((operation) => operation.id),
-    sunsets: operations.flatMap((operation) =>
-      operation.deprecation?.sunset ? [{ operation: operation.id, sunset: operation.deprecation.sunset }] : [],
-    ),
+    sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
     dependencies: () => [...upstreamChecks, ...(stores?.checks ?? [])],
@@ -118,10 +128,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
   });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
-  const served = createVersionProxies(versions, { config, metrics, logger, identityHeaders: identity.headersFor });
-  const app = createApp({
-    config,
-    versions: served,
+  const shared: PipelineShared = {
     keyStore,
     ...(rateLimitStore ? { rateLimitStore } : {}),
     hashKey: parts.hashKey,
@@ -129,9 +136,23 @@ export function buildGateway(parts: GatewayParts): Gateway {
     brownouts,
     logger,
     metrics,
+    breakers: new CircuitBreakers(metrics.upstreamCircuit),
+  };
+  const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
+  // A retired generation's requests may still wait for their body, then for the upstream.
+  const live = createLivePipeline(build(config, versions, identity), (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs, logger);
+  const reload = createReload({
+    loadConfig: parts.reloadConfig ?? (() => config),
+    ...(parts.shadowedSettings ? { shadowedSettings: parts.shadowedSettings } : {}),
+    live,
+    build,
+    brownouts,
+    logger,
+    metrics,
+    clock: parts.clock,
   });
   tracker = createRequestTracker({
-    app,
+    app: live.handle,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
     onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
@@ -140,7 +161,7 @@ export function buildGateway(parts: GatewayParts): Gateway {
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      await Promise.all(served.map((version) => version.proxy.close()));
+      await live.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
       await stores?.close?.();
@@ -155,9 +176,11 @@ export function buildGateway(parts: GatewayParts): Gateway {
       checks: [...conditions, ...checks, ...upstreamChecks],
       metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
-      ...(identity.jwks ? { jwks: identity.jwks.document } : {}),
+      // The running generation's keys: a reload can rotate them, or turn signing on or off.
+      jwks: () => live.current.identity.jwks?.document(),
     },
     listen: () => startGateway({ gateway, logger, onClosed: close }),
+    reload,
     close,
   };
   return gateway;
@@ -167,18 +190,19 @@ export function buildGateway(parts: GatewayParts): Gateway {
  * Loads what start-up must read (the identity signing keys: a bad key file stops start-up with a message
  * naming the setting), then builds and starts a gateway.
  */
-export async function composeGateway(parts: GatewayParts): Promise<RunningGateway & { metrics: GatewayMetrics }> {
+export async function composeGateway(parts: GatewayParts): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload'] }> {
   const { config, logger } = parts;
   const identity = parts.identity ?? (await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: parts.clock }));
   logger.info({ identity: identity.summary }, identity.summary.signing ? 'identity assertion on: forwarded requests carry a signed token' : 'identity assertion off: the upstream gets no Authorization');
   const gateway = buildGateway({ ...parts, identity });
-  return { ...(await gateway.listen()), metrics: gateway.metrics };
+  logger.info({ configHash: configurationHash(config) }, 'configuration loaded');
+  return { ...(await gateway.listen()), metrics: gateway.metrics, reload: gateway.reload };
 }
 
 /** The production wiring: keys, rate-limit counters, brownouts and deprecated-call counts in Redis, reporting into the metrics. */
 export async function composeRedisGateway(
   parts: Omit<GatewayParts, 'stores' | 'hashKey'> & { hashKey: PepperedKeyHasher },
-): Promise<RunningGateway & { metrics: GatewayMetrics; redis: RedisStores }> {
+): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; redis: RedisStores }> {
   const { config, logger, clock } = parts;
   let redis: RedisStores | undefined;
   const running = await composeGateway({

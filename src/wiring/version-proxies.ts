@@ -4,6 +4,7 @@ import type { ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
 import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
 
@@ -12,16 +13,17 @@ export interface VersionProxiesOptions {
   metrics: GatewayMetrics;
   logger: Logger;
   identityHeaders: ProxyOptions['identityHeaders'];
+  /** Shared by every generation of the pipeline, so a reload keeps an open circuit open. */
+  breakers: CircuitBreakers;
 }
 
 /**
  * Each version gets its own connection pool and circuit breaker, so one backend failing does not open the
  * circuit in front of another; exchange behaviour and timeouts are the same for all. The circuit gauge
- * has no version label: it reads 1 while any version's circuit is not closed.
+ * has no version label: it reads 1 while any version's circuit is not closed (see CircuitBreakers).
  */
 export function createVersionProxies(versions: readonly ApiVersion[], options: VersionProxiesOptions): ServedVersion[] {
   const { config, metrics, logger } = options;
-  const notClosed = new Set<string>();
   return versions.map(({ contract, source }) => ({
     contract,
     deprecation: source.deprecation,
@@ -31,14 +33,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       connectTimeoutMs: config.upstream.connectTimeoutMs,
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
-      circuitBreaker: {
-        ...config.upstream.circuitBreaker,
-        onStateChange: (state) => {
-          if (state === 'closed') notClosed.delete(contract.basePath);
-          else notClosed.add(contract.basePath);
-          metrics.upstreamCircuit(notClosed.size === 0 ? 'closed' : 'open');
-        },
-      },
+      breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),
       identityHeaders: options.identityHeaders,
       operations: contract.operations,
       headers: config.headers,

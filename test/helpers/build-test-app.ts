@@ -11,7 +11,7 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';
 import type { RunningGateway } from '../../src/server.ts';
-import { buildGateway } from '../../src/wiring/compose.ts';
+import { buildGateway, type Gateway } from '../../src/wiring/compose.ts';
 import type { UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 
 /** 2026-11-21T12:00:00Z: after the deprecation date, well before the sunset. */
@@ -25,6 +25,8 @@ export interface TestGatewayOptions {
   keyStore?: KeyStore;
   /** Who called, asserted upstream (from `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
+  /** What a reload reads: the overrides then in force (laid over the file as at start, with the same env). */
+  reloadOverrides?: () => Record<string, unknown>;
 }
 
 export interface TestGateway {
@@ -48,16 +50,17 @@ export interface TestGateway {
   scrape(): Promise<string>;
   /** Starts the real listeners (public and admin) on the configured ports; their shutdown closes the gateway. */
   listen(): Promise<RunningGateway>;
+  /** A configuration reload, as SIGHUP does it: reads `reloadOverrides` (or the start's overrides again). */
+  reload: Gateway['reload'];
   close(): Promise<void>;
 }
 
 /** The production wiring (src/wiring/compose.ts) with a memory key store, a fixed clock and captured logs. */
 export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   const environment = options.environment ?? 'production';
-  const config = loadConfig(
-    { UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env },
-    { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...options.overrides },
-  );
+  const read = (overrides: Record<string, unknown> | undefined) =>
+    loadConfig({ UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env }, { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...overrides });
+  const config = read(options.overrides);
   const clock = fixedClock(TEST_NOW);
   const hashKey = createKeyHasher('test-pepper');
   const keyStore = new MemoryKeyStore();
@@ -92,6 +95,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     clock,
     hashKey,
     stores: () => ({ keyStore: options.keyStore ?? keyStore, checks: [] }),
+    reloadConfig: () => read(options.reloadOverrides ? options.reloadOverrides() : options.overrides),
     ...(options.identity ? { identity: options.identity } : {}),
   });
   return {
@@ -108,6 +112,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     metrics: gateway.metrics,
     scrape: () => gateway.metrics.registry.metrics(),
     listen: () => gateway.listen(),
+    reload: () => gateway.reload(),
     close: () => gateway.close(),
   };
 }

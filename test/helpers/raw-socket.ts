@@ -153,6 +153,8 @@ export interface RecordingUpstream extends Listening {
   requests: RecordedRequest[];
   /** Every byte received, per connection, in arrival order. */
   connections: string[];
+  /** Connections open now. */
+  openConnections(): number;
 }
 
 /** An upstream that records each request whole and answers with `respond` (default: 200 `[]`). */
@@ -173,11 +175,14 @@ export async function startRecordingUpstream(
       respond(recorded, res);
     });
   });
+  let open = 0;
   server.on('connection', (socket: Socket) => {
     const index = connections.push('') - 1;
+    open++;
+    socket.on('close', () => open--);
     socket.on('data', (chunk: Buffer) => (connections[index] += chunk.toString('latin1')));
   });
-  return { ...(await listenOnFreePort(server, () => server.closeAllConnections())), requests, connections };
+  return { ...(await listenOnFreePort(server, () => server.closeAllConnections())), requests, connections, openConnections: () => open };
 }
 
 /** A TCP upstream that answers every connection with bytes no HTTP library would write (101 to a GET, cut bodies). */

@@ -1,0 +1,117 @@
+// What a configuration reload (SIGHUP) can change in a running gateway, and what only a restart can: a pure plan, read by the reload.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { deepFreeze } from './load-config.ts';
+import type { GatewayConfig } from './schema.ts';
+
+/**
+ * Settings a running process cannot take up: its listeners, its Redis connections and the stores
+ * built on them, the key cache, the upstream addresses its pools and readiness checks were built for,
+ * and what it reads only at start or at shutdown. Everything else (rate limits, deprecations and
+ * brownouts, stability access, request limits, upstream timeouts and breaker, header lists, identity
+ * keys, log level, the documents' contents) is taken up by the next request after a reload.
+ */
+export const RESTART_SETTINGS: readonly string[] = [
+  'environment',
+  'environments',
+  'upstreamUrl',
+  'listen',
+  'redis',
+  'auth',
+  'rateLimit.mode',
+  'rateLimit.syncMs',
+  'deprecationReport',
+  'shutdown',
+];
+
+/** Whether the config key `key` (dotted) is, or lies under, a setting only a restart changes. */
+export function isRestartSetting(key: string): boolean {
+  return RESTART_SETTINGS.some((path) => key === path || key.startsWith(`${path}.`));
+}
+
+/**
+ * Which documents are served, and each one's upstreams: a list the readiness checks and metrics were
+ * built for. Their contents are re-read on every reload, and their deprecations taken up, as long as
+ * the list stays the same; a changed list waits for a restart, with the deprecations that go with it.
+ */
+const DOCUMENT_LIST = ['contract', 'versions', 'versionDeprecation'] as const;
+
+export class ReloadRefusal extends Error {
+  override name = 'ReloadRefusal';
+}
+export interface ReloadPlan {
+  /** The configuration to serve with: the new one, with the running values of RESTART_SETTINGS. */
+  effective: GatewayConfig;
+  /** The RESTART_SETTINGS whose value changed in the file or the environment: they wait for a restart. */
+  needRestart: string[];
+}
+
+function valueAt(config: GatewayConfig, path: string): unknown {
+  let node: unknown = config;
+  for (const key of path.split('.')) node = (node as Record<string, unknown> | undefined)?.[key];
+  return node;
+}
+
+function withValueAt(config: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let node = config;
+  for (const key of keys.slice(0, -1)) {
+    node[key] = { ...(node[key] as Record<string, unknown>) };
+    node = node[key] as Record<string, unknown>;
+  }
+  node[keys.at(-1)!] = value;
+}
+
+/** Dates compare by their instant, like every other value by its JSON. */
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** The list of documents and their upstreams, without what a reload may change (their deprecations). */
+const documentList = (config: GatewayConfig) => [config.contract, config.versions.map(({ document, upstreams }) => ({ document, upstreams }))];
+
+/**
+ * The plan for serving `next` in a process started with `running`. Throws a ReloadRefusal, naming the
+ * key, when the settings taken up do not hold together with the ones kept (e.g. a window shorter than
+ * four times the running local-first sync).
+ */
+export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadPlan {
+  const needRestart = RESTART_SETTINGS.filter((path) => !same(valueAt(running, path), valueAt(next, path)));
+  const effective: Record<string, unknown> = { ...next };
+  for (const path of RESTART_SETTINGS) withValueAt(effective, path, valueAt(running, path));
+  effective.upstreamBaseUrl = running.upstreamBaseUrl;
+  if (same(documentList(running), documentList(next))) {
+    effective.sources = next.sources.map((source, i) => ({ ...source, upstreamBaseUrl: running.sources[i]!.upstreamBaseUrl }));
+  } else {
+    for (const key of DOCUMENT_LIST) {
+      effective[key] = running[key];
+      if (!same(running[key], next[key])) needRestart.push(key);
+    }
+    effective.sources = running.sources;
+    effective.contractPath = running.contractPath;
+  }
+  const plan = { effective: deepFreeze(effective) as GatewayConfig, needRestart };
+  checkKeptTogether(plan.effective);
+  return plan;
+}
+
+/** The schema's rules across settings a reload may take up and settings it keeps (config/schema.ts, rateLimit). */
+function checkKeptTogether(config: GatewayConfig): void {
+  const { mode, syncMs, windowMs, onStoreError } = config.rateLimit;
+  if (mode !== 'local-first') return;
+  if (syncMs * 4 > windowMs) throw new ReloadRefusal(`rateLimit.windowMs: must be at least four times the running rateLimit.syncMs (${syncMs} ms) in local-first mode`);
+  if (onStoreError !== 'allow') throw new ReloadRefusal('rateLimit.onStoreError: deny applies to the exact mode only; the running mode is local-first');
+}
+
+/**
+ * A short digest of what a configuration serves: its settings and the bytes of every document it
+ * names, so an operator can tell which replicas run the same thing (logged at start and on reload).
+ */
+export function configurationHash(config: GatewayConfig): string {
+  const hash = createHash('sha256');
+  // Without Redis's credentials: a digest of otherwise known settings would let a log reader test guesses.
+  const redisUrl = new URL(config.redis.url);
+  redisUrl.username = '';
+  redisUrl.password = '';
+  hash.update(JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl.href, password: null } }));
+  for (const source of config.sources) hash.update(readFileSync(source.documentPath));
+  return hash.digest('hex').slice(0, 16);
+}

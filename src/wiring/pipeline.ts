@@ -1,0 +1,139 @@
+// One generation of the request pipeline, built from one configuration; a reload builds the next and retires this one once idle.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Store as RateLimitStore } from 'express-rate-limit';
+import type { Logger } from 'pino';
+import { createApp, type ServedVersion } from '../app.ts';
+import type { KeyHasher } from '../auth/key-hash.ts';
+import type { KeyStore } from '../auth/key-store.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import type { ApiVersion } from '../contract/api-versions.ts';
+import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import type { BrownoutBoard } from '../policy/brownouts.ts';
+import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
+import type { Clock } from '../time/clock.ts';
+import { createVersionProxies } from './version-proxies.ts';
+
+/** What every generation shares: the stores and their connections, the clock, the brownout board, logs and metrics. */
+export interface PipelineShared {
+  keyStore: KeyStore;
+  rateLimitStore?: RateLimitStore;
+  hashKey: KeyHasher;
+  clock: Clock;
+  brownouts: BrownoutBoard;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  breakers: CircuitBreakers;
+}
+
+export interface Pipeline {
+  readonly config: GatewayConfig;
+  readonly identity: UpstreamIdentity;
+  /** Serves a request; counted as this generation's until its response closes. */
+  handle: RequestListener;
+  /** Closes the upstream pools once this generation's requests are all answered (at the latest after `graceMs`). */
+  retire(graceMs: number): Promise<void>;
+}
+
+/** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
+export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, shared: PipelineShared): Pipeline {
+  const served: ServedVersion[] = createVersionProxies(versions, {
+    config,
+    metrics: shared.metrics,
+    logger: shared.logger,
+    identityHeaders: identity.headersFor,
+    breakers: shared.breakers,
+  });
+  const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
+  let app: ReturnType<typeof createApp>;
+  try {
+    app = createApp({
+    config,
+    versions: served,
+    keyStore: shared.keyStore,
+    ...(shared.rateLimitStore ? { rateLimitStore: shared.rateLimitStore } : {}),
+    hashKey: shared.hashKey,
+    clock: shared.clock,
+    brownouts: shared.brownouts,
+    logger: shared.logger,
+    metrics: shared.metrics,
+  });
+  } catch (error) {
+    // Nothing will ever use the pools just opened for it.
+    void closePools();
+    throw error;
+  }
+
+  let inFlight = 0;
+  let wakeWhenIdle: (() => void) | undefined;
+  const settled = () => {
+    inFlight--;
+    if (inFlight === 0) wakeWhenIdle?.();
+  };
+  return {
+    config,
+    identity,
+    handle(req: IncomingMessage, res: ServerResponse) {
+      inFlight++;
+      // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.
+      res.on('close', settled);
+      app(req, res);
+    },
+    async retire(graceMs) {
+      if (inFlight > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          wakeWhenIdle = resolve;
+          // A request still here by then has outlived every upstream timeout: its exchange is over.
+          timer = setTimeout(resolve, graceMs);
+        });
+        clearTimeout(timer);
+      }
+      await closePools();
+    },
+  };
+}
+
+/** The generation new requests go to: swapped whole, so a request meets one configuration from start to end. */
+export interface LivePipeline {
+  readonly current: Pipeline;
+  /** Shutting down: `swap` retires what it is given at once (a reload during shutdown is refused). */
+  readonly closed: boolean;
+  handle: RequestListener;
+  /** New requests go to `next` from now on; the previous generation is retired once its requests are answered. */
+  swap(next: Pipeline): void;
+  /** Closes every generation's pools (shutdown, after the listeners drained). */
+  close(): Promise<void>;
+}
+
+/** `graceFor` says how long a retired generation's requests may still take (its own timeouts). */
+export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline) => number, logger: Logger): LivePipeline {
+  let current = first;
+  let closed = false;
+  const retiring = new Set<Promise<void>>();
+  function retire(generation: Pipeline, graceMs: number): void {
+    const retired = generation.retire(graceMs).catch((error: unknown) => logger.warn({ err: error }, 'closing a retired configuration\'s upstream connections failed'));
+    retiring.add(retired);
+    void retired.finally(() => retiring.delete(retired));
+  }
+  return {
+    get current() {
+      return current;
+    },
+    get closed() {
+      return closed;
+    },
+    handle: (req, res) => current.handle(req, res),
+    swap(next) {
+      if (closed) return retire(next, 0);
+      const previous = current;
+      current = next;
+      retire(previous, graceFor(previous));
+    },
+    async close() {
+      closed = true;
+      retire(current, 0);
+      await Promise.all(retiring);
+    },
+  };
+}
