@@ -1,30 +1,18 @@
 // One generation of the request pipeline, built from one configuration; a reload builds the next and retires this one once idle.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
-import { createApp, type ServedVersion } from '../app.ts';
-import type { KeyHasher } from '../auth/key-hash.ts';
-import type { KeyStore } from '../auth/key-store.ts';
+import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
-import type { GatewayMetrics } from '../observability/metrics.ts';
-import type { BrownoutBoard } from '../policy/brownouts.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
-import type { Clock } from '../time/clock.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
-/** What every generation shares: the stores and their connections, the clock, the brownout board, logs and metrics. */
-export interface PipelineShared {
-  keyStore: KeyStore;
-  rateLimitStore?: RateLimitStore;
-  hashKey: KeyHasher;
-  clock: Clock;
-  brownouts: BrownoutBoard;
-  logger: Logger;
-  metrics: GatewayMetrics;
-  breakers: CircuitBreakers;
-}
+/**
+ * What every generation shares: the app's long-lived dependencies (the stores and their connections, the
+ * clock, the brownout board, logs and metrics) and the circuit breakers.
+ */
+export type PipelineShared = Omit<AppDependencies, 'config' | 'versions'> & { breakers: CircuitBreakers };
 
 export interface Pipeline {
   readonly config: GatewayConfig;
@@ -37,27 +25,18 @@ export interface Pipeline {
 
 /** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
 export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, shared: PipelineShared): Pipeline {
+  const { breakers, ...dependencies } = shared;
   const served: ServedVersion[] = createVersionProxies(versions, {
     config,
     metrics: shared.metrics,
     logger: shared.logger,
     identityHeaders: identity.headersFor,
-    breakers: shared.breakers,
+    breakers,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
   let app: ReturnType<typeof createApp>;
   try {
-    app = createApp({
-    config,
-    versions: served,
-    keyStore: shared.keyStore,
-    ...(shared.rateLimitStore ? { rateLimitStore: shared.rateLimitStore } : {}),
-    hashKey: shared.hashKey,
-    clock: shared.clock,
-    brownouts: shared.brownouts,
-    logger: shared.logger,
-    metrics: shared.metrics,
-  });
+    app = createApp({ ...dependencies, config, versions: served });
   } catch (error) {
     // Nothing will ever use the pools just opened for it.
     void closePools();

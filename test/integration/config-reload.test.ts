@@ -45,6 +45,13 @@ function get(port: number, key: string, target = '/v1/pets'): Promise<number[]> 
   return sendRaw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, { responses: 1 }).then((answer) => answer.statuses);
 }
 
+/** A 33-byte createPet body. */
+function createPet(port: number, key: string): Promise<number[]> {
+  const body = '{"name":"Nibbles","categoryId":4}';
+  const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+  return sendRaw(port, head + body, { responses: 1 }).then((answer) => answer.statuses);
+}
+
 async function reloads(gateway: TestGateway, result: 'success' | 'failure'): Promise<number | undefined> {
   return parseExposition(await gateway.scrape()).get(seriesKey('petstore_gateway_config_reloads_total', { result, environment: 'production' }));
 }
@@ -96,14 +103,8 @@ describe('a configuration reload', () => {
       deprecations: { listPets: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [{ start: '2026-11-21T00:00:00Z', end: '2026-11-22T00:00:00Z' }] } },
     };
     expect(await gateway.reload()).toMatchObject({ result: 'failure', reason: expect.stringContaining('deprecations.listPets.brownouts') });
-    const body = '{"name":"Nibbles","categoryId":4}';
-    const created = await sendRaw(
-      port,
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-      { responses: 1 },
-    );
     // Still the running limit of 65536 bytes, not the refused file's 10.
-    expect(created.statuses).toEqual([200]);
+    expect(await createPet(port, gateway.apiKey)).toEqual([200]);
   });
 
   it('names the settings that need a restart, keeps them as they run, and takes up the rest', async () => {
@@ -112,13 +113,7 @@ describe('a configuration reload', () => {
     overrides = { listen: { maxInFlight: 1 }, requests: { maxBodyBytes: 10 } };
     expect(await gateway.reload()).toMatchObject({ result: 'success', needRestart: ['listen'] });
     expect(gateway.logs.find((line) => String(line.msg).includes('take effect only after a restart'))).toMatchObject({ level: 40, settings: ['listen'] });
-    const body = '{"name":"Nibbles","categoryId":4}';
-    const refused = await sendRaw(
-      port,
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-      { responses: 1 },
-    );
-    expect(refused.statuses).toEqual([413]);
+    expect(await createPet(port, gateway.apiKey)).toEqual([413]);
   });
 
   it('lets a request already in flight finish where it started', async () => {
