@@ -31,6 +31,9 @@ export interface StartOptions {
   onClosed?: () => Promise<void> | void;
 }
 
+/** Address errors that are the host's (the others are the port's). */
+const HOST_REFUSALS: ReadonlySet<string> = new Set(['EADDRNOTAVAIL', 'ENOTFOUND']);
+
 /** Why a listener could not open, from the socket error code. */
 const LISTEN_REFUSALS: Readonly<Record<string, string>> = {
   EADDRINUSE: 'is already in use (another process listens there)',
@@ -44,14 +47,19 @@ export class ListenError extends Error {
   override name = 'ListenError';
 }
 
+/** The settings an operator changes for a listener: its port's, and its host's where there is one. */
+export type ListenSettings = string | { port: string; host: string };
+
 /**
- * Opens `server` on host:port. A refused address rejects with a ListenError naming `setting`, what the
- * operator changes to fix it (`PORT (listen.port)`, `DEMO_BACKEND_PORT`): the raw EADDRINUSE names neither.
+ * Opens `server` on host:port. A refused address rejects with a ListenError naming the setting the operator
+ * changes to fix it (`PORT (listen.port)`, `ADMIN_HOST (listen.adminHost)` for an address the machine does
+ * not have, `DEMO_BACKEND_PORT`): the raw EADDRINUSE names neither.
  */
-export function listen(server: Server, port: number, host: string, setting: string): Promise<number> {
+export function listen(server: Server, port: number, host: string, settings: ListenSettings): Promise<number> {
   return new Promise((resolve, reject) => {
     const refused = (error: NodeJS.ErrnoException) => {
       const why = error.code === undefined ? undefined : LISTEN_REFUSALS[error.code];
+      const setting = typeof settings === 'string' ? settings : HOST_REFUSALS.has(error.code ?? '') ? settings.host : settings.port;
       // An error other than these is not the operator's address: it keeps its stack.
       reject(why ? new ListenError(`${setting}: ${formatAddress(host, port)} ${why}`, { cause: error }) : error);
     };
@@ -95,8 +103,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
   const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
-  const port = await listen(publicServer, config.listen.port, config.listen.host, 'PORT (listen.port)');
-  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, 'ADMIN_PORT (listen.adminPort)').catch(
+  const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
+  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, { port: 'ADMIN_PORT (listen.adminPort)', host: 'ADMIN_HOST (listen.adminHost)' }).catch(
     (error: unknown) => {
       // The public listener is open: closed again, so a caller that survives the failure (a test, the demo) is not left holding its port.
       publicServer.close();

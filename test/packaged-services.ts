@@ -1,5 +1,5 @@
 // The services Debian packages start and enable on install, kept from running: the tests start their own redis and prometheus.
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 
 /**
  * Debian's hook that invoke-rc.d and deb-systemd-invoke ask before starting a service during an install;
@@ -15,6 +15,10 @@ const DENY_ALL = '#!/bin/sh\n# Written by test/provision-system-tools.ts for the
  */
 export function withServiceStartsRefused<T>(install: () => T, policyFile: string = POLICY_RC_D): T {
   const saved = `${policyFile}.provision-system-tools`;
+  // A run killed mid-install (Ctrl-C, a cancelled job) left its policy in place: put the machine's back
+  // first, so this run saves the machine's, not ours.
+  if (existsSync(saved)) renameSync(saved, policyFile);
+  else if (existsSync(policyFile) && readFileSync(policyFile, 'utf8') === DENY_ALL) rmSync(policyFile);
   const hadPolicy = existsSync(policyFile);
   if (hadPolicy) renameSync(policyFile, saved);
   try {

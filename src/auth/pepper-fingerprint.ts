@@ -23,20 +23,31 @@ export type FingerprintClaim =
   | { outcome: 'matches' }
   /** None was stored; this one is now. `existingKeys` > 0: keys written before fingerprints existed, assumed to share it. */
   | { outcome: 'recorded'; existingKeys: number }
-  | { outcome: 'differs'; stored: string };
+  | { outcome: 'differs'; stored: string }
+  /** None stored and no key to adopt: nothing to disagree with yet (asked with onlyOverExistingKeys). */
+  | { outcome: 'absent' };
 
-// One round trip, atomic: two writers with different peppers cannot both record theirs (the key and the id set share a slot).
+// One round trip, atomic: two writers with different peppers cannot both record theirs (the key and the id set
+// share a slot). ARGV[2] '1': record only over existing keys (a gateway adopting keys written before fingerprints).
 const CLAIM_SCRIPT = `
 local stored = redis.call('GET', KEYS[1])
 if stored then return {'stored', stored} end
+local keys = redis.call('SCARD', KEYS[2])
+if ARGV[2] == '1' and keys == 0 then return {'absent', '0'} end
 redis.call('SET', KEYS[1], ARGV[1])
-return {'recorded', tostring(redis.call('SCARD', KEYS[2]))}
+return {'recorded', tostring(keys)}
 `;
 
-/** Compares `fingerprint` with the one stored under `keyPrefix`, recording it when none is (the first writer's pepper wins). */
-export async function claimPepperFingerprint(redis: RedisClient, keyPrefix: string, fingerprint: string): Promise<FingerprintClaim> {
+/**
+ * Compares `fingerprint` with the one stored under `keyPrefix`, recording it when none is (the first
+ * writer's pepper wins). `onlyOverExistingKeys`: record only when keys exist without a fingerprint
+ * (written before fingerprints), else report `absent`: a gateway must not claim an empty Redis for a
+ * pepper no key was made with.
+ */
+export async function claimPepperFingerprint(redis: RedisClient, keyPrefix: string, fingerprint: string, onlyOverExistingKeys = false): Promise<FingerprintClaim> {
   const layout = keyLayout(keyPrefix);
-  const [kind, value] = (await redis.eval(CLAIM_SCRIPT, 2, layout.pepperFingerprint, layout.ids, fingerprint)) as [string, string];
+  const [kind, value] = (await redis.eval(CLAIM_SCRIPT, 2, layout.pepperFingerprint, layout.ids, fingerprint, onlyOverExistingKeys ? '1' : '0')) as [string, string];
+  if (kind === 'absent') return { outcome: 'absent' };
   if (kind === 'recorded') return { outcome: 'recorded', existingKeys: Number(value) };
   return value === fingerprint ? { outcome: 'matches' } : { outcome: 'differs', stored: value };
 }

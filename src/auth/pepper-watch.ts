@@ -1,8 +1,8 @@
-// The gateway's half of the pepper fingerprint: not ready until its pepper is verified against the keys', checked again whenever Redis comes back.
+// The gateway's half of the pepper fingerprint: not ready until its pepper is verified against the keys', and loud whenever Redis says otherwise.
 import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import type { RedisClient } from '../redis/connect.ts';
-import { claimPepperFingerprint, describePepperMismatch } from './pepper-fingerprint.ts';
+import { claimPepperFingerprint, describePepperMismatch, NO_PEPPER, readPepperFingerprint } from './pepper-fingerprint.ts';
 
 export interface PepperWatchOptions {
   keyPrefix: string;
@@ -11,6 +11,10 @@ export interface PepperWatchOptions {
   logger: Logger;
   /** While not verified (Redis away, or a mismatch an operator may fix in Redis), asked again this often. */
   retryMs: number;
+  /** Once verified, asked again this often, so that a fingerprint changed in Redis is reported soon after. */
+  recheckMs: number;
+  /** Told whether Redis's fingerprint matches this gateway's pepper, at every answer (a gauge). */
+  onChecked?: (matches: boolean) => void;
 }
 
 export interface PepperWatch {
@@ -22,37 +26,74 @@ export interface PepperWatch {
 type PepperState = 'unverified' | 'verified' | 'differs';
 
 /**
- * Verified once, the pepper stays verified while Redis is away: an outage must not take the replica out
- * of the load balancer (README, Health and shutdown). When Redis comes back it may be another, or
- * emptied, Redis, so it is checked again.
+ * Not ready until verified once. Verified, the replica stays ready whatever it hears later: its pepper
+ * cannot change while it runs, so a fingerprint that disagrees afterwards was changed in Redis (a flush,
+ * an eviction, a stray writer), and taking every verified replica out at once would turn that into an
+ * outage. It is reported instead: an error line naming the setting, and the gauge that pages.
  */
 export function watchPepper(redis: RedisClient, options: PepperWatchOptions): PepperWatch {
   const { keyPrefix, fingerprint, logger } = options;
   let state: PepperState = 'unverified';
+  /** What the last answer said, so each change is logged once, not each retry. */
+  let heard: 'matches' | 'differs' | undefined;
+  let lastError: string | undefined;
   let pending: Promise<void> | undefined;
+  let again = false;
 
-  const verify = () =>
-    (pending ??= claimPepperFingerprint(redis, keyPrefix, fingerprint)
-      .then(
-        (claim) => {
-          if (claim.outcome === 'differs') {
-            // One line per change of state, not per retry: the setting is named once, where the operator looks.
-            if (state !== 'differs') logger.error({ setting: 'API_KEY_PEPPER_FILE / API_KEY_PEPPER' }, `not ready: ${describePepperMismatch(claim.stored, fingerprint)}`);
-            state = 'differs';
-            return;
-          }
-          if (claim.outcome === 'recorded') {
-            if (claim.existingKeys > 0) {
-              logger.warn({ existingKeys: claim.existingKeys }, 'keys in Redis had no pepper fingerprint (written before fingerprints existed): recorded this gateway\'s, assuming they were made with its pepper');
-            } else logger.info('recorded the pepper fingerprint in Redis: keys written with another pepper will be refused');
-          }
-          if (state === 'differs') logger.info('the pepper now matches the keys\' pepper: ready');
-          state = 'verified';
-        },
-        // Redis away or failing: the state stays as it was; the retry or the next reconnection asks again.
-        () => undefined,
-      )
-      .finally(() => (pending = undefined)));
+  function answered(matches: boolean, stored?: string): void {
+    options.onChecked?.(matches);
+    lastError = undefined;
+    if (!matches) {
+      if (heard !== 'differs') {
+        const where = state === 'verified' ? 'the keys\' pepper fingerprint in Redis changed after this replica verified it (it stays ready)' : 'not ready';
+        logger.error({ setting: 'API_KEY_PEPPER_FILE / API_KEY_PEPPER' }, `${where}: ${describePepperMismatch(stored!, fingerprint)}`);
+      }
+      heard = 'differs';
+      if (state !== 'verified') state = 'differs';
+      return;
+    }
+    if (heard === 'differs') logger.info('the pepper matches the keys\' pepper again');
+    heard = 'matches';
+    state = 'verified';
+  }
+
+  const check = async () => {
+    // A gateway never claims an empty Redis (the first key written does, through the CLI), nor any Redis for
+    // "no pepper": a stray unpeppered process must not lock out the keys and every peppered replica.
+    if (fingerprint === NO_PEPPER) {
+      const stored = await readPepperFingerprint(redis, keyPrefix);
+      return stored === null ? answered(true) : answered(stored === fingerprint, stored);
+    }
+    const claim = await claimPepperFingerprint(redis, keyPrefix, fingerprint, true);
+    if (claim.outcome === 'differs') return answered(false, claim.stored);
+    if (claim.outcome === 'recorded') {
+      logger.warn({ existingKeys: claim.existingKeys }, 'keys in Redis had no pepper fingerprint (written before fingerprints existed): recorded this gateway\'s, assuming they were made with its pepper');
+    }
+    answered(true);
+  };
+
+  function verify(): Promise<void> {
+    if (pending) {
+      // A reconnection during a check on the old connection: that check may fail; check once more after it.
+      again = true;
+      return pending;
+    }
+    pending = check()
+      .catch((error: unknown) => {
+        // Redis away or refusing (read-only replica, out of memory, ACL): said once per distinct reason.
+        const reason = error instanceof Error ? error.message : String(error);
+        if (reason !== lastError) logger.warn({ reason }, `the pepper fingerprint could not be checked in Redis: ${reason}`);
+        lastError = reason;
+      })
+      .finally(() => {
+        pending = undefined;
+        if (again) {
+          again = false;
+          void verify();
+        }
+      });
+    return pending;
+  }
 
   const onReady = () => void verify();
   redis.on('ready', onReady);
@@ -60,12 +101,17 @@ export function watchPepper(redis: RedisClient, options: PepperWatchOptions): Pe
   const retry = setInterval(() => {
     if (state !== 'verified') void verify();
   }, options.retryMs);
+  const recheck = setInterval(() => {
+    if (state === 'verified') void verify();
+  }, options.recheckMs);
   retry.unref();
+  recheck.unref();
 
   return {
     readiness: { name: 'pepper', critical: true, check: async () => state === 'verified' },
     close() {
       clearInterval(retry);
+      clearInterval(recheck);
       redis.off('ready', onReady);
     },
   };

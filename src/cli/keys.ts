@@ -3,7 +3,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { KeyAdmin, KeyAdminError, type IssuedKey } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
-import { loadPepper } from '../auth/pepper.ts';
+import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
@@ -57,10 +57,14 @@ function printRecord(record: KeyRecord, json: boolean): void {
   process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${describe(record)}\n`);
 }
 
-async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+/**
+ * `hashes`: the command hashes a new key (create, rotate), so production requires a pepper for it. The
+ * others find keys by id: revoking a leaked key must not wait for a pepper setting to be fixed.
+ */
+async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = false } = {}): Promise<T> {
   const config = loadConfig();
   // Before Redis: a pepper setting that is wrong is reported whether or not Redis answers.
-  const hashKey = createKeyHasher(loadPepper(config));
+  const hashKey = createKeyHasher(loadPepper(config, hashes ? process.env : { ...process.env, [ALLOW_NO_PEPPER]: 'true' }));
   return withToolRedis(config.redis, 'petstore-gateway-keys', (redis) =>
     work(
       new KeyAdmin(redis, {
@@ -109,6 +113,7 @@ program
         ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
         ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
       }),
+      { hashes: true },
     );
     printIssued(issued, options.json === true);
   });
@@ -145,7 +150,7 @@ program
   .option('--overlap-seconds <n>', 'keep the old key working this long', positiveInteger)
   .option('--json', 'print one JSON line for the new key, with "previous"')
   .action(async (id: string, options: { overlapSeconds?: number; json?: boolean }) => {
-    const { issued, previous } = await withAdmin((admin) => admin.rotate(id, options.overlapSeconds ?? 0));
+    const { issued, previous } = await withAdmin((admin) => admin.rotate(id, options.overlapSeconds ?? 0), { hashes: true });
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key, previous })}\n`);
       return;

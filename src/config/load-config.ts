@@ -69,7 +69,8 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
     const fromFileProblems: string[] = [];
     for (const issue of parsed.error.issues) {
       const key = issue.path.join('.');
-      const envName = fromEnv.get(key);
+      // A list variable's problem is in one of its items (redis.sentinels.0): the variable set the whole list.
+      const envName = issue.path.map((_, i) => fromEnv.get(issue.path.slice(0, issue.path.length - i).join('.'))).find((name) => name !== undefined);
       if (envName) fromEnvironment.push(`${envName} (${key}): ${issue.message}`);
       else fromFileProblems.push(`${key || '(root)'}: ${issue.message}`);
     }

@@ -25,7 +25,8 @@ const redisNode = z
   });
 const baseUrl = z
   .url({ protocol: /^https?$/ })
-  .refine((value) => new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
+  // zod runs the refinement after a failed url check too: a value that is no URL is that check's to report (`new URL` would throw).
+  .refine((value) => !URL.canParse(value) || new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
 
 /** A header field name (a token, RFC 9110 §5.1), lower case as Node reports them. */
 const headerName = z.string().regex(/^[!#$%&'*+\-.^_`|~0-9a-z]+$/, 'must be a header field name in lower case');
@@ -95,10 +96,10 @@ export const configSchema = z.object({
   listen: z
     .object({
       /** The public listener's address: every interface by default. */
-      host: z.string().default('0.0.0.0'),
+      host: z.string().trim().min(1).default('0.0.0.0'),
       port: port.default(8080),
       /** The admin listener's address; loopback unless configured (ADMIN_HOST): /metrics and the deprecation report are for the kubelet's probes and Prometheus, not every network the host is on. */
-      adminHost: z.string().min(1).default('127.0.0.1'),
+      adminHost: z.string().trim().min(1).default('127.0.0.1'),
       adminPort: port.default(9090),
       keepAliveTimeoutMs: positiveMs.default(5000),
       headersTimeoutMs: positiveMs.default(10_000),

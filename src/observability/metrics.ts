@@ -79,6 +79,8 @@ export interface GatewayMetrics {
   shed(): void;
   /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
   configReload(result: 'success' | 'failure'): void;
+  /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
+  pepperChecked(matches: boolean): void;
   /** The deprecated operations and sunsets of the documents a reload put in force. */
   deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
 }
@@ -213,6 +215,13 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     registers,
   });
   lastReloadOk.set({ environment }, 1);
+  // Absent until the first check: a replica that never reached Redis has not said either way.
+  const pepperMatches = new Gauge({
+    name: name('pepper_fingerprint_matches'),
+    help: "Whether the API keys' pepper fingerprint in Redis matched this gateway's pepper at the last check (1) or not (0: keys are refused 401 or, before verification, the replica is not ready).",
+    labelNames: ['environment'] as const,
+    registers,
+  });
   const circuitOpen = new Gauge({
     name: name('upstream_circuit_open'),
     help: 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).',
@@ -343,6 +352,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
     deprecationsChanged: describeDeprecations,
+    pepperChecked: (matches) => pepperMatches.set({ environment }, matches ? 1 : 0),
     configReload: (result) => {
       configReloads.inc({ result, environment });
       lastReloadOk.set({ environment }, result === 'success' ? 1 : 0);

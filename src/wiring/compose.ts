@@ -215,6 +215,7 @@ export async function composeRedisGateway(
         onLookup: metrics.keyCacheLookup,
         onRateLimitStoreError: metrics.rateLimitStoreError,
         pepperFingerprint: parts.hashKey.pepperFingerprint,
+        onPepperChecked: metrics.pepperChecked,
       });
       return {
         keyStore: redis.keyStore,

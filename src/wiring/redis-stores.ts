@@ -22,6 +22,8 @@ const BROWNOUT_RESYNC_MS = 5000;
 
 /** An unverified pepper (Redis away, or a mismatch being fixed) is checked again this often. */
 const PEPPER_RETRY_MS = 2000;
+/** A verified pepper is checked again this often: a fingerprint changed in Redis is reported within it. */
+const PEPPER_RECHECK_MS = 60_000;
 
 export interface RedisStores {
   keyStore: CachedKeyStore;
@@ -55,6 +57,8 @@ export function createRedisStores(
     onRateLimitStoreError?: () => void;
     /** The gateway's pepper fingerprint (`PepperedKeyHasher.pepperFingerprint`), verified against the keys'. */
     pepperFingerprint: string;
+    /** Told at every check whether Redis's fingerprint matches (the pepper gauge). */
+    onPepperChecked?: (matches: boolean) => void;
   },
 ): RedisStores {
   const { logger, clock } = options;
@@ -80,7 +84,14 @@ export function createRedisStores(
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
   );
-  const pepper = watchPepper(redis, { keyPrefix: config.redis.keyPrefix, fingerprint: options.pepperFingerprint, logger, retryMs: PEPPER_RETRY_MS });
+  const pepper = watchPepper(redis, {
+    keyPrefix: config.redis.keyPrefix,
+    fingerprint: options.pepperFingerprint,
+    logger,
+    retryMs: PEPPER_RETRY_MS,
+    recheckMs: PEPPER_RECHECK_MS,
+    ...(options.onPepperChecked ? { onChecked: options.onPepperChecked } : {}),
+  });
   const brownouts = options.brownouts
     ? followBrownouts({ redis, subscriber, keyPrefix: config.redis.keyPrefix, board: options.brownouts, resyncMs: BROWNOUT_RESYNC_MS, logger })
     : undefined;

@@ -57,6 +57,12 @@ describe('a port in use', () => {
     expect(result.stderr).toBe(`petstore-gateway: could not start: ADMIN_PORT (listen.adminPort): 127.0.0.1:${adminPort} is already in use (another process listens there)\n`);
   });
 
+  it('npm start names ADMIN_HOST, not the port, for an address this machine does not have', async () => {
+    const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', ADMIN_HOST: '192.0.2.1' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('petstore-gateway: could not start: ADMIN_HOST (listen.adminHost): 192.0.2.1:0 is not an address of this machine\n');
+  });
+
   it('npm run demo names DEMO_BACKEND_PORT', async () => {
     const result = await run(['src/demo/launch.ts'], { DEMO_BACKEND_PORT: String(adminPort) });
     expect(result.code).toBe(1);

@@ -86,6 +86,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { upstream: { timeoutMillis: 5 } })).toThrow(/upstream: Unrecognized key: "timeoutMillis"/);
   });
 
+  it('blames a list variable for a bad item in it, not the file', () => {
+    expect(() => loadConfig({ REDIS_SENTINELS: '10.0.0.1:abc' })).toThrow('invalid environment variable REDIS_SENTINELS (redis.sentinels.0): must be host:port');
+  });
+
+  it('says an upstream address that is no URL is not one, without a stack of its own', () => {
+    let error: unknown;
+    try {
+      loadConfig({ UPSTREAM_URL: 'notaurl' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe('invalid environment variable UPSTREAM_URL (upstreamUrl): Invalid URL');
+  });
+
+  it('reads ADMIN_HOST without the spaces around it', () => {
+    expect(loadConfig({ ADMIN_HOST: ' 0.0.0.0 ' }).listen.adminHost).toBe('0.0.0.0');
+  });
+
   it('stops on a missing config file', () => {
     expect(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gateway.yaml' })).toThrow(/config file .* could not be read/);
   });
