@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from './start-gateway-process.ts';
-import { unusedPort } from './start-upstream.ts';
+import { unusedPorts } from './start-upstream.ts';
 
 const run = promisify(execFile);
 
@@ -17,7 +17,7 @@ export interface PrivateCluster {
 
 export async function startCluster(): Promise<PrivateCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-cluster-'));
-  const ports = [await unusedPort(), await unusedPort(), await unusedPort()];
+  const ports = await unusedPorts(3);
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from './start-gateway-process.ts';
-import { unusedPort } from './start-upstream.ts';
+import { unusedPorts } from './start-upstream.ts';
 
 export interface PrivateSentinels {
   primaryPort: number;
@@ -34,13 +34,13 @@ export async function startSentinels(): Promise<PrivateSentinels> {
   const server = (port: number, extra: string[] = []) =>
     run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra]);
 
-  const primaryPort = await unusedPort();
-  const replicaPort = await unusedPort();
+  // Five servers on five different ports (a port released can be handed out again).
+  const [primaryPort, replicaPort, ...sentinelPortList] = (await unusedPorts(5)) as [number, number, ...number[]];
   const primary = server(primaryPort);
   server(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]);
   const sentinelPorts: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const port = await unusedPort();
+    const port = sentinelPortList[i]!;
     sentinelPorts.push(port);
     const file = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
@@ -60,12 +60,14 @@ export async function startSentinels(): Promise<PrivateSentinels> {
 
   const sentinel = new Redis({ port: sentinelPorts[0], host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
   sentinel.on('error', () => {});
-  // Ready when every sentinel sees the replica and its peers, so a failover can be agreed.
+  // Ready when every sentinel sees the replica and its peers, so a failover can be agreed. Sentinel learns of
+  // replicas from the primary's INFO, asked every 10 s: on a loaded machine a first miss costs that much.
+  // The deadline only detects a setup that will never come up.
   await waitFor(async () => {
     const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
     const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
     return replicas.length === 1 && peers.length === 2;
-  }, 20_000, 100);
+  }, 50_000, 100);
 
   return {
     primaryPort,
