@@ -23,7 +23,19 @@ export interface PrivateSentinels {
 
 const NAME = 'mymaster';
 
+/**
+ * Starts the set-up, once more if it does not come up: a free port picked here can be taken by another
+ * test file's server before redis-server binds it, and then a sentinel is missing for good.
+ */
 export async function startSentinels(): Promise<PrivateSentinels> {
+  try {
+    return await startSentinelsOnce();
+  } catch {
+    return startSentinelsOnce();
+  }
+}
+
+async function startSentinelsOnce(): Promise<PrivateSentinels> {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-sentinel-'));
   const children: ChildProcess[] = [];
   const run = (command: string, args: string[]) => {
@@ -63,11 +75,18 @@ export async function startSentinels(): Promise<PrivateSentinels> {
   // Ready when every sentinel sees the replica and its peers, so a failover can be agreed. Sentinel learns of
   // replicas from the primary's INFO, asked every 10 s: on a loaded machine a first miss costs that much.
   // The deadline only detects a setup that will never come up.
-  await waitFor(async () => {
-    const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
-    const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
-    return replicas.length === 1 && peers.length === 2;
-  }, 50_000, 100);
+  try {
+    await waitFor(async () => {
+      const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
+      const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
+      return replicas.length === 1 && peers.length === 2;
+    }, 35_000, 100);
+  } catch (error) {
+    sentinel.disconnect();
+    for (const child of children) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 
   return {
     primaryPort,

@@ -21,7 +21,7 @@ beforeAll(async () => {
   const config = loadConfig(env, { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 }, auth: { cache: { ttlMs: 200, negativeTtlMs: 200 } } });
   gateway = await startRedisGateway(config, { pepper: 'sentinel-failover-pepper' });
   admin = gateway.admin;
-}, 90_000);
+}, 120_000);
 
 afterAll(async () => {
   await gateway?.close();
