@@ -1,7 +1,7 @@
 // Authenticates the bearer API key: every request on /v1 passes here before anything else is decided.
 import type { RequestHandler } from 'express';
 import type { Environment } from '../config/schema.ts';
-import { GatewayError } from '../errors/gateway-error.ts';
+import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
 import { hasApiKeyShape } from './api-key.ts';
 import { readBearer } from './bearer.ts';
@@ -18,8 +18,6 @@ export interface AuthenticateOptions {
   clock: Clock;
   /** Told of every refusal, for metrics; never given the key. */
   onRefusal?: (reason: AuthRefusalReason) => void;
-  /** How long clients should wait before retrying when the key store is down. */
-  retryAfterSeconds?: number;
 }
 
 const CHALLENGE = 'Bearer realm="petstore"';
@@ -44,7 +42,7 @@ export function refusalFor(record: KeyRecord | undefined, environment: Environme
 
 /** Creates the authentication stage. Fails closed: a key store that cannot answer gives 503, never a pass. */
 export function createAuthenticate(options: AuthenticateOptions): RequestHandler {
-  const { keyStore, hashKey, environment, clock, onRefusal, retryAfterSeconds = 1 } = options;
+  const { keyStore, hashKey, environment, clock, onRefusal } = options;
 
   function refuse(reason: AuthRefusalReason): GatewayError {
     onRefusal?.(reason);
@@ -63,7 +61,7 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
       // Whatever went wrong, the key was not checked: fail closed.
       throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
         cause,
-        headers: { 'Retry-After': String(retryAfterSeconds) },
+        headers: RETRY_SOON,
       });
     }
     const reason = refusalFor(record, environment, clock.now());

@@ -50,12 +50,6 @@ export interface Operation {
   stability?: StabilityMarker;
 }
 
-/** An operation resolved for one request path. */
-export interface OperationMatch {
-  operation: Operation;
-  pathParams: Readonly<Record<string, string>>;
-}
-
 /** What the path alone says: no operation, or the operations served there by method. */
 export type PathMatch =
   | { kind: 'none' }

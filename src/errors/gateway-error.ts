@@ -34,6 +34,12 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/**
+ * Retry-After of the 503s the gateway gives while a shared part is briefly unable (Redis for keys or
+ * rate limits, the gateway at capacity): a second is what a Redis failover or a burst usually takes.
+ */
+export const RETRY_SOON = { 'Retry-After': '1' } as const;
+
 /** The interface's Error body. */
 export interface ErrorBody {
   code: string;

@@ -38,8 +38,7 @@ const DECIDED_REFUSALS: ReadonlySet<number> = new Set([502, 503, 504]);
  * The access log line's level: warn for the 502/503/504 refusals the gateway decides (an operator
  * watches their rate, nobody debugs one), error for 500 and any other 5xx (a bug), info otherwise.
  */
-export function accessLogLevel(statusCode: number, error?: Error): Level {
-  if (error) return 'error';
+export function accessLogLevel(statusCode: number): Level {
   if (DECIDED_REFUSALS.has(statusCode)) return 'warn';
   return statusCode >= 500 ? 'error' : 'info';
 }

@@ -1,6 +1,6 @@
 // Every request the server hands over: its record made, admitted or shed, counted in flight, and completed once.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { GatewayError } from '../errors/gateway-error.ts';
+import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
 import { createRecord, type RequestRecord } from './request-record.ts';
 
@@ -21,7 +21,7 @@ export interface RequestTracker {
   inFlight(): number;
 }
 
-const AT_CAPACITY = new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly', { headers: { 'Retry-After': '1' } });
+const AT_CAPACITY = new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly', { headers: RETRY_SOON });
 
 export function createRequestTracker(options: RequestTrackerOptions): RequestTracker {
   const { app, maxInFlight, onComplete, onShed } = options;

@@ -1,7 +1,7 @@
 // A fixed-window counter in Redis shared by every gateway replica, as an express-rate-limit Store.
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import type { RedisClient } from '../redis/connect.ts';
-import { GatewayError } from '../errors/gateway-error.ts';
+import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
 
 /**
@@ -90,7 +90,7 @@ export class RedisRateLimitStore implements Store {
           for (let i = 0; i < waiting.length; i++) this.#onError?.(cause);
           const refusal = new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', {
             cause,
-            headers: { 'Retry-After': '1' },
+            headers: RETRY_SOON,
           });
           for (const request of waiting) request.reject(refusal);
         });

@@ -19,8 +19,4 @@ describe('accessLogLevel', () => {
     expect(accessLogLevel(status)).toBe(level);
   });
 
-  it('is error whenever the response itself failed', () => {
-    expect(accessLogLevel(503, new Error('socket hang up'))).toBe('error');
-    expect(accessLogLevel(200, new Error('socket hang up'))).toBe('error');
-  });
 });
