@@ -1,5 +1,5 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
-// Before it, the server's request tracker (src/pipeline/request-tracker.ts) has made the request's record
+// Before it, the server's request tracker (src/server/request-tracker.ts) has made the request's record
 // (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
 // Here, its target is checked first, then it meets the stages of the version its path is under (listed
 // below, in order), or a 404; the app's router runs all of that as its one layer (at the end).
@@ -15,7 +15,7 @@ import { createMatchOperation, createRequireOperation } from './contract/match-o
 import { createValidateRequest } from './contract/validate-request.ts';
 import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './time/clock.ts';
-import { createRequestTarget } from './http/request-target.ts';
+import { createRequestTarget } from './server/request-target.ts';
 import { inOrder } from './pipeline/in-order.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';

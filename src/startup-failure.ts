@@ -1,7 +1,7 @@
 // What a process says when it cannot start: the one line of a setting the operator got wrong, else the stack.
 import { ConfigError } from './config/load-config.ts';
 import { SigningKeyError } from './identity/signing-key.ts';
-import { ListenError } from './server.ts';
+import { ListenError } from './server/server.ts';
 
 /**
  * The message for a start-up failure. A bad setting, an unreadable key file or a busy port names the

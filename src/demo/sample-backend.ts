@@ -2,7 +2,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import { createServer } from '../http/node-http.ts';
-import { listen } from '../server.ts';
+import { listen } from '../server/server.ts';
 
 export interface Pet {
   id: number;

@@ -31,8 +31,6 @@ export const AUTH_REFUSAL_REASONS = Object.keys({
 export interface MetricsOptions {
   environment: string;
   version: string;
-  /** Requests in flight, read at scrape time from the server's request tracker (0 when none is attached). */
-  inFlight?: () => number;
   /** Deprecated operations and their sunset, for the days-to-sunset gauge. */
   sunsets: ReadonlyArray<{ operation: string; sunset: Date }>;
   /**
@@ -45,8 +43,6 @@ export interface MetricsOptions {
   deprecatedOperations?: readonly string[];
   /** Whether an operation is browned out now, read at scrape time. */
   brownoutActive?: (operation: string) => boolean;
-  /** Probes of Redis and the upstream, run at scrape time. */
-  dependencies?: () => ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
   /** Collect Node's process metrics (off in unit tests that assert exact output). */
   processMetrics?: boolean;
 }
@@ -60,8 +56,18 @@ export interface CompletedRequest {
   upstreamSeconds?: number;
 }
 
+/** What the gauges read when scraped, from parts built after the metrics (which report into them). */
+export interface ScrapedState {
+  /** Requests in flight: the server's request tracker. */
+  inFlight(): number;
+  /** Probes of Redis and the upstream. */
+  dependencies: ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
+}
+
 export interface GatewayMetrics {
   registry: Registry;
+  /** Registers the gauges read at scrape time (once: a second call throws, as the names are taken). */
+  readAtScrape(state: ScrapedState): void;
   requestCompleted(request: CompletedRequest): void;
   upstreamFailed(operation: string, kind: UpstreamFailureKind): void;
   /** Header fields of one backend answer the relay policy dropped. */
@@ -229,17 +235,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     registers,
   });
   circuitOpen.set({ environment }, 0);
-  const readInFlight = options.inFlight ?? (() => 0);
-  new Gauge({
-    name: name('in_flight_requests'),
-    help: 'Requests accepted and not yet answered.',
-    labelNames: ['environment'] as const,
-    registers,
-    // Read from the request tracker when scraped: no per-request gauge updates on the hot path.
-    collect() {
-      this.set({ environment }, readInFlight());
-    },
-  });
   new Gauge({
     name: name('build_info'),
     help: 'Always 1; the labels say which gateway build runs where.',
@@ -262,7 +257,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     }
   }
   describeDeprecations(deprecatedOperations, options.sunsets);
-  const dependencies = options.dependencies ?? (() => []);
 
   // Series whose label values are known up front exist from the start at 0: a rate() over them is 0,
   // not empty, and `absent()` or "No data" then means the gateway is not scraped, not that all is well.
@@ -276,16 +270,28 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
-  new Gauge({
-    name: name('dependency_up'),
-    help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
-    labelNames: ['dependency', 'environment'] as const,
-    registers,
-    async collect() {
-      const results = await Promise.all(dependencies().map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
-      for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
-    },
-  });
+  /** Read from the request tracker and probes when scraped: no per-request gauge updates on the hot path. */
+  function readAtScrape(state: ScrapedState): void {
+    new Gauge({
+      name: name('in_flight_requests'),
+      help: 'Requests accepted and not yet answered.',
+      labelNames: ['environment'] as const,
+      registers,
+      collect() {
+        this.set({ environment }, state.inFlight());
+      },
+    });
+    new Gauge({
+      name: name('dependency_up'),
+      help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
+      labelNames: ['dependency', 'environment'] as const,
+      registers,
+      async collect() {
+        const results = await Promise.all(state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
+        for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
+      },
+    });
+  }
 
   // Label children are cached per combination: prom-client would otherwise hash the label object on
   // every observation, on the path of every request.
@@ -329,6 +335,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const keyCacheMisses = keyCache.labels({ result: 'miss', environment });
   return {
     registry,
+    readAtScrape,
     requestCompleted(request) {
       // Methods and status codes are bounded by Node's HTTP parser; operations by the document.
       const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);

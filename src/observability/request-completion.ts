@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
+import { refusesTheGateway } from '../proxy/upstream-response.ts';
 import { createAccessLog } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
@@ -22,6 +23,13 @@ export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger,
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
     });
+    const upstream = record.upstream;
+    if (operation && upstream) {
+      if (upstream.failure) metrics.upstreamFailed(operation.id, upstream.failure);
+      if (upstream.headersDropped) metrics.upstreamHeadersDropped(operation.id, upstream.headersDropped);
+      // The backend refused the gateway itself (its identity token, or the backend's setup): an operator's problem.
+      if (upstream.status !== undefined && refusesTheGateway(upstream.status)) metrics.upstreamRefusedIdentity(operation.id, upstream.status);
+    }
     if (operation?.deprecation && record.caller) {
       metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
       onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);

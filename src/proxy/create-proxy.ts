@@ -3,27 +3,20 @@ import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
 import type { GuardedExchange } from './circuit-breaker.ts';
-import { createUpstream, type ExchangeOutcome, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
+import { createUpstream, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
-import { refusesTheGateway } from './upstream-response.ts';
-import { UpstreamFailure, upstreamFailureError, type UpstreamFailureKind } from './upstream-failure.ts';
+import { UpstreamFailure, upstreamFailureError } from './upstream-failure.ts';
 
 export interface ProxyOptions extends UpstreamOptions {
   /** The breaker in front of this upstream (kept across reloads by CircuitBreakers). */
   breaker: GuardedExchange;
   /** Headers asserting who called (a signed token, consumer headers), set on every forwarded request. */
   identityHeaders: (caller: { keyId: string; consumer: string; operationId: string }) => Promise<Readonly<Record<string, string>>>;
-  /** Told of every failed exchange, for metrics and logs; `error` is the UpstreamFailure (never log its cause's raw bytes). */
-  onFailure?: (kind: UpstreamFailureKind, operation: string, error: unknown) => void;
   /** The operations this proxy forwards: each one's header policy is compiled here, once. */
   operations: readonly Operation[];
   /** The config's additions to the header allow-lists (config `headers`). */
   headers: HeaderListExtensions;
-  /** Told how many of an answer's headers the relay policy dropped; by operation only, as header names are the backend's to invent. */
-  onHeadersDropped?: (operation: string, count: number) => void;
-  /** Told of a backend's 401 or 403 (answered 502 upstream_refused_identity): the backend refused the gateway. */
-  onRefusedIdentity?: (operation: string, upstreamStatus: number) => void;
 }
 
 export interface Proxy {
@@ -60,10 +53,7 @@ export function createProxy(options: ProxyOptions): Proxy {
   const upstream = createUpstream(options);
   const guarded = options.breaker;
   const policies = new Map<string, OperationHeaderPolicy>();
-  for (const operation of options.operations) {
-    const onDropped = (count: number) => options.onHeadersDropped?.(operation.id, count);
-    policies.set(operation.id, compileHeaderPolicy(operation, options.headers, onDropped));
-  }
+  for (const operation of options.operations) policies.set(operation.id, compileHeaderPolicy(operation, options.headers));
 
   async function describe(req: Request, record: ForwardedRecord): Promise<UpstreamRequest> {
     const route = routeOf(record);
@@ -86,20 +76,6 @@ export function createProxy(options: ProxyOptions): Proxy {
     return { method: req.method, path: canonicalPath(route, record.query), headers, body: record.body, relay };
   }
 
-  /** Runs as the exchange settles, before the response's close: metrics and the access log read what it wrote. */
-  function settle(record: ForwardedRecord, ended: ExchangeOutcome | UpstreamFailure): void {
-    const operation = record.route?.operation.id ?? 'none';
-    if (ended instanceof UpstreamFailure) {
-      record.upstream = { failure: ended.kind };
-      options.onFailure?.(ended.kind, operation, ended);
-      return;
-    }
-    record.upstream = { status: ended.status, ms: ended.upstreamMs, ...(ended.failure ? { failure: ended.failure } : {}) };
-    // Not a failure of the exchange (the breaker's outcome keeps the backend's status, which says nothing of its health).
-    if (refusesTheGateway(ended.status)) options.onRefusedIdentity?.(operation, ended.status);
-    if (ended.failure) options.onFailure?.(ended.failure, operation, new UpstreamFailure(ended.failure, 'the answer was cut short'));
-  }
-
   return {
     handler: async function forward(req, res) {
       // The client left while an earlier stage waited: the upstream is not asked, and the breaker learns nothing.
@@ -109,7 +85,9 @@ export function createProxy(options: ProxyOptions): Proxy {
       // The client may have left while the token was being signed.
       if (res.destroyed) return;
       try {
-        await guarded(() => upstream.exchange(request, res, (ended) => settle(record, ended)));
+        // The exchange writes its slice of the record as it settles, before the response's close: the
+        // completion hook counts and logs what the upstream did from there.
+        await guarded(() => upstream.exchange(request, res, (slice) => (record.upstream = slice)));
       } catch (error) {
         if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
         throw error;

@@ -7,7 +7,7 @@ import type { Dispatcher } from 'undici';
 // alone); the exchange needs the Pool only. Typed in undici-pool.d.ts. The path is undici's own layout, not
 // a public entry point, so package.json pins undici's exact version: an upgrade is a change the tests run.
 import Pool from 'undici/lib/dispatcher/pool.js';
-import { classifyUpstreamFailure, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.ts';
+import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.ts';
 import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type RelayPolicy, type UpstreamHeaders } from './upstream-response.ts';
 
 export interface UpstreamOptions {
@@ -42,6 +42,10 @@ export interface UpstreamSlice {
   ms?: number;
   /** Why the exchange failed or was cut short, when it was. */
   failure?: UpstreamFailureKind;
+  /** What went wrong, for the access log: the gateway's words and the socket error's code, never the upstream's bytes. */
+  failureDetail?: { message: string; code?: string };
+  /** Header fields of the upstream's answer the relay policy dropped, when any were. */
+  headersDropped?: number;
 }
 
 /** How an exchange ended once the upstream's answer began to be relayed. */
@@ -63,10 +67,10 @@ export interface ExchangeOutcome {
 export type Exchange = (request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver) => Promise<ExchangeOutcome>;
 
 /**
- * Told how the exchange ended, synchronously, before the promise settles: the response's `close`
- * (which feeds metrics and the access log) can fire before a continuation of the promise runs.
+ * Given the exchange's slice of the request record, synchronously, before the promise settles: the
+ * response's `close` (which feeds metrics and the access log) can fire before a continuation of the promise runs.
  */
-export type ExchangeObserver = (outcome: ExchangeOutcome | UpstreamFailure) => void;
+export type ExchangeObserver = (slice: UpstreamSlice) => void;
 
 export interface Upstream {
   exchange: Exchange;
@@ -92,7 +96,9 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   /** The upstream's answer is the client's: its head is set on the response (sent with the first body bytes). */
   private answered = false;
   /** The upstream's header names set on the response, removed again if the exchange fails before they are sent. */
-  private relayedNames: readonly string[] = [];
+  private readonly relayedNames: string[] = [];
+  /** Header fields of the answer the relay policy dropped. */
+  private headersDropped = 0;
   private settled = false;
   private errorBody: Buffer[] | undefined;
   private errorBodySize = 0;
@@ -175,7 +181,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       this.errorBody = [];
       return;
     }
-    this.relayedNames = relayHead(statusCode, headers, this.res, this.relay);
+    this.headersDropped = relayHead(statusCode, headers, this.res, this.relay, this.relayedNames);
     this.answered = true;
     if (statusCode === 204 || statusCode === 304) this.retireConnection();
   }
@@ -217,7 +223,8 @@ class RelayHandler implements Dispatcher.DispatchHandler {
       if (res.destroyed) return this.clientClosed();
       this.answered = true;
       this.succeed({ status });
-      answerUpstreamError(status, this.headers, this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody), res, this.relay);
+      // Written before the record is given its slice (in succeed), so the count is on it.
+      this.headersDropped = answerUpstreamError(status, this.headers, this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody), res, this.relay);
       return;
     }
     this.succeed({ status });
@@ -240,11 +247,11 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     if (this.answered) {
       // A client that stopped reading stalls the relay, and so the upstream: the client's doing, not the upstream's.
       const clientStalled = this.res.writableNeedDrain;
-      this.succeed(clientStalled ? { status: this.status, clientClosed: true } : { status: this.status, failure: failure.kind });
+      this.succeed(clientStalled ? { status: this.status, clientClosed: true } : { status: this.status, failure: failure.kind }, failure);
       this.res.destroy();
     } else {
       this.finish();
-      this.onSettled?.(failure);
+      this.onSettled?.({ failure: failure.kind, failureDetail: detailOf(failure) });
       this.reject(failure);
     }
     // Settled first: the error undici reports for this abort finds nothing left to do.
@@ -257,10 +264,16 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     this.controller?.abort(CLIENT_GONE);
   }
 
-  private succeed(outcome: Omit<ExchangeOutcome, 'upstreamMs'>): void {
+  /** `cutShort` is the failure that cut a relayed answer short, when one did. */
+  private succeed(outcome: Omit<ExchangeOutcome, 'upstreamMs'>, cutShort?: UpstreamFailure): void {
     if (!this.finish()) return;
     const complete = { ...outcome, upstreamMs: performance.now() - this.startedAt };
-    this.onSettled?.(complete);
+    this.onSettled?.({
+      status: complete.status,
+      ms: complete.upstreamMs,
+      ...(complete.failure && cutShort ? { failure: complete.failure, failureDetail: detailOf(cutShort) } : {}),
+      ...(this.headersDropped > 0 ? { headersDropped: this.headersDropped } : {}),
+    });
     this.resolve(complete);
   }
 
@@ -273,6 +286,11 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     this.res.off('drain', this.onDrain);
     return true;
   }
+}
+
+function detailOf(failure: UpstreamFailure): { message: string; code?: string } {
+  const { message, code } = describeUpstreamFailure(failure);
+  return code === undefined ? { message } : { message, code };
 }
 
 export function createUpstream(options: UpstreamOptions): Upstream {

@@ -87,7 +87,7 @@ const RANGE_KEY = /^([1-5])XX$/;
  * Compiles an operation's header policy. Every set is built here, once: the request path does one Set
  * lookup per header, and finds the set for a status with one Map lookup.
  */
-export function compileHeaderPolicy(operation: Operation, extensions: HeaderListExtensions, onDropped: (count: number) => void): OperationHeaderPolicy {
+export function compileHeaderPolicy(operation: Operation, extensions: HeaderListExtensions): OperationHeaderPolicy {
   const forwarded = new Set([...STANDARD_FORWARDED, ...TRACE_CONTEXT, ...operation.requestHeaders, ...extensions.forwardToUpstream]);
 
   const always = [...STANDARD_RELAYED, ...extensions.relayToClient];
@@ -110,7 +110,6 @@ export function compileHeaderPolicy(operation: Operation, extensions: HeaderList
       // OpenAPI: a status's own response first, then its range (4XX), then default.
       relayedFor: (status) => byStatus.get(status) ?? byRange[Math.trunc(status / 100)] ?? otherwise,
       secret: undefined,
-      onDropped,
     },
   };
 }

@@ -15,8 +15,6 @@ export interface RelayPolicy {
    * echoed it would hand the client a token that speaks for the gateway until it expires.
    */
   secret: string | undefined;
-  /** Told how many of an answer's end-to-end fields were dropped, when any were (counted by operation). */
-  onDropped(count: number): void;
 }
 
 const NO_LENGTH: ReadonlySet<string> = new Set(['content-length']);
@@ -58,10 +56,9 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
 /**
  * Copies the status and the end-to-end headers the policy allows for it; headers the gateway already
  * set (X-Request-Id, Deprecation...) win. Hop-by-hop fields and `skip` are left out as a matter of
- * course; the others left out are dropped, and counted.
+ * course; the others left out are dropped. Adds the names it set to `copied`; returns how many it dropped.
  */
-function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string> = NOTHING_SKIPPED): string[] {
-  const copied: string[] = [];
+function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string>, copied?: string[]): number {
   const connection = headers.connection;
   const tokens = connection === undefined ? NO_TOKENS : new Set(String(connection).toLowerCase().split(',').map((token) => token.trim()));
   const allowed = relay.relayedFor(status);
@@ -77,10 +74,9 @@ function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse,
     }
     if (res.hasHeader(name)) continue;
     res.setHeader(name, fieldValue(name, value));
-    copied.push(name);
+    copied?.push(name);
   }
-  if (dropped > 0) relay.onDropped(dropped);
-  return copied;
+  return dropped;
 }
 
 const ERROR_CODE_BY_STATUS: Readonly<Record<number, ErrorCode>> = {
@@ -118,11 +114,11 @@ function parseJson(body: Buffer): unknown {
  * Sets a success answer's status and end-to-end headers; Node writes them with the first chunk of the
  * body (or at its end). Until then nothing has reached the client, so an upstream that stalls or
  * closes right after its head still gets the client an Error instead of a head cut off by a close.
- * Returns the names it set, to be removed for that Error. A 204 has no body, so no length (RFC 9110
- * §8.6): an intermediary that trusted one would desynchronise.
+ * Adds the names it set to `relayed`, to be removed for that Error; returns how many fields the policy
+ * dropped. A 204 has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
  */
-export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy): readonly string[] {
-  return copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED);
+export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, relayed: string[]): number {
+  return copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED, relayed);
 }
 
 /**
@@ -137,20 +133,22 @@ export function refusesTheGateway(status: number): boolean {
  * Answers with an upstream error once its body has been read (up to MAX_ERROR_BODY_BYTES): relayed
  * when it is Error-shaped already, wrapped into one otherwise. A 401 or 403 becomes the gateway's own
  * 502, with none of the backend's head or body: its challenge and its words are about the gateway's token.
+ * Returns how many of the backend's header fields the policy dropped.
  */
-export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse, relay: RelayPolicy): void {
+export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse, relay: RelayPolicy): number {
   if (refusesTheGateway(status)) {
     sendError(res, new GatewayError('upstream_refused_identity', `The pet store backend refused the gateway's request (${status} ${STATUS_CODES[status]})`));
-    return;
+    return 0;
   }
   // An Error body that echoes the identity token is wrapped like any other, so the token stays behind.
   const echoesSecret = body !== undefined && relay.secret !== undefined && body.includes(relay.secret);
   if (body !== undefined && !echoesSecret && isErrorBody(parseJson(body))) {
-    copyHead(status, headers, res, relay, NO_LENGTH);
+    const dropped = copyHead(status, headers, res, relay, NO_LENGTH);
     res.setHeader('Content-Length', body.length);
     res.end(body);
-    return;
+    return dropped;
   }
-  copyHead(status, headers, res, relay, NOT_DESCRIBING_AN_ERROR);
+  const dropped = copyHead(status, headers, res, relay, NOT_DESCRIBING_AN_ERROR);
   sendError(res, wrapUpstreamError(status));
+  return dropped;
 }

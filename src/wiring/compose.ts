@@ -1,7 +1,6 @@
 // The composition root: one gateway built from its configuration and the parts that differ (stores), for
 // `npm start`, the demo and the tests alike.
 import type { RequestListener } from 'node:http';
-import { connect } from 'node:net';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -15,12 +14,13 @@ import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
-import { createRequestTracker, type RequestTracker } from '../pipeline/request-tracker.ts';
+import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
-import { startGateway, type RunningGateway } from '../server.ts';
+import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
+import { upstreamReachable } from '../proxy/upstream-reachable.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
@@ -39,13 +39,13 @@ export interface Stores {
   close?: () => Promise<void> | void;
 }
 
-export interface GatewayParts {
+export interface GatewayParts<S extends Stores = Stores> {
   config: GatewayConfig;
   logger: Logger;
   clock: Clock;
   hashKey: KeyHasher;
   /** Given the metrics to report into and the brownout board to keep up to date (operator brownouts). */
-  stores: (metrics: GatewayMetrics, brownouts: BrownoutBoard) => Stores;
+  stores: (metrics: GatewayMetrics, brownouts: BrownoutBoard) => S;
   /** Who called, asserted to the upstream (loaded at start-up by `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
   /** Released after everything else, on shutdown (the demo's backend). */
@@ -59,9 +59,11 @@ export interface GatewayParts {
   shadowedSettings?: () => Array<{ variable: string; key: string }>;
 }
 
-export interface Gateway {
+export interface Gateway<S extends Stores = Stores> {
   config: GatewayConfig;
   metrics: GatewayMetrics;
+  /** What `parts.stores` built. */
+  stores: S;
   /** What the public listener serves: the request tracker around the pipeline. Tests call it in process. */
   handler: RequestListener;
   tracker: RequestTracker;
@@ -74,23 +76,7 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Whether a TCP connection to the upstream opens: reported by /readyz and metrics, not critical (see README). */
-export function upstreamReachable(baseUrl: string, timeoutMs = 1000): Promise<boolean> {
-  const url = new URL(baseUrl);
-  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-  return new Promise((resolve) => {
-    const socket = connect({ host: url.hostname, port, timeout: timeoutMs });
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.once('connect', () => finish(true));
-    socket.once('timeout', () => finish(false));
-    socket.once('error', () => finish(false));
-  });
-}
-
-export function buildGateway(parts: GatewayParts): Gateway {
+export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<S> {
   const { config, logger } = parts;
   if (!parts.identity && config.upstreamIdentity.keyFile !== null) {
     // Never forward unsigned because a caller forgot to load the key: fail before any connection is opened.
@@ -104,8 +90,6 @@ export function buildGateway(parts: GatewayParts): Gateway {
     critical: false,
     check: () => upstreamReachable(source.upstreamBaseUrl),
   }));
-  let stores: Stores | undefined;
-  let tracker: RequestTracker | undefined;
   const brownouts = new BrownoutBoard(compileBrownoutSchedule(operations, config.deprecations));
   const metrics = createMetrics({
     environment: config.environment,
@@ -114,10 +98,8 @@ export function buildGateway(parts: GatewayParts): Gateway {
     sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
-    dependencies: () => [...upstreamChecks, ...(stores?.checks ?? [])],
-    inFlight: () => tracker?.inFlight() ?? 0,
   });
-  stores = parts.stores(metrics, brownouts);
+  const stores = parts.stores(metrics, brownouts);
   const deprecatedCallStore = stores.deprecatedCalls ?? new MemoryDeprecatedCallStore();
   // Counted in process and written in batches: the report costs the request path no Redis round trip.
   const deprecatedCalls = createDeprecatedCallRecorder({
@@ -151,12 +133,13 @@ export function buildGateway(parts: GatewayParts): Gateway {
     metrics,
     clock: parts.clock,
   });
-  tracker = createRequestTracker({
+  const tracker = createRequestTracker({
     app: live.handle,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
     onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
   });
+  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks] });
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -164,12 +147,13 @@ export function buildGateway(parts: GatewayParts): Gateway {
       await live.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
-      await stores?.close?.();
+      await stores.close?.();
       await parts.onClosed?.();
     })());
-  const gateway: Gateway = {
+  const gateway: Gateway<S> = {
     config,
     metrics,
+    stores,
     handler: tracker.listener,
     tracker,
     admin: {
@@ -190,13 +174,13 @@ export function buildGateway(parts: GatewayParts): Gateway {
  * Loads what start-up must read (the identity signing keys: a bad key file stops start-up with a message
  * naming the setting), then builds and starts a gateway.
  */
-export async function composeGateway(parts: GatewayParts): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload'] }> {
+export async function composeGateway<S extends Stores>(parts: GatewayParts<S>): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; stores: S }> {
   const { config, logger } = parts;
   const identity = parts.identity ?? (await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: parts.clock }));
   logger.info({ identity: identity.summary }, identity.summary.signing ? 'identity assertion on: forwarded requests carry a signed token' : 'identity assertion off: the upstream gets no Authorization');
   const gateway = buildGateway({ ...parts, identity });
   logger.info({ configHash: configurationHash(config) }, 'configuration loaded');
-  return { ...(await gateway.listen()), metrics: gateway.metrics, reload: gateway.reload };
+  return { ...(await gateway.listen()), metrics: gateway.metrics, reload: gateway.reload, stores: gateway.stores };
 }
 
 /** The production wiring: keys, rate-limit counters, brownouts and deprecated-call counts in Redis, reporting into the metrics. */
@@ -204,11 +188,10 @@ export async function composeRedisGateway(
   parts: Omit<GatewayParts, 'stores' | 'hashKey'> & { hashKey: PepperedKeyHasher },
 ): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; redis: RedisStores }> {
   const { config, logger, clock } = parts;
-  let redis: RedisStores | undefined;
-  const running = await composeGateway({
+  const { stores, ...running } = await composeGateway({
     ...parts,
     stores: (metrics, brownouts) => {
-      redis = createRedisStores(config, {
+      const redis = createRedisStores(config, {
         logger,
         clock,
         brownouts,
@@ -218,6 +201,7 @@ export async function composeRedisGateway(
         onPepperChecked: metrics.pepperChecked,
       });
       return {
+        redis,
         keyStore: redis.keyStore,
         rateLimitStore: redis.rateLimitStore,
         deprecatedCalls: redis.deprecatedCalls,
@@ -227,6 +211,5 @@ export async function composeRedisGateway(
       };
     },
   });
-  if (!redis) throw new Error('composeGateway did not build the stores');
-  return { ...running, redis };
+  return { ...running, redis: stores.redis };
 }

@@ -28,8 +28,6 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
   const { breakers, ...dependencies } = shared;
   const served: ServedVersion[] = createVersionProxies(versions, {
     config,
-    metrics: shared.metrics,
-    logger: shared.logger,
     identityHeaders: identity.headersFor,
     breakers,
   });
@@ -43,23 +41,23 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     throw error;
   }
 
-  let inFlight = 0;
+  let unanswered = 0;
   let wakeWhenIdle: (() => void) | undefined;
   const settled = () => {
-    inFlight--;
-    if (inFlight === 0) wakeWhenIdle?.();
+    unanswered--;
+    if (unanswered === 0) wakeWhenIdle?.();
   };
   return {
     config,
     identity,
     handle(req: IncomingMessage, res: ServerResponse) {
-      inFlight++;
+      unanswered++;
       // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.
       res.on('close', settled);
       app(req, res);
     },
     async retire(graceMs) {
-      if (inFlight > 0) {
+      if (unanswered > 0) {
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           wakeWhenIdle = resolve;

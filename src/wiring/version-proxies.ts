@@ -1,17 +1,12 @@
 // One proxy per version of the interface, each to its own upstream: what the app mounts behind each version's router.
-import type { Logger } from 'pino';
 import type { ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
-import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
-import { describeUpstreamFailure } from '../proxy/upstream-failure.ts';
 
 export interface VersionProxiesOptions {
   config: GatewayConfig;
-  metrics: GatewayMetrics;
-  logger: Logger;
   identityHeaders: ProxyOptions['identityHeaders'];
   /** Shared by every generation of the pipeline, so a reload keeps an open circuit open. */
   breakers: CircuitBreakers;
@@ -23,7 +18,7 @@ export interface VersionProxiesOptions {
  * has no version label: it reads 1 while any version's circuit is not closed (see CircuitBreakers).
  */
 export function createVersionProxies(versions: readonly ApiVersion[], options: VersionProxiesOptions): ServedVersion[] {
-  const { config, metrics, logger } = options;
+  const { config } = options;
   return versions.map(({ contract, source }) => ({
     contract,
     deprecation: source.deprecation,
@@ -37,17 +32,6 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       identityHeaders: options.identityHeaders,
       operations: contract.operations,
       headers: config.headers,
-      onHeadersDropped: metrics.upstreamHeadersDropped,
-      onRefusedIdentity: (operation, upstreamStatus) => {
-        metrics.upstreamRefusedIdentity(operation, upstreamStatus);
-        // The backend refused the gateway itself (its identity token, or the backend's setup): an operator's problem.
-        logger.warn({ operation, upstreamStatus }, 'the upstream refused the gateway\'s identity');
-      },
-      onFailure: (kind, operation, error) => {
-        metrics.upstreamFailed(operation, kind);
-        // A decided refusal, not a bug: no stack, and never the raw bytes a parser error carries.
-        logger.warn({ operation, upstreamFailure: describeUpstreamFailure(error) }, 'upstream exchange failed');
-      },
     }),
   }));
 }

@@ -10,7 +10,7 @@ import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';
-import type { RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server/server.ts';
 import { buildGateway, type Gateway } from '../../src/wiring/compose.ts';
 import type { UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 

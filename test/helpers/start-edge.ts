@@ -1,5 +1,5 @@
 // The gateway's real listeners for raw-socket tests: the production handler on free ports, and its shutdown.
-import type { RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server/server.ts';
 import type { UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 import { buildTestGateway, type TestGateway } from './build-test-app.ts';
 

@@ -81,3 +81,32 @@ describe('access log fields', () => {
     expect(upstreamMs).toBe(Number(upstreamMs.toFixed(3)));
   });
 });
+
+describe('an upstream failure on the access line', () => {
+  it('carries the failure kind and what went wrong on the request\'s one line, with its request id', async () => {
+    const port = await unusedPort();
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${port}/v1` });
+    await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-down');
+    expect(accessLine(gateway, 'log-upstream-down')).toMatchObject({
+      reqId: 'log-upstream-down',
+      upstreamFailure: 'refused',
+      upstreamFailureDetail: { code: 'ECONNREFUSED' },
+      upstreamStatus: null,
+    });
+  });
+
+  it('is logged once: no second line without the request id', async () => {
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1` });
+    await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-once');
+    expect(gateway.logs.filter((entry) => entry.reqId !== 'log-upstream-once')).toEqual([]);
+  });
+
+  it('carries the upstream\'s status when it answered', async () => {
+    const backend = await startPetStore();
+    closeUpstream = backend.close;
+    gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
+    await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-status');
+    expect(accessLine(gateway, 'log-upstream-status')).toMatchObject({ upstreamStatus: 200 });
+  });
+});
+

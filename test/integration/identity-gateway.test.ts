@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSampleBackend, type SampleBackend } from '../../src/demo/sample-backend.ts';
 import { writeSigningKeyFile } from '../../src/identity/generate-key.ts';
 import { loadUpstreamIdentity } from '../../src/identity/upstream-identity.ts';
-import type { RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway } from '../helpers/build-test-app.ts';
 import { unusedPort } from '../helpers/start-upstream.ts';
 import { loadConfig } from '../../src/config/load-config.ts';

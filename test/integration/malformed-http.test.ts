@@ -2,7 +2,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import type { RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 

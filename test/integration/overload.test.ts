@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../src/server.ts';
+import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';

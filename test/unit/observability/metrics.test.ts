@@ -49,12 +49,25 @@ describe('a fresh registry', () => {
     expect(series.get(metric('key_cache_lookups_total', { result: 'miss' }))).toBe(0);
   });
 
-  it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open', 'in_flight_requests'])(
+  it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open'])(
     'has %s at 0',
     async (name) => {
       expect((await freshExposition()).get(metric(name))).toBe(0);
     },
   );
+
+  it('reads in_flight_requests and dependency_up when scraped, from what the composition root hands it', async () => {
+    const metrics = createMetrics({ environment, version: 't', sunsets: [], processMetrics: false });
+    let inFlight = 3;
+    metrics.readAtScrape({ inFlight: () => inFlight, dependencies: [{ name: 'redis', check: async () => false }, { name: 'upstream', check: async () => true }] });
+    const first = await metrics.registry.metrics();
+    inFlight = 0;
+    const second = await metrics.registry.metrics();
+    expect(first).toContain('petstore_gateway_in_flight_requests{environment="production"} 3');
+    expect(second).toContain('petstore_gateway_in_flight_requests{environment="production"} 0');
+    expect(first).toContain('petstore_gateway_dependency_up{dependency="redis",environment="production"} 0');
+    expect(first).toContain('petstore_gateway_dependency_up{dependency="upstream",environment="production"} 1');
+  });
 
   it('labels no series with an operation the document does not have', async () => {
     const operations = new Set([...(await freshExposition()).keys()].flatMap((key) => [...key.matchAll(/operation="([^"]*)"/g)].map((match) => match[1])));

@@ -2,7 +2,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
-import { createRecord, type RequestRecord } from './request-record.ts';
+import { createRecord, type RequestRecord } from '../pipeline/request-record.ts';
 
 export interface RequestTrackerOptions {
   /** The pipeline; it finds the record in `res.locals.gateway`. */
@@ -17,7 +17,10 @@ export interface RequestTrackerOptions {
 
 export interface RequestTracker {
   listener: RequestListener;
-  /** Requests admitted and not yet answered (the in-flight gauge reads this at scrape time). */
+  /**
+   * Requests handed to the pipeline and not yet answered: what `maxInFlight` bounds and the in-flight gauge
+   * reads at scrape time. Requests waiting behind a pipelined one are not counted until their turn.
+   */
   inFlight(): number;
 }
 

@@ -2,13 +2,13 @@
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { createAdminApp, type AdminAppOptions } from './admin/admin-app.ts';
-import type { GatewayConfig } from './config/schema.ts';
-import { createClientErrorHandler } from './http/client-error.ts';
-import { makeDrainable } from './http/graceful-shutdown.ts';
-import { createServer } from './http/node-http.ts';
-import { toOriginForm } from './http/request-target.ts';
-import { serveInTurn } from './http/serve-in-turn.ts';
+import { createAdminApp, type AdminAppOptions } from '../admin/admin-app.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import { createClientErrorHandler } from './client-error.ts';
+import { makeDrainable } from './graceful-shutdown.ts';
+import { createServer } from '../http/node-http.ts';
+import { toOriginForm } from './request-target.ts';
+import { serveInTurn } from './serve-in-turn.ts';
 
 export interface RunningGateway {
   port: number;
@@ -116,7 +116,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {
     accepting = false;
-    logger.info({ reason, inFlight: admission.inFlight() }, 'shutting down: readiness is now false');
+    logger.info({ reason, unanswered: admission.unanswered() }, 'shutting down: readiness is now false');
     await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainDelayMs));
     const { forced } = await drainable.drain(config.shutdown.gracePeriodMs);
     if (forced) logger.warn({ gracePeriodMs: config.shutdown.gracePeriodMs }, 'grace period over: remaining connections closed');

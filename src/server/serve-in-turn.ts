@@ -13,8 +13,11 @@ export interface ServeInTurnOptions {
 export interface RequestAdmission {
   /** For the server's `request`, `checkContinue` and `checkExpectation` events. */
   listener: RequestListener;
-  /** Requests accepted (served or waiting their turn) and not yet answered. */
-  inFlight(): number;
+  /**
+   * Requests accepted (served or waiting their turn on their connection) and not yet answered: what the
+   * drain waits for. Not the in-flight gauge (request-tracker.ts), which counts only those handed to the pipeline.
+   */
+  unanswered(): number;
   /** Resolves when no accepted request is left unanswered (at once if none is): what the drain waits for. */
   idle(): Promise<void>;
   /**
@@ -44,11 +47,11 @@ interface ConnectionState {
 
 export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
   const connections = new WeakMap<Socket, ConnectionState>();
-  let inFlight = 0;
+  let unanswered = 0;
   let idleWaiters: Array<() => void> = [];
   function settled(count: number): void {
-    inFlight -= count;
-    if (inFlight > 0 || idleWaiters.length === 0) return;
+    unanswered -= count;
+    if (unanswered > 0 || idleWaiters.length === 0) return;
     for (const wake of idleWaiters) wake();
     idleWaiters = [];
   }
@@ -122,7 +125,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       const state = stateOf(req.socket);
       // Nothing being served nor waiting its turn (between two turns, the waiting go first).
       if (state.current === undefined && state.waiting.length === 0) {
-        inFlight++;
+        unanswered++;
         serve(state, req, res);
         return;
       }
@@ -130,14 +133,14 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
         req.socket.destroy();
         return;
       }
-      inFlight++;
+      unanswered++;
       state.waiting.push([req, res]);
       // The waiting request's body, if any, is already parsed; read no further until the queue drains.
       state.paused = true;
       req.socket.pause();
     },
-    inFlight: () => inFlight,
-    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
+    unanswered: () => unanswered,
+    idle: () => (unanswered === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     answerInTurn(socket, answer) {
       const state = stateOf(socket);
       if (state.parseErrorSeen) return true;

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serveInTurn } from '../../../src/http/serve-in-turn.ts';
+import { serveInTurn } from '../../../src/server/serve-in-turn.ts';
 
 let server: Server | undefined;
 const sockets: Socket[] = [];
@@ -129,7 +129,7 @@ describe('serveInTurn between two turns (a response closed, the next waiting req
     expect(handled).toHaveLength(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(handled).toEqual([expect.anything(), second[0]]);
-    expect(admission.inFlight()).toBe(1);
+    expect(admission.unanswered()).toBe(1);
   });
 
   it('drops the waiting request if the connection ended meanwhile, and counts nothing left in flight', async () => {
@@ -137,7 +137,7 @@ describe('serveInTurn between two turns (a response closed, the next waiting req
     socket.writableEnded = true;
     await new Promise((resolve) => setImmediate(resolve));
     expect(handled).toHaveLength(1);
-    expect(admission.inFlight()).toBe(0);
+    expect(admission.unanswered()).toBe(0);
     await admission.idle();
   });
 });

@@ -2,7 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { expectsContinue } from './framing.ts';
+import { expectsContinue } from '../http/framing.ts';
 
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
