@@ -7,53 +7,12 @@ import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { PROJECT_ROOT, START_ARGS, waitFor } from '../../helpers/start-gateway-process.ts';
+import { readDockerfile, type Stage } from './dockerfile.ts';
 
 /** The Node 24 the tests run on (the `node` dev dependency): the image's Node must be the same release. */
 const NODE = join(PROJECT_ROOT, 'node_modules/.bin/node');
 
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-/** Dockerfile instructions, with comments dropped and continued lines joined. */
-function instructions(text: string): Instruction[] {
-  const logical = text
-    .split('\n')
-    .filter((line) => !/^\s*#/.test(line))
-    .join('\n')
-    .replace(/\\\n/g, ' ');
-  return logical
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const [, keyword, args] = /^\s*(\S+)\s+(.*)$/.exec(line)!;
-      return { keyword: keyword!.toUpperCase(), args: args!.trim() };
-    });
-}
-
-/** A build stage or the image: its FROM (base and optional `AS` name) and its instructions after FROM. */
-interface Stage {
-  base: string;
-  name: string | undefined;
-  instructions: Instruction[];
-}
-
-/** The Dockerfile's stages, in order; the last one is the image. */
-function stages(all: Instruction[]): Stage[] {
-  const found: Stage[] = [];
-  for (const instruction of all) {
-    if (instruction.keyword === 'FROM') {
-      const [base, as, name, ...rest] = instruction.args.split(/\s+/);
-      if (rest.length > 0 || (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined))) throw new Error(`FROM ${instruction.args}: expected <image> [AS <name>]`);
-      found.push({ base: base!, name, instructions: [] });
-    } else if (found.length === 0) throw new Error(`deploy/Dockerfile: ${instruction.keyword} before the first FROM`);
-    else found.at(-1)!.instructions.push(instruction);
-  }
-  return found;
-}
-
-const dockerfile = stages(instructions(readFileSync(join(PROJECT_ROOT, 'deploy/Dockerfile'), 'utf8')));
+const dockerfile = readDockerfile();
 const image = dockerfile.at(-1)!;
 const builders = dockerfile.slice(0, -1);
 const all = (keyword: string, stage: Stage = image) => stage.instructions.filter((instruction) => instruction.keyword === keyword);
@@ -121,7 +80,7 @@ function buildStage(
         else if (argv[0] === 'npm' && argv[1] === 'cache') continue;
         else execFileSync('/bin/sh', ['-c', command], { cwd: workdir, stdio: 'pipe', env: { ...env, PATH: RUN_PATH } });
       }
-    } else if (!['USER', 'EXPOSE', 'CMD'].includes(keyword)) throw new Error(`${keyword} ${args}: not understood by this test`);
+    } else if (!['USER', 'EXPOSE', 'CMD', 'LABEL'].includes(keyword)) throw new Error(`${keyword} ${args}: not understood by this test`);
   }
   return { workdir, env };
 }

@@ -1,14 +1,16 @@
 // Each overlay renders with `kubectl kustomize` into valid objects that agree with the gateway's ports, probes, settings and shutdown timing.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import type { IDeployment } from 'kubernetes-models/apps/v1';
 import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import type { INetworkPolicy, INetworkPolicyPeer, INetworkPolicyPort } from 'kubernetes-models/networking.k8s.io/v1';
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import type { IContainer, IPodSpec, IService, IServiceAccount } from 'kubernetes-models/v1';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import packageJson from '../../../package.json' with { type: 'json' };
 import { ENV_KEYS, loadConfig } from '../../../src/config/load-config.ts';
 import { redisTopology } from '../../../src/redis/connect.ts';
 import { START_ARGS } from '../../helpers/start-gateway-process.ts';
@@ -29,6 +31,25 @@ const OTHER_ENV = ['API_KEY_PEPPER', 'GATEWAY_CONFIG'];
 const SECRET_VALUES: Record<string, string> = { 'redis-url': 'redis://redis:6379', 'redis-password': 'a-redis-password' };
 
 const config = loadConfig({});
+
+/**
+ * Every way the rendered objects ask Prometheus to scrape: ServiceMonitors and PodMonitors (Prometheus
+ * Operator), and objects or pod templates annotated prometheus.io/… (annotation-based discovery).
+ */
+function scrapeWays(objects: readonly KubeObject[]): string[] {
+  return objects.flatMap((object) => {
+    const ways: string[] = [];
+    if (object.kind === 'ServiceMonitor' || object.kind === 'PodMonitor') ways.push(`${object.kind}/${object.metadata.name}`);
+    const template = (object as { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }).spec?.template;
+    for (const [where, annotations] of [
+      ['', object.metadata.annotations],
+      [' pod template', template?.metadata?.annotations],
+    ] as const) {
+      if (Object.keys(annotations ?? {}).some((key) => key.startsWith('prometheus.io/'))) ways.push(`${object.kind}/${object.metadata.name}${where} prometheus.io annotations`);
+    }
+    return ways;
+  });
+}
 
 describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => {
   const namespace = `petstore-${overlay.environment}`;
@@ -59,7 +80,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
   });
 
   it('runs the image named by the overlay, not the base placeholder', () => {
-    expect(gateway().image).toBe('ghcr.io/petstore/gateway:1.0.0');
+    expect(gateway().image).toBe(`ghcr.io/petstore/gateway:${packageJson.version}`);
   });
 
   it('exposes the configured ports and probes /readyz and /healthz on the admin port', () => {
@@ -222,5 +243,26 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     expect(monitor.spec.endpoints).toEqual([{ port: 'admin', path: '/metrics', interval: '15s', scrapeTimeout: '10s' }]);
     expect(selected[0]!.spec!.ports).toEqual([{ name: 'admin', port: config.listen.adminPort, targetPort: 'admin' }]);
     expect(selected[0]!.spec!.selector).toEqual(podLabels());
+  });
+
+  it('is scraped one way only, the ServiceMonitor\'s, with no prometheus.io annotations beside it (each replica would be scraped twice)', () => {
+    expect(scrapeWays(objects())).toEqual([`ServiceMonitor/${NAME}`]);
+  });
+});
+
+describe('deploy/kubernetes/components/scrape-annotations, in place of the ServiceMonitor on a cluster without the Prometheus Operator', () => {
+  const work = mkdtempSync(join(tmpdir(), 'scrape-annotations-'));
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('has the pods scraped on the admin port\'s /metrics, by annotation only', () => {
+    // kustomize takes no absolute paths: the base and component relative to the temporary overlay.
+    const from = (path: string) => relative(work, join(KUBERNETES_DIR, path));
+    writeFileSync(join(work, 'kustomization.yaml'), `resources:\n  - ${from('base')}\ncomponents:\n  - ${from('components/scrape-annotations')}\n`);
+    const objects = kustomize(work);
+    expect(scrapeWays(objects)).toEqual([`Deployment/${NAME} pod template prometheus.io annotations`]);
+    const deployment = find<IDeployment>(objects, 'Deployment', NAME);
+    expect(deployment.spec!.template.metadata!.annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.listen.adminPort), 'prometheus.io/path': '/metrics' });
+    const admin = deployment.spec!.template.spec!.containers.find((container) => container.name === 'gateway')!.ports!.find((port) => port.name === 'admin');
+    expect(admin!.containerPort).toBe(config.listen.adminPort);
   });
 });

@@ -11,7 +11,6 @@ import { parseAllDocuments } from 'yaml';
 import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
 
 export const KUBERNETES_DIR = join(PROJECT_ROOT, 'deploy/kubernetes');
-export const PLUGIN_HOME = join(KUBERNETES_DIR, 'plugins');
 
 /** A rendered object, as kubectl would send it. */
 export interface KubeObject {
@@ -21,24 +20,16 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
-export interface RenderOptions {
-  /** Run the repository's exec generators (deploy/kubernetes/plugins), as deploy/kubernetes/monitoring needs. */
-  plugins?: boolean;
-}
-
 /**
- * `kubectl kustomize DIR`, parsed. Throws with kubectl's own message when the render fails, and with
+ * `kubectl kustomize DIR`, parsed: plain, with no flags and no plugins, as Argo CD, Flux and
+ * `kubectl apply -k` render. Throws with kubectl's own message when the render fails, and with
  * an instruction when kubectl is not installed: these tests must never pass without rendering.
  */
-export function kustomize(dir: string, { plugins = false }: RenderOptions = {}): KubeObject[] {
-  const args = ['kustomize', ...(plugins ? ['--enable-alpha-plugins'] : []), dir];
+export function kustomize(dir: string): KubeObject[] {
+  const args = ['kustomize', dir];
   let output: string;
   try {
-    output = execFileSync('kubectl', args, {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...(plugins ? { KUSTOMIZE_PLUGIN_HOME: PLUGIN_HOME } : {}) },
-    });
+    output = execFileSync('kubectl', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stderr?: string };
     if (failure.code === 'ENOENT') {
