@@ -147,7 +147,7 @@ export function compileContract(document: unknown): Contract {
   };
 }
 
-function compileDeprecation(operation: Json, where: string): Operation['deprecation'] {
+function compileDeprecation(operation: Json, where: string): NonNullable<Operation['deprecation']> {
   const deprecation: NonNullable<Operation['deprecation']> = {};
   if (operation['x-sunset'] !== undefined) {
     const sunset = new Date(String(operation['x-sunset']));

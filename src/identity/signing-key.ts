@@ -55,6 +55,8 @@ export async function signingKeyFromPem(pem: string, source: string): Promise<Si
   const pkcs8 = keyObject.export({ type: 'pkcs8', format: 'pem' }) as string;
   const privateKey = await importPKCS8(pkcs8, algorithm, { extractable: false });
   const { kty, crv, x, y } = await exportJWK(createPublicKey(keyObject));
+  // An EdDSA or ES256 key always has these three (and ES256 a y): the thumbprint is over exactly them.
+  if (kty === undefined || crv === undefined || x === undefined) throw new Error(`${source}: the public key has no kty, crv or x`);
   const publicMembers: JWK = y === undefined ? { kty, crv, x } : { kty, crv, x, y };
   const kid = await calculateJwkThumbprint(publicMembers, 'sha256');
   return Object.freeze({

@@ -1,5 +1,11 @@
 // Creates the ioredis clients the gateway and the CLI use, with bounded timeouts so a stuck Redis cannot hang a request.
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
+
+/**
+ * ioredis's options without `replyMapping`, which its own constructors type more narrowly than its
+ * RedisOptions does (a RedisOptions is not a constructor argument under exactOptionalPropertyTypes).
+ */
+type RedisOptions = Omit<IoRedisOptions, 'replyMapping'>;
 import type { Logger } from 'pino';
 
 export interface RedisNode {

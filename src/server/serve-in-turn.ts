@@ -34,13 +34,13 @@ export interface RequestAdmission {
 
 interface ConnectionState {
   waiting: Array<[IncomingMessage, ServerResponse]>;
-  current?: [IncomingMessage, ServerResponse];
+  current?: [IncomingMessage, ServerResponse] | undefined;
   /** A response was sent before the request's body had arrived: the rest of that body gets no answer. */
   answeredEarly: boolean;
   /** Reading was paused here (not by Node's own backpressure), so it is resumed here. */
   paused: boolean;
   /** Bytes after the requests in flight did not parse: their refusal, written once those are answered. */
-  refusal?: () => void;
+  refusal?: (() => void) | undefined;
   /** A parser error was dealt with: later reports of it (one per chunk read) change nothing. */
   parseErrorSeen: boolean;
 }

@@ -70,7 +70,7 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
     run('redis-sentinel', [file]);
   }
 
-  const sentinel = new Redis({ port: sentinelPorts[0], host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
+  const sentinel = new Redis({ port: sentinelPorts[0]!, host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
   sentinel.on('error', () => {});
   // Ready when every sentinel sees the replica and its peers, so a failover can be agreed. Sentinel learns of
   // replicas from the primary's INFO, asked every 10 s: on a loaded machine a first miss costs that much.
