@@ -399,7 +399,7 @@ try {
   };
   const gatewayServer = await startServer('gateway', [...START_ARGS], gatewayEnv);
   // The same gateway with rate limits counted in process and synchronised in batches (rateLimit.mode):
-  // no Redis round trip on the request path, at the accuracy the README states.
+  // no Redis round trip on the request path, at the accuracy docs/reference.md states.
   const localFirstServer = await startServer('gateway-local-first', [...START_ARGS], { ...gatewayEnv, RATE_LIMIT_MODE: 'local-first' });
   const adminRedis = new Redis(redis.url);
   const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({

@@ -1,8 +1,9 @@
-// Every alert links to its runbook in README.md, the gateway going unscraped alerts, and the overview shows the failure policies.
+// Every alert links to its runbook in docs/operations.md, the gateway going unscraped alerts, and the overview shows the failure policies.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { anchorsOf } from '../../helpers/markdown.ts';
 import { dashboardQueries } from '../../helpers/promql.ts';
 import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
 
@@ -13,23 +14,21 @@ interface AlertRule {
   annotations: Record<string, string>;
 }
 
-const RUNBOOKS = 'https://github.com/petstore/gateway/blob/main/README.md#';
+/** Where the runbooks live, as the repository's page on GitHub. */
+const RUNBOOKS = 'https://github.com/petstore/gateway/blob/main/docs/operations.md';
 
 const alerts = (parseYaml(readFileSync(join(PROJECT_ROOT, 'deploy/prometheus/alerts.yaml'), 'utf8')) as { groups: Array<{ rules: AlertRule[] }> }).groups.flatMap(
   (group) => group.rules,
 );
 
-/** The anchors GitHub gives README.md's headings: lower case, punctuation dropped, spaces to hyphens. */
-function readmeAnchors(): Set<string> {
-  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const headings = [...readme.matchAll(/^#{1,6} (.+)$/gm)].map((match) => match[1]!);
-  return new Set(headings.map((heading) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replaceAll(' ', '-')));
-}
-
 describe('deploy/prometheus/alerts.yaml', () => {
-  it.each(alerts.map((rule) => [rule.alert, rule.annotations.runbook_url]))('%s links to its runbook section in README.md', (alert, url) => {
-    expect(url).toBe(`${RUNBOOKS}runbook-${alert!.toLowerCase()}`);
-    expect(readmeAnchors()).toContain(url!.slice(RUNBOOKS.length));
+  it.each(alerts.map((rule) => [rule.alert, rule.annotations.runbook_url]))('%s links to its runbook section in docs/operations.md', (alert, url) => {
+    expect(url).toBe(`${RUNBOOKS}#runbook-${alert!.toLowerCase()}`);
+  });
+
+  it.each(alerts.map((rule) => [rule.alert, rule.annotations.runbook_url]))('%s: the anchor of its runbook_url exists in docs/operations.md', (_alert, url) => {
+    const anchors = anchorsOf(readFileSync(join(PROJECT_ROOT, 'docs/operations.md'), 'utf8'));
+    expect(anchors).toContain(new URL(url!).hash.slice(1));
   });
 
   it('alerts when no gateway series is scraped at all, after a while', () => {
