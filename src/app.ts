@@ -22,6 +22,7 @@ import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
+import { reportStoreFailures } from './policy/rate-limit-store-failure.ts';
 import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
 import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
 import type { Proxy } from './proxy/create-proxy.ts';
@@ -74,7 +75,9 @@ export function createApp(deps: AppDependencies): Express {
     onStoreError: config.rateLimit.onStoreError,
     ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
     onLimited: deps.metrics.rateLimited,
+    onStoreUnavailable: reportStoreFailures({ logger, clock, count: deps.metrics.rateLimitStoreError, mode: config.rateLimit.mode, policy: config.rateLimit.onStoreError }),
     onPassedUnlimited: deps.metrics.rateLimitPassed,
+    logger,
   });
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();

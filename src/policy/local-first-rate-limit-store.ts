@@ -2,14 +2,18 @@
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
+import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface LocalFirstRateLimitStoreOptions {
   prefix: string;
   clock: Clock;
   /** How often local hits are sent to Redis and the replicas' total read back. */
   syncMs: number;
-  /** Told of every failed synchronisation (the hits are kept and sent with the next one). */
-  onError?: (error: unknown) => void;
+  /**
+   * Told of every failed synchronisation (the hits are kept and sent with the next one). No request
+   * waits on one, so no request fails with it: this is the only place it is seen.
+   */
+  onError?: (failure: RateLimitStoreUnavailableError) => void;
 }
 
 /** Adds a replica's new hits and keeps the key expiring; answers the replicas' total. */
@@ -133,7 +137,7 @@ export class LocalFirstRateLimitStore implements Store {
       }),
     );
     // One report per failed synchronisation, however many keys it carried.
-    if (failure !== undefined) this.#onError?.(failure);
+    if (failure !== undefined) this.#onError?.(new RateLimitStoreUnavailableError('Redis could not take the rate-limit counts', { cause: failure }));
   }
 
   /** Stops the timer after a last synchronisation (shutdown): one in flight carries only what it started with. */

@@ -1,24 +1,35 @@
-// Per-key rate limits: counted by key id and operation, shared by every replica through the store.
+// Per-key rate limits: counted by key id and operation, shared by every replica through the store; what a failing store means is decided here.
 import type { RequestHandler } from 'express';
-import { rateLimit, type Store } from 'express-rate-limit';
-import { GatewayError } from '../errors/gateway-error.ts';
+import { rateLimit, type Logger as LibraryLogger, type Store } from 'express-rate-limit';
+import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
+import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
   /** Fixed window length. */
   windowMs: number;
   /** Requests per window by operationId, with `default` for the others. */
   limits: Readonly<Record<string, number>> & { default: number };
-  /** Where hits are counted; the memory store (one process) when absent. */
+  /**
+   * Where hits are counted; the memory store (one process) when absent. One that cannot count rejects
+   * with RateLimitStoreUnavailableError; anything else it throws is a bug, answered 500 like any other.
+   */
   store?: Store;
-  /** Store unreachable: let requests through (`allow`) or answer 503 (`deny`). */
+  /** The store cannot count: let requests through unlimited (`allow`) or answer 503 (`deny`). */
   onStoreError: 'allow' | 'deny';
   /** Told of every refusal, for metrics. */
   onLimited?: (operation: string) => void;
-  /** Told when a request passes unlimited because the store failed (policy `allow`). */
+  /** Told of every request the store could not count, whatever the policy then does (metrics, the outage log). */
+  onStoreUnavailable?: (failure: RateLimitStoreUnavailableError) => void;
+  /** Told of every request let through unlimited because the store could not count it (policy `allow`). */
   onPassedUnlimited?: () => void;
+  /** Where express-rate-limit's own reports go (a store whose `init` fails); silent when absent. */
+  logger?: LibraryLogger;
 }
+
+/** The library would write its reports to the console, beside the gateway's JSON log. */
+const SILENT: LibraryLogger = { error: () => undefined, warn: () => undefined };
 
 /** A key's own limit is set per minute; the window may be another length. */
 export function perWindow(perMinute: number, windowMs: number): number {
@@ -28,10 +39,14 @@ export function perWindow(perMinute: number, windowMs: number): number {
 /**
  * Runs after authentication, so an unauthenticated request never touches anyone's quota, and the
  * counter is the key id, never the client address (a NAT would share one).
+ *
+ * A store that cannot count is met here, as express-rate-limit meets it (`passOnStoreError`): the
+ * library passes the store's rejection to `next`, and the policy decides, counts and answers. Nothing
+ * is counted through the library's logger, whose calls are its own to change in any minor release.
  */
 export function createRateLimit(options: RateLimitOptions): RequestHandler {
-  const { windowMs, limits } = options;
-  return rateLimit({
+  const { windowMs, limits, onStoreError, onStoreUnavailable, onPassedUnlimited } = options;
+  const limiter = rateLimit({
     windowMs,
     limit: (_req, res) => {
       const record = res.locals.gateway;
@@ -43,17 +58,28 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     standardHeaders: 'draft-8',
     legacyHeaders: false,
     identifier: (_req, res) => routeOf(res.locals.gateway).operation.id,
-    passOnStoreError: options.onStoreError === 'allow',
+    // The store's rejection goes to `next`, where limitRate (below) sees it first and applies the policy.
+    passOnStoreError: false,
     ...(options.store ? { store: options.store } : {}),
     // The checks are about keying by client address, which this limiter never does.
     validate: false,
-    // The library reports each request let through on a store error here; the store itself logs the
-    // outage once and counts every failure, so this only counts the requests let through.
-    logger: { error: () => options.onPassedUnlimited?.(), warn: () => undefined },
+    logger: options.logger ?? SILENT,
     handler: (_req, res, next) => {
       const operation = routeOf(res.locals.gateway).operation.id;
       options.onLimited?.(operation);
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },
   });
+  return function limitRate(req, res, next) {
+    return limiter(req, res, (error?: unknown) => {
+      if (!(error instanceof RateLimitStoreUnavailableError)) return next(error);
+      onStoreUnavailable?.(error);
+      if (onStoreError === 'deny') {
+        return next(new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause: error, headers: RETRY_SOON }));
+      }
+      // Let through before any RateLimit field was set: none tells a quota that was not checked.
+      onPassedUnlimited?.();
+      next();
+    });
+  };
 }

@@ -1,8 +1,8 @@
 // A fixed-window counter in Redis shared by every gateway replica, as an express-rate-limit Store.
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import type { RedisClient } from '../redis/connect.ts';
-import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
+import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 /**
  * One round trip: add the hits and start the window on the first one. ioredis sends it as EVALSHA
@@ -25,8 +25,6 @@ type RedisWithIncrement = RedisClient & { rateLimitIncrement(key: string, window
 export interface RedisRateLimitStoreOptions {
   prefix: string;
   clock: Clock;
-  /** Told of every store failure, whatever the policy then does with it. */
-  onError?: (error: unknown) => void;
 }
 
 /** A request waiting for its count. */
@@ -47,7 +45,6 @@ export class RedisRateLimitStore implements Store {
   readonly localKeys = false;
   readonly #redis: RedisWithIncrement;
   readonly #clock: Clock;
-  readonly #onError: RedisRateLimitStoreOptions['onError'];
   #windowMs = 60_000;
   /** This turn's requests by Redis key, in arrival order; sent when the turn's I/O callbacks are done (setImmediate). */
   #pending = new Map<string, Waiting[]>();
@@ -57,7 +54,6 @@ export class RedisRateLimitStore implements Store {
     this.#redis = redis as RedisWithIncrement;
     this.prefix = options.prefix;
     this.#clock = options.clock;
-    this.#onError = options.onError;
   }
 
   init(options: Options): void {
@@ -83,16 +79,12 @@ export class RedisRateLimitStore implements Store {
           const first = total - waiting.length;
           for (const [index, request] of waiting.entries()) request.resolve({ totalHits: first + index + 1, resetTime });
         })
-        // A failed command, or a reply that could not be read: every request of the batch gets the 503
-        // (a promise already resolved stays resolved), and none is left waiting.
+        // A failed command, or a reply that could not be read: every request of the batch is told the store
+        // could not count it (a promise already resolved stays resolved), and none is left waiting. What
+        // the request gets then is the rate limiter's policy, not the store's.
         .catch((cause: unknown) => {
-          // Counted per request, as each request's count is what failed.
-          for (let i = 0; i < waiting.length; i++) this.#onError?.(cause);
-          const refusal = new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', {
-            cause,
-            headers: RETRY_SOON,
-          });
-          for (const request of waiting) request.reject(refusal);
+          const failure = new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause });
+          for (const request of waiting) request.reject(failure);
         });
     }
   };

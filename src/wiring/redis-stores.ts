@@ -12,10 +12,8 @@ import { followBrownouts, type BrownoutFollower } from '../policy/brownout-event
 import type { BrownoutBoard } from '../policy/brownouts.ts';
 import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
+import { reportStoreFailures } from '../policy/rate-limit-store-failure.ts';
 import { createRedisClient, pingRedis } from '../redis/connect.ts';
-
-/** Store failures come per request; an outage is logged once per this period. */
-const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
 const BROWNOUT_RESYNC_MS = 5000;
@@ -54,6 +52,10 @@ export function createRedisStores(
     /** The process's brownouts, to follow operators' starts and stops on. */
     brownouts?: BrownoutBoard;
     onLookup?: KeyCacheOptions['onLookup'];
+    /**
+     * Told of every failed synchronisation of the local-first counts. The exact mode's failures meet a
+     * request, and the rate limiter reports them under its policy.
+     */
     onRateLimitStoreError?: () => void;
     /** The gateway's pepper fingerprint (`PepperedKeyHasher.pepperFingerprint`), verified against the keys'. */
     pepperFingerprint: string;
@@ -69,17 +71,15 @@ export function createRedisStores(
     clock,
     ...(options.onLookup ? { onLookup: options.onLookup } : {}),
   });
-  let lastOutageLog = -Infinity;
-  const onRateLimitStoreError = (error: unknown) => {
-    options.onRateLimitStoreError?.();
-    if (clock.now() - lastOutageLog < OUTAGE_LOG_INTERVAL_MS) return;
-    lastOutageLog = clock.now();
-    logger.warn({ err: error, mode: config.rateLimit.mode, policy: config.rateLimit.onStoreError }, 'rate-limit store unreachable');
-  };
   const rateLimitStore =
     config.rateLimit.mode === 'local-first'
-      ? new LocalFirstRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, syncMs: config.rateLimit.syncMs, onError: onRateLimitStoreError })
-      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, onError: onRateLimitStoreError });
+      ? new LocalFirstRateLimitStore(redis, {
+          prefix: `${config.redis.keyPrefix}rate:`,
+          clock,
+          syncMs: config.rateLimit.syncMs,
+          onError: reportStoreFailures({ logger, clock, count: options.onRateLimitStoreError, mode: 'local-first', policy: config.rateLimit.onStoreError }),
+        })
+      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),

@@ -1,6 +1,7 @@
 // Builds the real gateway pipeline for tests: memory key store, fixed clock, silent or captured logs.
 import { Writable } from 'node:stream';
 import type { RequestListener } from 'node:http';
+import type { Store as RateLimitStore } from 'express-rate-limit';
 import { generateApiKey, generateKeyId } from '../../src/auth/api-key.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import type { KeyRecord, KeyStore } from '../../src/auth/key-store.ts';
@@ -23,6 +24,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string>;
   overrides?: Record<string, unknown>;
   keyStore?: KeyStore;
+  /** Where rate-limit hits are counted; each process alone (in memory) when absent. */
+  rateLimitStore?: RateLimitStore;
   /** Who called, asserted upstream (from `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
   /** What a reload reads: the overrides then in force (laid over the file as at start, with the same env). */
@@ -94,7 +97,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     logger,
     clock,
     hashKey,
-    stores: () => ({ keyStore: options.keyStore ?? keyStore, checks: [] }),
+    stores: () => ({ keyStore: options.keyStore ?? keyStore, ...(options.rateLimitStore ? { rateLimitStore: options.rateLimitStore } : {}), checks: [] }),
     reloadConfig: () => read(options.reloadOverrides ? options.reloadOverrides() : options.overrides),
     ...(options.identity ? { identity: options.identity } : {}),
   });

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { GatewayError } from '../../src/errors/gateway-error.ts';
 import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
+import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
@@ -29,10 +29,10 @@ beforeEach(async () => {
 });
 
 /** One replica's store on its own request-path connection (ready: such a client never queues a command). */
-async function replica(url = redis.url, errors: unknown[] = []): Promise<RedisRateLimitStore> {
+async function replica(url = redis.url): Promise<RedisRateLimitStore> {
   const client = await requestPathClient(url, 'exact-rate-limit-test');
   clients.push(client);
-  const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW), onError: (error) => errors.push(error) });
+  const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW) });
   store.init({ windowMs: WINDOW_MS } as Parameters<RedisRateLimitStore['init']>[0]);
   return store;
 }
@@ -84,20 +84,19 @@ describe('exact rate limiting', () => {
     expect(infos.map((info) => info.totalHits).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('refuses every request of a failed command with the 503 Error, and reports each failure', async () => {
+  it('rejects every request of a failed command as uncounted, with Redis\'s error as the cause and nothing of HTTP', async () => {
     const own = await startRedis();
-    const errors: unknown[] = [];
-    const store = await replica(own.url, errors);
+    const store = await replica(own.url);
     await own.kill();
     const outcomes = await Promise.allSettled([store.increment('key_a:listPets'), store.increment('key_a:listPets')]);
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
     for (const outcome of outcomes) {
-      const reason = (outcome as PromiseRejectedResult).reason as GatewayError;
-      expect(reason).toBeInstanceOf(GatewayError);
-      expect(reason.code).toBe('service_unavailable');
-      expect(reason.headers).toEqual({ 'Retry-After': '1' });
+      const reason = (outcome as PromiseRejectedResult).reason as RateLimitStoreUnavailableError;
+      expect(reason).toBeInstanceOf(RateLimitStoreUnavailableError);
+      expect(reason.cause).toBeInstanceOf(Error);
+      expect(reason).not.toHaveProperty('status');
+      expect(reason).not.toHaveProperty('headers');
     }
-    expect(errors).toHaveLength(2);
     await own.stop();
   });
 });

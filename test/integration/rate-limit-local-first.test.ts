@@ -1,6 +1,7 @@
 // Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
+import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
@@ -104,6 +105,8 @@ describe('local-first rate limiting', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await redis.client.get(`test:rate:key_d:listPets:${WINDOW_START}`)).toBe('3');
+    // Checked once Redis is back, so that a failure here leaves it running for the next test.
+    expect(errors[0]).toBeInstanceOf(RateLimitStoreUnavailableError);
   });
 });
 

@@ -1,0 +1,175 @@
+// createRateLimit: what a request gets, and what is reported, when the store counts or cannot.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Operation } from '../../../src/contract/operations.ts';
+import { GatewayError } from '../../../src/errors/gateway-error.ts';
+import type { RequestRecord } from '../../../src/pipeline/request-record.ts';
+import { createRateLimit, type RateLimitOptions } from '../../../src/policy/rate-limit.ts';
+import { RateLimitStoreUnavailableError } from '../../../src/policy/rate-limit-store-failure.ts';
+
+/** express-rate-limit's Store, counting in memory until it is told to fail. */
+class FakeStore implements Store {
+  hits = 0;
+  failure: Error | undefined;
+  initFailure: Error | undefined;
+
+  init(): void {
+    if (this.initFailure) throw this.initFailure;
+  }
+
+  increment(): Promise<ClientRateLimitInfo> {
+    if (this.failure) return Promise.reject(this.failure);
+    this.hits++;
+    return Promise.resolve({ totalHits: this.hits, resetTime: undefined });
+  }
+
+  decrement(): void {}
+  resetKey(): void {}
+}
+
+const storeDown = () => new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED') });
+
+/** A limiter over `store`, with what it reports kept. */
+function limiterOver(store: Store, options: Partial<RateLimitOptions> = {}) {
+  const reported = { unavailable: [] as RateLimitStoreUnavailableError[], passed: 0 };
+  const limiter = createRateLimit({
+    windowMs: 60_000,
+    limits: { default: 3 },
+    store,
+    onStoreError: 'allow',
+    onStoreUnavailable: (failure) => reported.unavailable.push(failure),
+    onPassedUnlimited: () => reported.passed++,
+    ...options,
+  });
+  return { limiter, reported };
+}
+
+/** One authenticated listPets request through `limiter`: what reached `next`, and the response fields it set. */
+function run(limiter: RequestHandler): Promise<{ next: unknown; fields: Record<string, string> }> {
+  const record: RequestRecord = {
+    requestId: 'req-0001',
+    startedAt: 0n,
+    path: '/v1/pets',
+    query: '',
+    caller: { keyId: 'key_a', name: 'acme' },
+    route: { operation: { id: 'listPets' } as Operation, pathParams: {} },
+  };
+  const fields: Record<string, string> = {};
+  const res = {
+    locals: { gateway: record },
+    headersSent: false,
+    setHeader(name: string, value: string) {
+      fields[name.toLowerCase()] = value;
+      return res;
+    },
+    append(name: string, value: string) {
+      fields[name.toLowerCase()] = value;
+      return res;
+    },
+  };
+  return new Promise((resolve) => {
+    void limiter({} as Request, res as unknown as Response, ((error?: unknown) => resolve({ next: error, fields })) as NextFunction);
+  });
+}
+
+describe('a store that cannot count, with onStoreError allow', () => {
+  it('lets the request go on, with no RateLimit field', async () => {
+    const store = new FakeStore();
+    store.failure = storeDown();
+    expect(await run(limiterOver(store).limiter)).toEqual({ next: undefined, fields: {} });
+  });
+
+  it('reports the store failure and the request let through, once each', async () => {
+    const store = new FakeStore();
+    const failure = storeDown();
+    store.failure = failure;
+    const { limiter, reported } = limiterOver(store);
+    await run(limiter);
+    expect(reported).toEqual({ unavailable: [failure], passed: 1 });
+  });
+});
+
+describe('a store that cannot count, with onStoreError deny', () => {
+  it('refuses with the 503 Error and Retry-After, and no RateLimit field', async () => {
+    const store = new FakeStore();
+    store.failure = storeDown();
+    const { next, fields } = await run(limiterOver(store, { onStoreError: 'deny' }).limiter);
+    expect(next).toBeInstanceOf(GatewayError);
+    const refusal = next as GatewayError;
+    expect({ status: refusal.status, headers: refusal.headers, body: refusal.toBody(), fields }).toEqual({
+      status: 503,
+      headers: { 'Retry-After': '1' },
+      body: { code: 'service_unavailable', message: 'Rate limits cannot be checked right now; retry shortly', status: 503 },
+      fields: {},
+    });
+  });
+
+  it('keeps the store failure as the refusal\'s cause', async () => {
+    const store = new FakeStore();
+    const failure = storeDown();
+    store.failure = failure;
+    const { next } = await run(limiterOver(store, { onStoreError: 'deny' }).limiter);
+    expect((next as GatewayError).cause).toBe(failure);
+  });
+
+  it('reports the store failure, and no request let through', async () => {
+    const store = new FakeStore();
+    const failure = storeDown();
+    store.failure = failure;
+    const { limiter, reported } = limiterOver(store, { onStoreError: 'deny' });
+    await run(limiter);
+    expect(reported).toEqual({ unavailable: [failure], passed: 0 });
+  });
+});
+
+describe('a store that counts', () => {
+  it('lets the request go on, telling its quota', async () => {
+    expect(await run(limiterOver(new FakeStore()).limiter)).toEqual({
+      next: undefined,
+      fields: { 'ratelimit-policy': expect.stringMatching(/^"listPets"; q=3; w=60; pk=:/), ratelimit: '"listPets"; r=2; t=60' },
+    });
+  });
+
+  it('reports no store failure and no request let through', async () => {
+    const { limiter, reported } = limiterOver(new FakeStore());
+    await run(limiter);
+    expect(reported).toEqual({ unavailable: [], passed: 0 });
+  });
+});
+
+describe('anything else a store throws', () => {
+  it('is passed on as it is (a gateway bug, answered 500), even with onStoreError allow, and reported as neither', async () => {
+    const store = new FakeStore();
+    const bug = new TypeError('Cannot read properties of undefined');
+    store.failure = bug;
+    const { limiter, reported } = limiterOver(store);
+    expect(await run(limiter)).toEqual({ next: bug, fields: {} });
+    expect(reported).toEqual({ unavailable: [], passed: 0 });
+  });
+});
+
+describe("express-rate-limit's own reports (a store whose init fails)", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('go to the given logger, and count no request as let through', () => {
+    const store = new FakeStore();
+    const failure = new Error('init failed');
+    store.initFailure = failure;
+    const logged: unknown[] = [];
+    const { reported } = limiterOver(store, { logger: { error: (error) => logged.push(error), warn: (error) => logged.push(error) } });
+    expect(logged).toEqual([failure]);
+    expect(reported.passed).toBe(0);
+  });
+
+  it('never reach the console when no logger is given', () => {
+    const store = new FakeStore();
+    store.initFailure = new Error('init failed');
+    const consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    limiterOver(store);
+    expect([consoleError.mock.calls, consoleWarn.mock.calls]).toEqual([[], []]);
+  });
+});
