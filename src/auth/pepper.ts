@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../config/schema.ts';
 /** The same floor for both sources: a short pepper is one an attacker with a copy of Redis could search for. */
 const MIN_PEPPER_LENGTH = 16;
 
-/** The opt-out of "production requires a pepper", for deployments whose keys were issued unpeppered. Unsafe; see README. */
+/** The opt-out of "production requires a pepper", for deployments whose keys were issued unpeppered. Unsafe; see docs/configuration.md. */
 export const ALLOW_NO_PEPPER = 'API_KEY_ALLOW_NO_PEPPER';
 
 type Env = Readonly<Record<string, string | undefined>>;

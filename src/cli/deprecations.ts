@@ -89,7 +89,7 @@ function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json:
   process.stdout.write(`${lines.join('\n') || 'the interface document deprecates no operation'}\n`);
 }
 
-/** README's contract: 2 for a usage error, 1 for a runtime error (Redis, configuration, nothing to stop). */
+/** The exit codes docs/operations.md gives: 2 for a usage error, 1 for a runtime error (Redis, configuration, nothing to stop). */
 const USAGE_ERROR = 2;
 
 const program = new Command('deprecations')

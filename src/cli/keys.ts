@@ -73,7 +73,7 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = fa
         clock: systemClock,
         onPepperRecorded: (existingKeys) =>
           process.stderr.write(
-            `keys: note: this Redis held ${existingKeys} key(s) but no pepper fingerprint (written before fingerprints existed); recorded this pepper's, assuming they were made with it. If gateways now report the pepper mismatched, see README "Pepper fingerprint".\n`,
+            `keys: note: this Redis held ${existingKeys} key(s) but no pepper fingerprint (written before fingerprints existed); recorded this pepper's, assuming they were made with it. If gateways now report the pepper mismatched, see docs/operations.md, "Pepper fingerprint".\n`,
           ),
         onPepperMismatch: (message) => process.stderr.write(`keys: warning: ${message} (this command does not depend on the pepper, so it ran)\n`),
       }),
@@ -81,7 +81,7 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = fa
   );
 }
 
-/** README's contract: 2 for a usage error (commander's), 1 for a runtime error (Redis, unknown id, configuration). */
+/** The exit codes docs/operations.md gives: 2 for a usage error (commander's), 1 for a runtime error (Redis, unknown id, configuration). */
 const USAGE_ERROR = 2;
 
 const program = new Command('keys')

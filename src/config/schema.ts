@@ -131,7 +131,7 @@ export const configSchema = z.object({
     })
     .strict()
     .prefault({}),
-  /** Additions to the headers the gateway lets through (README.md, "Proxying"); everything not allowed is dropped. */
+  /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
   headers: z
     .object({
       /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */

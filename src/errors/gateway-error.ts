@@ -1,6 +1,6 @@
 // The one error type of the gateway: a stable code, the HTTP status it maps to, and the cause.
 
-/** Every code the gateway can answer with, and its usual status. Stable, snake_case, documented in README.md. */
+/** Every code the gateway can answer with, and its usual status. Stable, snake_case, documented in docs/reference.md, "Error codes". */
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,

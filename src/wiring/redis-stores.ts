@@ -33,7 +33,7 @@ export interface RedisStores {
   /**
    * Redis answers PING: reported (/readyz body, dependency_up), not critical. Every replica shares this
    * Redis, so failing readiness on it would empty the load balancer and turn the cached keys' 200s and
-   * the others' 503 Errors into connection errors (README, Health and shutdown).
+   * the others' 503 Errors into connection errors (docs/operations.md, "Health and shutdown").
    */
   readiness: ReadinessCheck;
   /** Critical: this replica's pepper was verified against the keys' (a property of the replica, not of Redis's health). */

@@ -63,9 +63,13 @@ describe('the release version, package.json\'s', () => {
     for (const { where, version } of found) expect(version, where).toBe(VERSION);
   });
 
-  it('is the version of every petstore-gateway:<version> in README.md', () => {
-    for (const { reference, version } of imageReferences(readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8'), [IMAGE])) {
-      expect(version, `README.md: ${reference}`).toBe(VERSION);
-    }
+  it('is the version of every image reference in README.md and docs/', () => {
+    const names = [IMAGE, ...new Set(overlayNames.flatMap(imageSettings).flatMap((setting) => (setting.newName ? [setting.newName] : [])))];
+    const documents = [join(PROJECT_ROOT, 'README.md'), ...filesUnder(join(PROJECT_ROOT, 'docs'))];
+    const found = documents.flatMap((file) =>
+      imageReferences(readFileSync(file, 'utf8'), names).map(({ reference, version }) => ({ where: `${relative(PROJECT_ROOT, file)}: ${reference}`, version })),
+    );
+    expect(found.length, 'docs/kubernetes.md builds the image with its version').toBeGreaterThan(0);
+    for (const { where, version } of found) expect(version, where).toBe(VERSION);
   });
 });
