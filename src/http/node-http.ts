@@ -2,8 +2,8 @@
 //
 // An ESM import of node:http builds a namespace from every export, which reads the lazy WebSocket,
 // CloseEvent and MessageEvent getters Node 22.5+ puts on the module, and so loads Node's bundled undici
-// (fetch, WebSocket; a 760 KB source), which the gateway never uses: 13 MB resident in a process that
-// loads nothing else, about 1 MB of heap in the gateway. The module object leaves those getters unread.
+// (fetch, WebSocket), which the gateway never uses (what it costs: docs/performance.md, "The request
+// path"). The module object leaves those getters unread.
 // Types still come from `import type ... from 'node:http'`.
 const http = process.getBuiltinModule('node:http');
 

@@ -1,6 +1,7 @@
 // The upstream exchange as one function: send the request, relay the answer, resolve with what happened.
 // Built on undici's dispatcher: its handler callbacks are the exchange's events, with no stream or
-// ClientRequest between the upstream's socket and the client's response (half the CPU of node:http here).
+// ClientRequest between the upstream's socket and the client's response (docs/decisions/ and
+// docs/performance.md, "The request path", give what that saves).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 // undici's index loads all of undici (fetch, WebSocket, caches, mocks: twice the heap and code of its Pool
@@ -300,9 +301,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     connectTimeout: options.connectTimeoutMs,
     // The upstream's silences are timed by the exchange (RelayHandler's idle timer), not by undici: undici
     // times them with its "fast timers", objects that live until its sweep every half second, so every
-    // request's timer outlived two young-generation GCs and was copied into the old generation: at 1,000
-    // req/s, about a third of all the gateway promoted (0.60-0.70 MB per 8 s without them, 0.90-0.96 MB
-    // with), and so of its major GCs. A native timer, cleared as the exchange ends, dies young.
+    // request's timer outlived two young-generation GCs and was promoted into the old generation (how
+    // much: docs/performance.md, "The request path"). A native timer, cleared as the exchange ends, dies young.
     headersTimeout: 0,
     bodyTimeout: 0,
   });

@@ -62,8 +62,8 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
     lazyConnect: false,
     // No auto-pipelining: ioredis sends an auto-pipeline on the next setImmediate and, while one is
     // waiting for its replies, holds every later command back for the next one. Under load the
-    // requests waiting behind it kept the gateway at 180-205 MB where it stays at 143 MB without
-    // (exact rate limits, `npm run bench` load, alternated runs). The exact rate-limit store batches
+    // requests waiting behind it hold the gateway's memory up under load (docs/performance.md, "The
+    // request path"). The exact rate-limit store batches
     // its own commands per event-loop turn instead (src/policy/redis-rate-limit-store.ts).
     enableAutoPipelining: false,
   };
