@@ -162,6 +162,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       // The running generation's keys: a reload can rotate them, or turn signing on or off.
       jwks: () => live.current.identity.jwks?.document(),
+      onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
     },
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     reload,
