@@ -97,6 +97,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     operations: operations.map((operation) => operation.id),
     sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
+    markedOperations: operations.flatMap(({ id, stability }) => (stability ? [{ operation: id, stability }] : [])),
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
   });
   const stores = parts.stores(metrics, brownouts);
