@@ -1,6 +1,6 @@
 // GatewayError: a code from the closed ErrorCode union, the status it implies, and the Error body it renders.
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { ERROR_STATUS, GatewayError, type ErrorCode } from '../../../src/errors/gateway-error.ts';
+import { ERROR_STATUS, GatewayError, isErrorBody, type ErrorCode } from '../../../src/errors/gateway-error.ts';
 
 /** What a caller does with a code: a switch over the union, which the compiler checks is exhaustive. */
 function retryable(error: GatewayError): boolean {
@@ -69,5 +69,22 @@ describe('GatewayError', () => {
     ['internal_error', false],
   ] as const)('narrows in a switch: %s is retryable: %s', (code, expected) => {
     expect(retryable(new GatewayError(code, 'why'))).toBe(expected);
+  });
+});
+
+describe('isErrorBody', () => {
+  it.each([
+    ['an Error body', { code: 'not_found', message: 'No pet with id 7', status: 404 }, true],
+    ['one with more fields', { code: 'not_found', message: 'm', status: 404, details: [] }, true],
+    ['a code the gateway does not know', { code: 'teapot', message: 'm', status: 418 }, true],
+    ['a missing message', { code: 'not_found', status: 404 }, false],
+    ['a status that is a string', { code: 'not_found', message: 'm', status: '404' }, false],
+    ['a status that is not an integer', { code: 'not_found', message: 'm', status: 404.5 }, false],
+    ['a code that is not a string', { code: 404, message: 'm', status: 404 }, false],
+    ['an array', [{ code: 'not_found', message: 'm', status: 404 }], false],
+    ['null', null, false],
+    ['a string', 'not_found', false],
+  ])('%s: %s', (_case, value, expected) => {
+    expect(isErrorBody(value)).toBe(expected);
   });
 });
