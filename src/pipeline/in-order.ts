@@ -26,9 +26,15 @@ export function inOrder(stages: readonly RequestHandler[]): RequestHandler {
       (error?: unknown): void => {
         if (position <= reached) throw new Error(NEXT_CALLED_TWICE);
         reached = position;
-        if (error !== undefined && error !== null) return done(error);
+        if (error !== undefined && error !== null) {
+          done(error);
+          return;
+        }
         const stage = stages[position];
-        if (stage === undefined) return done();
+        if (stage === undefined) {
+          done();
+          return;
+        }
         try {
           const result: unknown = stage(req, res, goOnTo(position + 1));
           if (result instanceof Promise) result.catch(done);
