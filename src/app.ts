@@ -102,7 +102,12 @@ export function createApp(deps: AppDependencies): Express {
       // Before the sunset, brownouts: refused the same way for a while, so callers notice while they can still move.
       createBrownoutEnforcement({ notices, brownouts: deps.brownouts, clock, onRefused: deps.metrics.deprecatedRefused }),
       // What experimental and beta operations allow here: everyone, no one, or keys that opted in.
-      createStabilityPolicy({ access: config.stability[config.environment], environment: config.environment, basePath: contract.basePath }),
+      createStabilityPolicy({
+        access: config.stability[config.environment],
+        environment: config.environment,
+        basePath: contract.basePath,
+        onRefused: deps.metrics.stabilityRefused,
+      }),
       // Counted per key and operation; invalid requests count too, so they cannot be used to flood.
       rateLimit,
       validate,

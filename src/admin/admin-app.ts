@@ -1,5 +1,8 @@
 // The admin listener: liveness, readiness, metrics and the deprecation report, never on the public port.
-import express, { type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express } from 'express';
+import { toGatewayError } from '../errors/error-handler.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { sendError } from '../errors/send-error.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -18,7 +21,11 @@ export interface AdminAppOptions {
   jwks?: () => object | undefined;
   /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
   deprecations?: () => Promise<readonly object[]>;
+  /** Told of a failure that is the gateway's own (a metrics exposition that throws), answered 500 internal_error. */
+  onUnexpected: (err: unknown) => void;
 }
+
+const ADMIN_NOT_FOUND = 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)';
 
 async function runCheck(check: ReadinessCheck): Promise<boolean> {
   try {
@@ -75,13 +82,22 @@ export function createAdminApp(options: AdminAppOptions): Express {
       try {
         res.json(await deprecations());
       } catch {
-        res.status(503).json({ code: 'service_unavailable', message: 'The deprecation report cannot be read from Redis; retry shortly', status: 503 });
+        sendError(res, new GatewayError('service_unavailable', 'The deprecation report cannot be read from Redis; retry shortly'));
       }
     });
   }
 
   app.use(function adminNotFound(_req, res) {
-    res.status(404).json({ code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)', status: 404 });
+    sendError(res, new GatewayError('not_found', ADMIN_NOT_FOUND));
   });
+  // The public side's renderer, not Express's HTML page (which shows the stack outside production).
+  const handleError: ErrorRequestHandler = function handleAdminError(err, _req, res, _next) {
+    const error = toGatewayError(err);
+    if (error.code === 'internal_error') options.onUnexpected(err);
+    // Too late for an Error body (a metrics exposition cut off midway): an incomplete answer, not one that looks whole.
+    if (res.headersSent) res.destroy();
+    else sendError(res, error);
+  };
+  app.use(handleError);
   return app;
 }

@@ -32,7 +32,7 @@ const MESSAGES: Record<AuthRefusalReason, string> = {
 };
 
 /** Decides a stored record against the gateway's environment and the clock. */
-export function refusalFor(record: KeyRecord | undefined, environment: Environment, now: number): AuthRefusalReason | undefined {
+function refusalFor(record: KeyRecord | undefined, environment: Environment, now: number): AuthRefusalReason | undefined {
   if (!record) return 'unknown';
   if (record.revoked) return 'revoked';
   if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) return 'expired';

@@ -14,7 +14,7 @@ function safeUrl(url: string): string {
 }
 
 /** Where the CLI looked for Redis, without credentials. */
-export function describeRedis(settings: RedisSettings): string {
+function describeRedis(settings: RedisSettings): string {
   const nodes = (list: RedisSettings['sentinels']) => list.map(({ host, port }) => `${host}:${port}`).join(',');
   switch (redisTopology(settings)) {
     case 'sentinel':

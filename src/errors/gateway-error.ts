@@ -57,7 +57,8 @@ export interface GatewayErrorOptions {
 
 /** A refusal or failure the gateway answers with an Error body. */
 export class GatewayError extends Error {
-  readonly code: string;
+  /** One of the closed union, so `switch (error.code)` narrows; an upstream's own Error body is relayed, never made one. */
+  readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
 

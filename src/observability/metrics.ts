@@ -1,6 +1,7 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
+import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 
@@ -43,6 +44,8 @@ export interface MetricsOptions {
   deprecatedOperations?: readonly string[];
   /** Whether an operation is browned out now, read at scrape time. */
   brownoutActive?: (operation: string) => boolean;
+  /** Operations marked experimental or beta: their stability refusal counters start at 0. */
+  markedOperations?: ReadonlyArray<{ operation: string; stability: StabilityMarker }>;
   /** Collect Node's process metrics (off in unit tests that assert exact output). */
   processMetrics?: boolean;
 }
@@ -78,6 +81,8 @@ export interface GatewayMetrics {
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
   deprecatedRefused(operation: string, reason: DeprecatedRefusalReason): void;
+  /** A marked operation refused 403 stability_not_allowed (denied here, or the key did not opt in). */
+  stabilityRefused(operation: string, stability: StabilityMarker): void;
   rateLimited(operation: string): void;
   rateLimitStoreError(): void;
   rateLimitPassed(): void;
@@ -187,6 +192,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['operation', 'reason', 'environment'] as const,
     registers,
   });
+  const stabilityRefusals = new Counter({
+    name: name('stability_refusals_total'),
+    help: 'Requests to operations marked experimental or beta refused with 403 stability_not_allowed (the environment denies them, or the key did not opt in), by operation and marker.',
+    labelNames: ['operation', 'stability', 'environment'] as const,
+    registers,
+  });
   let deprecatedOperations = options.deprecatedOperations ?? [];
   const brownoutActive = options.brownoutActive ?? (() => false);
   new Gauge({
@@ -266,6 +277,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     droppedHeaders.inc({ operation, environment }, 0);
     for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
   }
+  for (const { operation, stability } of options.markedOperations ?? []) stabilityRefusals.inc({ operation, stability, environment }, 0);
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
@@ -355,6 +367,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     deprecatedRefused: (operation, reason) => deprecatedRefusals.inc({ operation, reason, environment }),
+    stabilityRefused: (operation, stability) => stabilityRefusals.inc({ operation, stability, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),

@@ -7,7 +7,7 @@ import type { DeprecatedCallCount, DeprecatedCallStore } from './deprecated-call
  * keyId → ms, kept by ZADD LT and GT, so the order in which replicas flush does not matter). The hash
  * tag `{deprecations}` keeps them in one Cluster slot, so a flush is one MULTI.
  */
-export function deprecatedCallLayout(prefix: string) {
+function deprecatedCallLayout(prefix: string) {
   const base = (what: string) => (operation: string) => `${prefix}{deprecations}:${what}:${operation}`;
   return { calls: base('calls'), consumers: base('consumers'), firstSeen: base('first-seen'), lastSeen: base('last-seen') };
 }

@@ -7,7 +7,7 @@ import type { BrownoutBoard, BrownoutOverride } from './brownouts.ts';
  * One STRING per operation holding its override as JSON, expiring when the override does (the key
  * cleans itself up). The hash tag `{deprecations}` keeps them in one Cluster slot, so one MGET reads all.
  */
-export function brownoutLayout(prefix: string): { override(operation: string): string; events: string } {
+function brownoutLayout(prefix: string): { override(operation: string): string; events: string } {
   return {
     override: (operation) => `${prefix}{deprecations}:brownout:${operation}`,
     events: `${prefix}brownout-events`,

@@ -24,7 +24,7 @@ const STATE_NAMES: Record<CircuitState, 'closed' | 'open' | 'half_open'> = {
 const UNHEALTHY_STATUSES = new Set([502, 503, 504]);
 
 /** An exchange failed when it did not complete or the upstream said it is unwell; a client leaving is no failure. */
-export function isUnhealthy(outcome: ExchangeOutcome): boolean {
+function isUnhealthy(outcome: ExchangeOutcome): boolean {
   return outcome.failure !== undefined || (!outcome.clientClosed && UNHEALTHY_STATUSES.has(outcome.status));
 }
 

@@ -44,7 +44,7 @@ function credentialOf(authorization: string): string | undefined {
 }
 
 /** The path the upstream sees: the operation's template filled with the validated, re-encoded parameters. */
-export function canonicalPath(route: RouteSlice, query: string): string {
+function canonicalPath(route: RouteSlice, query: string): string {
   const path = route.operation.pathTemplate.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(route.pathParams[name] ?? ''));
   return query === '' ? path : `${path}?${query}`;
 }

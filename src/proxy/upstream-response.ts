@@ -96,7 +96,7 @@ const ERROR_CODE_BY_STATUS: Readonly<Record<number, ErrorCode>> = {
 };
 
 /** The Error an upstream error body becomes when it is not one already. */
-export function wrapUpstreamError(status: number): GatewayError {
+function wrapUpstreamError(status: number): GatewayError {
   const code = ERROR_CODE_BY_STATUS[status] ?? (status >= 500 ? 'upstream_error' : 'invalid_request');
   const reason = STATUS_CODES[status] ? ` ${STATUS_CODES[status]}` : '';
   return new GatewayError(code, `The pet store backend answered ${status}${reason}`, { status });

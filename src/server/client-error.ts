@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { GatewayError } from '../errors/gateway-error.ts';
 
 /** The refusal for a parser error; Node's default answer would be a bare status line without a body. */
-export function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
+function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
       return new GatewayError('header_fields_too_large', 'Request headers are larger than the gateway accepts');

@@ -97,6 +97,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     operations: operations.map((operation) => operation.id),
     sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
+    markedOperations: operations.flatMap(({ id, stability }) => (stability ? [{ operation: id, stability }] : [])),
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
   });
   const stores = parts.stores(metrics, brownouts);
@@ -162,6 +163,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       // The running generation's keys: a reload can rotate them, or turn signing on or off.
       jwks: () => live.current.identity.jwks?.document(),
+      onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
     },
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     reload,

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestGateway, TEST_NOW, type TestGateway } from '../helpers/build-test-app.ts';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 
 const V2_DOCUMENT = fileURLToPath(new URL('../fixtures/petstore-v2.openapi.yaml', import.meta.url));
@@ -131,6 +132,20 @@ describe('stability markers', () => {
       status: 403,
     });
     expect(v2.requests).toEqual([]);
+  });
+
+  it('counts each refusal by operation and marker, from 0', async () => {
+    const counting = build({ upstreamUrl: v1.baseUrl, overrides: { versions: [v2Version()] } });
+    const refusals = (scraped: string, operation: string, stability: string) =>
+      parseExposition(scraped).get(seriesKey('petstore_gateway_stability_refusals_total', { operation, stability, environment: 'production' }));
+    const before = await counting.scrape();
+    expect(refusals(before, 'listAnimalPhotos', 'experimental')).toBe(0);
+    expect(refusals(before, 'listAnimals', 'beta')).toBe(0);
+    expect((await get(counting, '/v2/animals/7/photos')).status).toBe(403);
+    expect((await get(counting, '/v2/animals')).status).toBe(200);
+    const after = await counting.scrape();
+    expect(refusals(after, 'listAnimalPhotos', 'experimental')).toBe(1);
+    expect(refusals(after, 'listAnimals', 'beta')).toBe(0);
   });
 
   it('says so on refusals before authentication too', async () => {

@@ -1,6 +1,6 @@
 // Configuration: defaults, environment overrides, and start-up refusals that name the key.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/load-config.ts';
+import { ConfigError, deepFreeze, loadConfig } from '../../../src/config/load-config.ts';
 
 describe('loadConfig', () => {
   it('defaults to the staging environment and its upstream', () => {
@@ -119,5 +119,29 @@ describe('rate-limit modes', () => {
 
   it('refuses onStoreError deny with local-first, where nothing on the request path can fail', () => {
     expect(() => loadConfig({ RATE_LIMIT_MODE: 'local-first', RATE_LIMIT_ON_STORE_ERROR: 'deny' })).toThrow(/onStoreError.*exact mode only/);
+  });
+});
+
+describe('deepFreeze', () => {
+  const at = new Date('2032-01-01T00:00:00Z');
+  const frozen = deepFreeze({ listen: { port: 8080 }, limits: [{ operation: 'listPets' }], sunset: at, name: 'gateway' });
+
+  it('returns the value it froze', () => {
+    const value = { a: 1 };
+    expect(deepFreeze(value)).toBe(value);
+  });
+
+  it.each([
+    ['the object itself', frozen, true],
+    ['a nested object', frozen.listen, true],
+    ['an array', frozen.limits, true],
+    ['an object in an array', frozen.limits[0], true],
+    ['a Date (left writable: freezing one does not stop setTime)', frozen.sunset, false],
+  ])('freezes %s: %s', (_case, value, isFrozen) => {
+    expect(Object.isFrozen(value)).toBe(isFrozen);
+  });
+
+  it.each([null, undefined, 7, 'text'])('passes %s through', (value) => {
+    expect(deepFreeze(value)).toBe(value);
   });
 });

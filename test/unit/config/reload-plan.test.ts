@@ -1,7 +1,7 @@
 // planReload: what a reload takes up at once, and what waits for a restart (named, and kept as it runs).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
-import { configurationHash, planReload, RESTART_SETTINGS } from '../../../src/config/reload-plan.ts';
+import { configurationHash, isRestartSetting, planReload, RESTART_SETTINGS } from '../../../src/config/reload-plan.ts';
 
 const ENV = { UPSTREAM_URL: 'http://127.0.0.1:4010/v1', GATEWAY_ENVIRONMENT: 'staging' };
 const running = loadConfig(ENV);
@@ -95,5 +95,24 @@ describe('configurationHash', () => {
 
   it('changes with a setting', () => {
     expect(configurationHash(loadConfig(ENV, { requests: { maxBodyBytes: 100 } }))).not.toBe(configurationHash(running));
+  });
+});
+
+describe('isRestartSetting', () => {
+  it.each([
+    ['listen', true],
+    ['listen.port', true],
+    ['redis.sentinels', true],
+    ['rateLimit.mode', true],
+    ['rateLimit.syncMs', true],
+    ['rateLimit.windowMs', false],
+    ['rateLimit', false],
+    ['listenQueue', false],
+    ['environment', true],
+    ['environments.production', true],
+    ['upstream.totalTimeoutMs', false],
+    ['logging.level', false],
+  ])('%s only takes effect after a restart: %s', (key, expected) => {
+    expect(isRestartSetting(key)).toBe(expected);
   });
 });

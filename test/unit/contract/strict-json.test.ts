@@ -1,7 +1,7 @@
 // The strict body parser: RFC 8259 JSON from UTF-8 bytes, unique names, integers with their spelling.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseJsonBody } from '../../../src/contract/strict-json.ts';
+import { describePath, parseJsonBody } from '../../../src/contract/strict-json.ts';
 
 const utf8 = (text: string) => Buffer.from(text, 'utf8');
 
@@ -176,5 +176,18 @@ describe('parseJsonBody properties', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('describePath', () => {
+  it.each([
+    [[], ''],
+    [['name'], 'name'],
+    [['owner', 'tags', 0], 'owner.tags.0'],
+    [['x'.repeat(80)], 'x'.repeat(80)],
+    [['x'.repeat(81)], `${'x'.repeat(79)}…`],
+    [['a'.repeat(50), 'b'.repeat(50)], `${'a'.repeat(50)}.${'b'.repeat(28)}…`],
+  ])('%j reads %s', (path, described) => {
+    expect(describePath(path)).toBe(described);
   });
 });

@@ -116,3 +116,37 @@ describe('deprecated operations', () => {
     expect(parseExposition(await metrics.registry.metrics()).get(metric('brownout_active', { operation: 'getPet' }))).toBe(1);
   });
 });
+
+describe('operations marked experimental or beta', () => {
+  const marked = () =>
+    createMetrics({
+      environment,
+      version: 't',
+      sunsets: [],
+      operations: OPERATIONS,
+      markedOperations: [{ operation: 'createPet', stability: 'experimental' }, { operation: 'listPets', stability: 'beta' }],
+      processMetrics: false,
+    });
+
+  it.each([
+    ['createPet', 'experimental'],
+    ['listPets', 'beta'],
+  ])('have stability_refusals_total{operation="%s",stability="%s"} at 0 from the start', async (operation, stability) => {
+    const series = parseExposition(await marked().registry.metrics());
+    expect(series.get(metric('stability_refusals_total', { operation, stability }))).toBe(0);
+  });
+
+  it('have no stability refusal series for a stable operation', async () => {
+    const series = parseExposition(await marked().registry.metrics());
+    expect([...series.keys()].filter((key) => key.startsWith('petstore_gateway_stability_refusals_total') && key.includes('getPet'))).toEqual([]);
+  });
+
+  it('count refusals by operation and marker', async () => {
+    const metrics = marked();
+    metrics.stabilityRefused('createPet', 'experimental');
+    metrics.stabilityRefused('createPet', 'experimental');
+    const series = parseExposition(await metrics.registry.metrics());
+    expect(series.get(metric('stability_refusals_total', { operation: 'createPet', stability: 'experimental' }))).toBe(2);
+    expect(series.get(metric('stability_refusals_total', { operation: 'listPets', stability: 'beta' }))).toBe(0);
+  });
+});

@@ -1,7 +1,10 @@
 // inOrder: a version's stages run as one middleware, keeping each stage's Express contract.
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { describe, expect, it } from 'vitest';
-import { inOrder } from '../../../src/pipeline/in-order.ts';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import request from 'supertest';
+import { describe, expect, it, vi } from 'vitest';
+import { createErrorHandler } from '../../../src/errors/error-handler.ts';
+import { inOrder, NEXT_CALLED_TWICE } from '../../../src/pipeline/in-order.ts';
+import { createRecord } from '../../../src/pipeline/request-record.ts';
 
 const req = {} as Request;
 const res = {} as Response;
@@ -15,6 +18,18 @@ const record = (ran: string[], name: string): RequestHandler => (_req, _res, nex
   ran.push(name);
   next();
 };
+
+/** Runs synchronous stages and returns every call of the app's `next`, in order. */
+function reachedApp(stages: RequestHandler[]): unknown[] {
+  const calls: unknown[] = [];
+  inOrder(stages)(req, res, ((error?: unknown) => calls.push(error)) as NextFunction);
+  return calls;
+}
+
+/** A stage that has taken the request over (the proxy waiting for the upstream): it answers later, and never calls next. */
+const answersLater: RequestHandler = () => undefined;
+
+const calledTwice = expect.objectContaining({ message: NEXT_CALLED_TWICE });
 
 describe('inOrder', () => {
   it('runs every stage in order, then goes on', async () => {
@@ -66,5 +81,74 @@ describe('inOrder', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(ran).toEqual(['a']);
     expect(reached).toBe(false);
+  });
+
+  describe('refuses a second next() from one stage', () => {
+    it('throws to the stage that calls it again, and runs the later stages once', () => {
+      const ran: string[] = [];
+      let thrown: unknown;
+      const twice: RequestHandler = (_req, _res, next) => {
+        next();
+        try {
+          next();
+        } catch (error) {
+          thrown = error;
+        }
+      };
+      expect(reachedApp([twice, record(ran, 'after')])).toEqual([undefined]);
+      expect(ran).toEqual(['after']);
+      expect(thrown).toEqual(calledTwice);
+    });
+
+    it('passes the error on when the stage lets it through', () => {
+      const twice: RequestHandler = (_req, _res, next) => {
+        next();
+        next();
+      };
+      expect(reachedApp([twice, answersLater])).toEqual([calledTwice]);
+    });
+
+    it('refuses next(error) after next() too', () => {
+      const refusal = new Error('too late');
+      const twice: RequestHandler = (_req, _res, next) => {
+        next();
+        next(refusal);
+      };
+      expect(reachedApp([twice, answersLater])).toEqual([calledTwice]);
+    });
+
+    it('refuses a second call made after the later stages went on, from an async stage (its rejection)', async () => {
+      let secondCall: () => void = () => undefined;
+      const twice: RequestHandler = async (_req, _res, next) => {
+        next();
+        await new Promise<void>((resolve) => (secondCall = resolve));
+        next();
+      };
+      const ran: string[] = [];
+      const reached = new Promise<unknown>((resolve) => inOrder([twice, record(ran, 'after'), answersLater])(req, res, resolve as NextFunction));
+      secondCall();
+      expect(await reached).toEqual(calledTwice);
+      expect(ran).toEqual(['after']);
+    });
+
+    it('reaches the error handler through Express: a 500 internal_error body, the error reported', async () => {
+      const onUnexpected = vi.fn();
+      const twice: RequestHandler = (_req, _res, next) => {
+        next();
+        next();
+      };
+      const app = express();
+      app.use((incoming, response, next) => {
+        response.locals.gateway = createRecord(incoming);
+        next();
+      });
+      app.use(inOrder([twice, answersLater]));
+      app.use(createErrorHandler(onUnexpected));
+      const answer = await request(app).get('/pets');
+      expect(answer.status).toBe(500);
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(answer.body).toEqual({ code: 'internal_error', message: 'The gateway failed to handle the request', status: 500 });
+      expect(onUnexpected).toHaveBeenCalledWith(calledTwice);
+    });
   });
 });
