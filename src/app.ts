@@ -25,14 +25,14 @@ import { createRateLimit } from './policy/rate-limit.ts';
 import { reportStoreFailures } from './policy/rate-limit-store-failure.ts';
 import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
 import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
-import type { Proxy } from './proxy/create-proxy.ts';
+import type { UpstreamProxy } from './proxy/create-proxy.ts';
 
 /** One version of the interface as the pipeline serves it: its document, its own deprecation, the proxy to its upstream. */
 export interface ServedVersion {
   contract: Contract;
   /** The whole version deprecated (config `versionDeprecation`, `versions[].deprecation`); null: current. */
   deprecation: VersionDeprecation | null;
-  proxy: Proxy;
+  proxy: UpstreamProxy;
 }
 
 export interface AppDependencies {

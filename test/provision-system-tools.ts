@@ -69,6 +69,7 @@ function aptGet(args: string[]): boolean {
 
 /** Every package dpkg holds as installed. */
 function installedPackages(): Set<string> {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format, not a template.
   const result = spawnSync('dpkg-query', ['-W', '-f', '${db:Status-Abbrev} ${Package}\\n'], { encoding: 'utf8' });
   return new Set(result.stdout.split('\n').flatMap((line) => (line.startsWith('ii ') ? [line.split(/\s+/)[1]!] : [])));
 }

@@ -26,7 +26,7 @@ export function findNonCanonicalInteger(
 
   const restoreAll = literals.map((literal) => probe(box, literal.path));
   const errors = failing();
-  restoreAll.forEach((restore) => restore());
+  for (const restore of restoreAll) restore();
   if (!errors) return undefined;
   const found = literals.find((literal) => demanded(errors, literal));
   if (found) return found;

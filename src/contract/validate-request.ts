@@ -65,7 +65,7 @@ function checkDeclaredSize(req: Request, maxBodyBytes: number): void {
 
 function checkMediaType(req: Request, spec: RequestBodySpec): void {
   const declared = req.headers['content-type'];
-  const mediaType = declared?.split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = declared === undefined ? undefined : declared.split(';', 1)[0]!.trim().toLowerCase();
   if (!mediaType || !spec.mediaTypes.includes(mediaType)) {
     throw new GatewayError('unsupported_media_type', `Request body must be sent as ${spec.mediaTypes.join(' or ')}`);
   }

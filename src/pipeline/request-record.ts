@@ -38,7 +38,7 @@ declare global {
 }
 
 /** Printable, no spaces or separators a log or header parser could trip on; long enough for any tracing scheme. */
-const WELL_FORMED_ID = /^[A-Za-z0-9._:\-]{8,128}$/;
+const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 

@@ -19,7 +19,7 @@ export interface ProxyOptions extends UpstreamOptions {
   headers: HeaderListExtensions;
 }
 
-export interface Proxy {
+export interface UpstreamProxy {
   handler: RequestHandler;
   /** Closes pooled upstream connections (on shutdown). */
   close(): Promise<void>;
@@ -49,7 +49,7 @@ function canonicalPath(route: RouteSlice, query: string): string {
   return query === '' ? path : `${path}?${query}`;
 }
 
-export function createProxy(options: ProxyOptions): Proxy {
+export function createProxy(options: ProxyOptions): UpstreamProxy {
   const upstream = createUpstream(options);
   const guarded = options.breaker;
   const policies = new Map<string, OperationHeaderPolicy>();

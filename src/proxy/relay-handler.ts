@@ -146,7 +146,10 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const { res, status } = this;
     if (this.errorBody !== undefined) {
-      if (res.destroyed) return this.clientClosed();
+      if (res.destroyed) {
+        this.clientClosed();
+        return;
+      }
       this.answered = true;
       this.succeed({ status });
       // Written before the record is given its slice (in succeed), so the count is on it.

@@ -38,7 +38,8 @@ function repeatedSingleton(rawHeaders: readonly string[]): string | undefined {
     const name = raw.toLowerCase();
     if (!SINGLETONS.has(name)) continue;
     if (seen?.includes(name)) return SINGLETONS.get(name);
-    (seen ??= []).push(name);
+    seen ??= [];
+    seen.push(name);
   }
   return undefined;
 }

@@ -19,10 +19,8 @@ export const edgeCase: fc.Arbitrary<EdgeCase> = fc
   .map(({ gateway, clients }) => {
     const scripts = clients.map(([spec], index) => toClientScript(spec, index));
     const upstream: Record<string, UpstreamBehaviour> = {};
-    scripts.forEach((script, c) =>
-      script.requests.forEach((request, r) => {
-        upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs);
-      }),
-    );
+    for (const [c, script] of scripts.entries()) {
+      for (const [r, request] of script.requests.entries()) upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs);
+    }
     return { gateway, clients: scripts, upstream };
   });

@@ -7,7 +7,7 @@ function proseLines(markdown: string): string[] {
   for (const line of markdown.split('\n')) {
     const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
     if (fence === undefined && marker !== undefined) fence = marker;
-    else if (fence !== undefined && marker !== undefined && marker.startsWith(fence)) fence = undefined;
+    else if (fence && marker?.startsWith(fence)) fence = undefined;
     else if (fence === undefined) lines.push(line);
   }
   return lines;

@@ -318,7 +318,7 @@ function checkAgainstDocument(testCase: Case, res: RawResponse): void {
   const undeclared = Object.keys(res.headers).filter((name) => !TRANSPORT_HEADERS.has(name) && !declaredHeaders.has(name));
   expect(undeclared, 'headers the answer carries and the document does not declare').toEqual([]);
 
-  const mediaType = res.headers['content-type']?.split(';', 1)[0]!.trim();
+  const mediaType = String(res.headers['content-type']).split(';', 1)[0]!.trim();
   expect(Object.keys(response.content ?? {}), 'the media type of the body').toContain(mediaType);
   const body: unknown = JSON.parse(res.body);
   expect(schemaProblem(response.content![mediaType!]!.schema, body), res.body).toBeUndefined();

@@ -23,7 +23,6 @@ function oldNode(): string | undefined {
       const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
       if (Number(/^v(\d+)/.exec(version)?.[1]) < 24) return candidate;
     } catch {
-      continue;
     }
   }
   return undefined;

@@ -16,7 +16,7 @@ const SYNC_MS = 3_600_000;
 const WINDOW_START = Date.parse('2026-11-21T12:00:00Z');
 
 let redis: PrivateRedis;
-let clients: RedisClient[] = [];
+const clients: RedisClient[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();

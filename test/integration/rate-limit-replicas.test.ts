@@ -81,7 +81,10 @@ describe('windows and store failures, in process', () => {
   }
 
   const get = (gateway: RedisGateway, key: string) =>
-    fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } }).then(async (res) => (await res.arrayBuffer(), res));
+    fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } }).then(async (res) => {
+      await res.arrayBuffer();
+      return res;
+    });
 
   it('starts a fresh window once the old one has passed', async () => {
     const { gateway, key, close } = await inProcessGateway({ rateLimit: { windowMs: 1000, limits: { production: { default: 2 }, staging: { default: 2 } } } }, redis.url);

@@ -50,7 +50,7 @@ describe('onStoreError allow', () => {
     const before = backend.received.length;
     const res = await list();
     expect(res.status).toBe(200);
-    expect([res.headers['ratelimit'], res.headers['ratelimit-policy']]).toEqual([undefined, undefined]);
+    expect([res.headers.ratelimit, res.headers['ratelimit-policy']]).toEqual([undefined, undefined]);
     expect(backend.received.length).toBe(before + 1);
   });
 
@@ -78,7 +78,7 @@ describe('onStoreError deny', () => {
     expect(res.status).toBe(503);
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.headers['retry-after']).toBe('1');
-    expect(res.headers['ratelimit']).toBeUndefined();
+    expect(res.headers.ratelimit).toBeUndefined();
     expect(res.body).toEqual({ code: 'service_unavailable', message: 'Rate limits cannot be checked right now; retry shortly', status: 503 });
     expect(backend.received.length).toBe(before);
   });

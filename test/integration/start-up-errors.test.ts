@@ -43,7 +43,9 @@ describe('a port in use', () => {
     publicPort = onAll.port;
     adminPort = onLoopback.port;
   });
-  afterAll(() => held.forEach((server) => server.close()));
+  afterAll(() => {
+    for (const server of held) server.close();
+  });
 
   it('npm start names PORT and the address', async () => {
     const result = await npmStart({ PORT: String(publicPort), ADMIN_PORT: '0' });

@@ -70,7 +70,7 @@ describe('loadConfig', () => {
       message = (error as Error).message;
     }
     const [env, port, level, file, ...rest] = message.split('\n');
-    expect([env, port, level]).toEqual(['invalid environment variables:', '  PORT (listen.port): must be an integer port number (0 to 65535)', expect.stringMatching(/^  LOG_LEVEL \(logging\.level\): /)]);
+    expect([env, port, level]).toEqual(['invalid environment variables:', '  PORT (listen.port): must be an integer port number (0 to 65535)', expect.stringMatching(/^ {2}LOG_LEVEL \(logging\.level\): /)]);
     // A single problem from the file stays on one line.
     expect(file).toMatch(/^invalid configuration in \/\S+\/config\/gateway\.yaml: upstream: Unrecognized key: "timeoutMillis"$/);
     expect(rest).toEqual([]);

@@ -111,6 +111,7 @@ describe('parseJsonBody and integer spellings', () => {
     ['0.0', 0],
     ['1e-400', 0],
     ['1.5e1', 15],
+    // biome-ignore lint/correctness/noPrecisionLoss: the literal's nearest double is the point of the case.
     ['9.223372036854775807e18', 9223372036854775807],
   ])('reports %s, whose value is an integer, with its spelling and place', (literal, value) => {
     expect(parseJsonBody(utf8(`{"a":[{"b":${literal}}]}`))).toEqual({

@@ -70,7 +70,10 @@ function buildStage(
   let workdir = root;
   const env: Record<string, string> = {};
   for (const { keyword, args } of stage.instructions) {
-    if (keyword === 'WORKDIR') mkdirSync((workdir = join(root, args)), { recursive: true });
+    if (keyword === 'WORKDIR') {
+      workdir = join(root, args);
+      mkdirSync(workdir, { recursive: true });
+    }
     else if (keyword === 'COPY') copyInto(workdir, parseCopy(args), stageRoots);
     else if (keyword === 'ENV') Object.assign(env, Object.fromEntries([args.split('=', 2) as [string, string]]));
     else if (keyword === 'RUN') {
