@@ -99,7 +99,6 @@ function track(child: ChildProcess, name?: string): ChildProcess {
   return child;
 }
 
-
 function pinned(cpu: string, command: string, args: string[]): [string, string[]] {
   return process.platform === 'linux' && cpu !== '' ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
 }
@@ -129,7 +128,18 @@ async function startServer(name: string, args: string[], env: Record<string, str
 
 async function startRedis(): Promise<{ url: string; pid: number }> {
   const port = await freePort();
-  const [command, argv] = pinned(REDIS_CPU, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir]);
+  const [command, argv] = pinned(REDIS_CPU, 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    workDir,
+  ]);
   const child = track(spawn(command, argv, { stdio: 'ignore' }), 'redis-server');
   // The offline queue holds the PING until redis-server accepts connections.
   const client = new Redis({ port, retryStrategy: () => 50, maxRetriesPerRequest: null });
@@ -377,7 +387,8 @@ function verdict(pass: boolean | undefined): string {
 let succeeded = false;
 try {
   // BENCH_NGINX: the nginx binary to use, or '' to leave nginx out.
-  const nginxBinary = process.env.BENCH_NGINX !== undefined ? process.env.BENCH_NGINX || undefined : process.platform === 'linux' ? findExecutable('nginx') : undefined;
+  const nginxBinary =
+    process.env.BENCH_NGINX !== undefined ? process.env.BENCH_NGINX || undefined : process.platform === 'linux' ? findExecutable('nginx') : undefined;
   buildGateway(); // npm start runs the compiled gateway (dist/): the bench measures what production runs
   const redis = await startRedis();
   const backend = await startServer('backend', ['bench/backend.ts', '0']);
@@ -402,20 +413,34 @@ try {
   // no Redis round trip on the request path, at the accuracy docs/reference.md states.
   const localFirstServer = await startServer('gateway-local-first', [...START_ARGS], { ...gatewayEnv, RATE_LIMIT_MODE: 'local-first' });
   const adminRedis = new Redis(redis.url);
-  const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({
-    consumer: 'bench',
-    environments: ['production'],
-    // Limits are counted (Redis work on every request) but never reached.
-    rateLimitPerMinute: 1_000_000_000,
-  });
+  const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create(
+    {
+      consumer: 'bench',
+      environments: ['production'],
+      // Limits are counted (Redis work on every request) but never reached.
+      rateLimitPerMinute: 1_000_000_000,
+    },
+  );
   adminRedis.disconnect();
 
   const targets: Target[] = [
     { name: 'backend direct', url: `http://127.0.0.1:${backendPort}${PATH_AND_QUERY}`, headers: {}, pid: backend.pid },
-    ...(nginx === undefined ? [] : [{ name: 'nginx (keepalive upstream)', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
+    ...(nginx === undefined
+      ? []
+      : [{ name: 'nginx (keepalive upstream)', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
     { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxy.port}${PATH_AND_QUERY}`, headers: {}, pid: bareProxy.pid },
-    { name: 'gateway (all features)', url: `http://127.0.0.1:${gatewayServer.port}${PATH_AND_QUERY}`, headers: { Authorization: `Bearer ${key}` }, pid: gatewayServer.pid },
-    { name: 'local-first gateway', url: `http://127.0.0.1:${localFirstServer.port}${PATH_AND_QUERY}`, headers: { Authorization: `Bearer ${key}` }, pid: localFirstServer.pid },
+    {
+      name: 'gateway (all features)',
+      url: `http://127.0.0.1:${gatewayServer.port}${PATH_AND_QUERY}`,
+      headers: { Authorization: `Bearer ${key}` },
+      pid: gatewayServer.pid,
+    },
+    {
+      name: 'local-first gateway',
+      url: `http://127.0.0.1:${localFirstServer.port}${PATH_AND_QUERY}`,
+      headers: { Authorization: `Bearer ${key}` },
+      pid: localFirstServer.pid,
+    },
   ];
   const BARE = targets.length - 3;
   const GATEWAY = targets.length - 2;
@@ -427,7 +452,10 @@ try {
       `${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, targets in turn, medians\n` +
       `saturating: ${CONNECTIONS} connections, ${DURATION_S} s per run; paced: ${RATE} req/s over ${PACED_CONNECTIONS} connections (bench/wrk/paced.lua), ${DURATION_S} s per run\n`,
   );
-  if (nginx === undefined) process.stdout.write(process.env.BENCH_NGINX === '' ? "nginx left out (BENCH_NGINX='')\n" : 'nginx is not installed: skipped (Debian: apt-get install nginx-light)\n');
+  if (nginx === undefined)
+    process.stdout.write(
+      process.env.BENCH_NGINX === '' ? "nginx left out (BENCH_NGINX='')\n" : 'nginx is not installed: skipped (Debian: apt-get install nginx-light)\n',
+    );
   process.stdout.write('\n');
 
   // Two phases, each with its own warm-up, the same for every target: first the saturating runs, then
@@ -443,13 +471,18 @@ try {
   const firstWord = (target: Target) => target.name.split(' ')[0];
   for (const target of targets) await wrk(target, { kind: 'throughput', durationS: WARM_UP_S });
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [index, target] of targets.entries()) throughputRuns[index]!.push(await measure(target, { kind: 'throughput', durationS: DURATION_S }, redis.pid));
-    process.stdout.write(`round ${round + 1}: ${targets.map((target, index) => `${firstWord(target)} ${throughputRuns[index]!.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`);
+    for (const [index, target] of targets.entries())
+      throughputRuns[index]!.push(await measure(target, { kind: 'throughput', durationS: DURATION_S }, redis.pid));
+    process.stdout.write(
+      `round ${round + 1}: ${targets.map((target, index) => `${firstWord(target)} ${throughputRuns[index]!.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`,
+    );
   }
   for (const target of targets) await wrk(target, { kind: 'paced', durationS: PACED_WARM_UP_S });
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, target] of targets.entries()) pacedRuns[index]!.push(await measure(target, { kind: 'paced', durationS: DURATION_S }, redis.pid));
-    process.stdout.write(`paced round ${round + 1}: p99 ${targets.map((target, index) => `${firstWord(target)} ${pacedRuns[index]!.at(-1)!.p99.toFixed(2)}`).join(', ')} ms\n`);
+    process.stdout.write(
+      `paced round ${round + 1}: p99 ${targets.map((target, index) => `${firstWord(target)} ${pacedRuns[index]!.at(-1)!.p99.toFixed(2)}`).join(', ')} ms\n`,
+    );
   }
 
   const throughput = throughputRuns.map(median);
@@ -485,7 +518,9 @@ try {
     pacedRuns[index]!.flatMap((result, round) =>
       within(result.rps) && !result.report.skipped
         ? []
-        : [`${firstWord(target)} round ${round + 1}: ${result.rps.toFixed(1)} req/s${result.report.skipped ? `, ${result.report.skipped} send slots skipped after a stall` : ''}`],
+        : [
+            `${firstWord(target)} round ${round + 1}: ${result.rps.toFixed(1)} req/s${result.report.skipped ? `, ${result.report.skipped} send slots skipped after a stall` : ''}`,
+          ],
     ),
   );
   process.stdout.write(
@@ -496,7 +531,8 @@ try {
 
   const bareT = throughput[BARE]!;
   const bareAdded = paced[BARE]!.p99 - direct.p99;
-  const line = (label: string, value: string, target: string, pass: boolean | undefined) => `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
+  const line = (label: string, value: string, target: string, pass: boolean | undefined) =>
+    `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
   /** The issue's four targets for one gateway target, against the bare proxy of the same run. */
   const targetLines = (index: number) => {
     const gatewayT = throughput[index]!;
@@ -534,7 +570,9 @@ try {
       .filter((entry) => entry.failed > 0)
       .map((entry) => `${entry.name} ${entry.failed}`)
       .join(', ');
-    process.stdout.write(`\n${failures} requests failed (non-2xx, socket errors or timeouts: ${byTarget}): the figures above are not comparable. Logs in ${workDir}\n`);
+    process.stdout.write(
+      `\n${failures} requests failed (non-2xx, socket errors or timeouts: ${byTarget}): the figures above are not comparable. Logs in ${workDir}\n`,
+    );
     process.exitCode = 1;
   } else {
     succeeded = true;

@@ -40,7 +40,9 @@ function spawnLogged(name: string, args: string[], env: Record<string, string> =
 
 async function waitForLine(name: string, pattern: RegExp): Promise<string> {
   for (let i = 0; i < 300; i++) {
-    const line = readFileSync(join(workDir, `${name}.log`), 'utf8').split('\n').find((entry) => pattern.test(entry));
+    const line = readFileSync(join(workDir, `${name}.log`), 'utf8')
+      .split('\n')
+      .find((entry) => pattern.test(entry));
     if (line) return line;
     await sleep(50);
   }
@@ -64,8 +66,19 @@ function load(port: number, key: string, durationS = DURATION_S): Promise<Report
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      [join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-c', String(CONNECTIONS), '-d', String(durationS), '-t', '15',
-        '-H', `Authorization=Bearer ${key}`, `http://127.0.0.1:${port}/v1/pets?limit=10`],
+      [
+        join(ROOT, 'node_modules/autocannon/autocannon.js'),
+        '--json',
+        '-c',
+        String(CONNECTIONS),
+        '-d',
+        String(durationS),
+        '-t',
+        '15',
+        '-H',
+        `Authorization=Bearer ${key}`,
+        `http://127.0.0.1:${port}/v1/pets?limit=10`,
+      ],
       { maxBuffer: 64 * 1024 * 1024 },
       (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as Report)),
     );
@@ -91,7 +104,11 @@ const gatewayEnv = {
 const replicas = ['gateway-a', 'gateway-b'].map((name) => ({ name, child: spawnLogged(name, [...START_ARGS], gatewayEnv), port: 0 }));
 for (const replica of replicas) replica.port = (JSON.parse(await waitForLine(replica.name, /"gateway listening"/)) as { port: number }).port;
 
-const adminRedis = new Redis({ sentinels: sentinels.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })), name: sentinels.name, maxRetriesPerRequest: null });
+const adminRedis = new Redis({
+  sentinels: sentinels.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })),
+  name: sentinels.name,
+  maxRetriesPerRequest: null,
+});
 adminRedis.on('error', () => {});
 const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock }).create({
   consumer: 'soak',
@@ -149,7 +166,9 @@ let failed = false;
 process.stdout.write('\nreplica     requests    p50 ms   p99 ms   statuses                                   errors  rss before -> after (MiB)\n');
 for (const [index, replica] of replicas.entries()) {
   const report = reports[index]!;
-  const statuses = Object.entries(report.statusCodeStats ?? {}).map(([code, { count }]) => `${code}:${count}`).join(' ');
+  const statuses = Object.entries(report.statusCodeStats ?? {})
+    .map(([code, { count }]) => `${code}:${count}`)
+    .join(' ');
   const growth = rssAfter[index]! - rssBefore[index]!;
   process.stdout.write(
     `${replica.name.padEnd(10)} ${String(report.requests.total).padStart(10)} ${report.latency.p50.toFixed(1).padStart(9)} ${report.latency.p99.toFixed(1).padStart(8)}   ${statuses.padEnd(42)} ${String(report.errors + report.timeouts).padStart(6)}  ${rssBefore[index]!.toFixed(0)} -> ${rssAfter[index]!.toFixed(0)}\n`,

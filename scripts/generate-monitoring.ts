@@ -52,7 +52,8 @@ export function renderPrometheusRule(rules: string): string {
   const source = parseDocument(rules, { prettyErrors: true });
   if (source.errors.length > 0) throw new Error(`${ALERTS}: ${source.errors.map((error) => error.message).join('\n')}`);
   const keys = isMap(source.contents) ? source.contents.items.map((pair) => String(pair.key)) : [];
-  if (keys.length !== 1 || keys[0] !== 'groups') throw new Error(`${ALERTS}: expected a rule file with only \`groups\` at the top, found ${JSON.stringify(keys)}`);
+  if (keys.length !== 1 || keys[0] !== 'groups')
+    throw new Error(`${ALERTS}: expected a rule file with only \`groups\` at the top, found ${JSON.stringify(keys)}`);
 
   const rule = new Document({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', metadata: { name: RULE_NAME }, spec: {} });
   rule.setIn(['spec', 'groups'], source.get('groups', true));
@@ -80,7 +81,8 @@ export function readDashboards(dir: string): Map<string, string> {
 export function renderDashboards(dashboards: ReadonlyMap<string, string>): string {
   const documents = [...dashboards].map(([file, json]) => {
     const base = file.replace(/\.json$/, '');
-    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(base)) throw new Error(`${DASHBOARDS}/${file}: the name must be lower-case letters, digits and inner hyphens (it names a ConfigMap)`);
+    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(base))
+      throw new Error(`${DASHBOARDS}/${file}: the name must be lower-case letters, digits and inner hyphens (it names a ConfigMap)`);
     if (json.includes('\r')) throw new Error(`${DASHBOARDS}/${file} has carriage returns, which a YAML block scalar cannot keep`);
     JSON.parse(json); // a broken dashboard fails here, not in Grafana
     const data = new Scalar(json);

@@ -75,7 +75,13 @@ export function createApp(deps: AppDependencies): Express {
     onStoreError: config.rateLimit.onStoreError,
     ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
     onLimited: deps.metrics.rateLimited,
-    onStoreUnavailable: reportStoreFailures({ logger, clock, count: deps.metrics.rateLimitStoreError, mode: config.rateLimit.mode, policy: config.rateLimit.onStoreError }),
+    onStoreUnavailable: reportStoreFailures({
+      logger,
+      clock,
+      count: deps.metrics.rateLimitStoreError,
+      mode: config.rateLimit.mode,
+      policy: config.rateLimit.onStoreError,
+    }),
     onPassedUnlimited: deps.metrics.rateLimitPassed,
     logger,
   });

@@ -42,7 +42,14 @@ async function main(): Promise<void> {
   });
 
   // A reload reads the file and the environment again, as start-up did.
-  const gateway = await composeRedisGateway({ config, logger, clock, hashKey, reloadConfig: () => loadConfig(), shadowedSettings: () => shadowedByEnvironment() });
+  const gateway = await composeRedisGateway({
+    config,
+    logger,
+    clock,
+    hashKey,
+    reloadConfig: () => loadConfig(),
+    shadowedSettings: () => shadowedByEnvironment(),
+  });
   reloadOnHangUp = () => void gateway.reload();
   // At low traffic the buffer would hold lines for long: they are written at least every LOG_FLUSH_MS.
   logStream.flush();

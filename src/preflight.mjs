@@ -25,8 +25,16 @@ const required = requiredMajor(packageJson.engines?.node);
 const found = Number(process.versions.node.split('.')[0]);
 if (found < required) {
   stop(
-    'Node ' + required + ' or later is required, found Node ' + process.version + ' (' + process.execPath + '): ' +
-      'install Node ' + required + ' (.nvmrc) and put it first on PATH',
+    'Node ' +
+      required +
+      ' or later is required, found Node ' +
+      process.version +
+      ' (' +
+      process.execPath +
+      '): ' +
+      'install Node ' +
+      required +
+      ' (.nvmrc) and put it first on PATH',
   );
 }
 

@@ -20,10 +20,7 @@ export interface Machine {
   hasAptGet: boolean;
 }
 
-export type Provisioning =
-  | { action: 'none' }
-  | { action: 'install'; packages: string[] }
-  | { action: 'stop'; packages: string[]; message: string };
+export type Provisioning = { action: 'none' } | { action: 'install'; packages: string[] } | { action: 'stop'; packages: string[]; message: string };
 
 /** The command an operator runs to install the packages by hand. */
 export function installCommand(packages: readonly string[], sudo: boolean): string {
@@ -83,7 +80,10 @@ function installQuietly(packages: readonly string[]): boolean {
   const before = installedPackages();
   // PROVISION_POLICY_RC_D: for this script's own test, which runs it against a fake apt-get.
   const policyFile = process.env.PROVISION_POLICY_RC_D || POLICY_RC_D;
-  const installed = withServiceStartsRefused(() => aptGet(['update', '-qq']) && aptGet(['install', '-y', '-qq', '--no-install-recommends', ...packages]), policyFile);
+  const installed = withServiceStartsRefused(
+    () => aptGet(['update', '-qq']) && aptGet(['install', '-y', '-qq', '--no-install-recommends', ...packages]),
+    policyFile,
+  );
   const added = [...installedPackages()].filter((name) => !before.has(name));
   const files = added.flatMap((name) => spawnSync('dpkg', ['-L', name], { encoding: 'utf8' }).stdout.split('\n'));
   const commands = disableCommands(servicesOf(files), {
@@ -95,7 +95,9 @@ function installQuietly(packages: readonly string[]): boolean {
     process.stderr.write(`provision-system-tools: ${command} ${args.join(' ')}\n`);
     // Loud, not fatal: the tests start their own servers on free ports whatever a package left enabled.
     if (spawnSync(command!, args, { stdio: ['ignore', 'inherit', 'inherit'] }).status !== 0) {
-      process.stderr.write(`provision-system-tools: warning: could not disable a service the install added (${command} ${args.join(' ')} failed); disable it yourself\n`);
+      process.stderr.write(
+        `provision-system-tools: warning: could not disable a service the install added (${command} ${args.join(' ')} failed); disable it yourself\n`,
+      );
     }
   }
   return installed;

@@ -91,7 +91,14 @@ export class KeyAdmin {
 
   async list(): Promise<KeyRecord[]> {
     const ids = await this.#redis.smembers(this.#layout.ids);
-    const records = await Promise.all(ids.map((id) => this.#find(id).then(({ record }) => record, () => undefined)));
+    const records = await Promise.all(
+      ids.map((id) =>
+        this.#find(id).then(
+          ({ record }) => record,
+          () => undefined,
+        ),
+      ),
+    );
     return records
       .filter((record): record is KeyRecord => record !== undefined)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));

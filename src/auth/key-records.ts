@@ -52,9 +52,7 @@ export function toHashFields(record: KeyRecord): Record<string, string> {
 /** A record that does not read back whole is treated as absent: authentication then refuses the key. */
 export function fromHashFields(fields: Record<string, string>): KeyRecord | undefined {
   if (!fields.id || !fields.consumer || !fields.createdAt || fields.revoked === undefined) return undefined;
-  const environments = (fields.environments ?? '')
-    .split(',')
-    .filter((value): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value));
+  const environments = (fields.environments ?? '').split(',').filter((value): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value));
   const limit = fields.rateLimitPerMinute === undefined ? undefined : Number(fields.rateLimitPerMinute);
   // Unknown markers are dropped: opting in can only widen access to what the gateway knows.
   const optedIn = (fields.optedIn ?? '').split(',').filter((value): value is StabilityMarker => (STABILITY_MARKERS as readonly string[]).includes(value));

@@ -44,9 +44,17 @@ return {'recorded', tostring(keys)}
  * (written before fingerprints), else report `absent`: a gateway must not claim an empty Redis for a
  * pepper no key was made with.
  */
-export async function claimPepperFingerprint(redis: RedisClient, keyPrefix: string, fingerprint: string, onlyOverExistingKeys = false): Promise<FingerprintClaim> {
+export async function claimPepperFingerprint(
+  redis: RedisClient,
+  keyPrefix: string,
+  fingerprint: string,
+  onlyOverExistingKeys = false,
+): Promise<FingerprintClaim> {
   const layout = keyLayout(keyPrefix);
-  const [kind, value] = (await redis.eval(CLAIM_SCRIPT, 2, layout.pepperFingerprint, layout.ids, fingerprint, onlyOverExistingKeys ? '1' : '0')) as [string, string];
+  const [kind, value] = (await redis.eval(CLAIM_SCRIPT, 2, layout.pepperFingerprint, layout.ids, fingerprint, onlyOverExistingKeys ? '1' : '0')) as [
+    string,
+    string,
+  ];
   if (kind === 'absent') return { outcome: 'absent' };
   if (kind === 'recorded') return { outcome: 'recorded', existingKeys: Number(value) };
   return value === fingerprint ? { outcome: 'matches' } : { outcome: 'differs', stored: value };
@@ -63,7 +71,7 @@ export function describePepperMismatch(stored: string, mine: string): string {
     return 'the API keys in this Redis were made without a pepper, but one is set (API_KEY_PEPPER or API_KEY_PEPPER_FILE): unset it, or re-issue the keys with it';
   }
   if (mine === NO_PEPPER) {
-    return 'the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways\' pepper';
+    return "the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways' pepper";
   }
-  return 'the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways\' pepper';
+  return "the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways' pepper";
 }

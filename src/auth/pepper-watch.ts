@@ -45,14 +45,14 @@ export function watchPepper(redis: RedisClient, options: PepperWatchOptions): Pe
     lastError = undefined;
     if (!matches) {
       if (heard !== 'differs') {
-        const where = state === 'verified' ? 'the keys\' pepper fingerprint in Redis changed after this replica verified it (it stays ready)' : 'not ready';
+        const where = state === 'verified' ? "the keys' pepper fingerprint in Redis changed after this replica verified it (it stays ready)" : 'not ready';
         logger.error({ setting: 'API_KEY_PEPPER_FILE / API_KEY_PEPPER' }, `${where}: ${describePepperMismatch(stored!, fingerprint)}`);
       }
       heard = 'differs';
       if (state !== 'verified') state = 'differs';
       return;
     }
-    if (heard === 'differs') logger.info('the pepper matches the keys\' pepper again');
+    if (heard === 'differs') logger.info("the pepper matches the keys' pepper again");
     heard = 'matches';
     state = 'verified';
   }
@@ -67,7 +67,10 @@ export function watchPepper(redis: RedisClient, options: PepperWatchOptions): Pe
     const claim = await claimPepperFingerprint(redis, keyPrefix, fingerprint, true);
     if (claim.outcome === 'differs') return answered(false, claim.stored);
     if (claim.outcome === 'recorded') {
-      logger.warn({ existingKeys: claim.existingKeys }, 'keys in Redis had no pepper fingerprint (written before fingerprints existed): recorded this gateway\'s, assuming they were made with its pepper');
+      logger.warn(
+        { existingKeys: claim.existingKeys },
+        "keys in Redis had no pepper fingerprint (written before fingerprints existed): recorded this gateway's, assuming they were made with its pepper",
+      );
     }
     answered(true);
   };

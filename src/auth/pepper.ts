@@ -38,7 +38,8 @@ function readPepperFile(pepperFile: string): string {
   } catch (cause) {
     throw new ConfigError(`API_KEY_PEPPER_FILE (auth.pepperFile): ${pepperFile} could not be read: ${(cause as Error).message}`, { cause });
   }
-  if (pepper.length < MIN_PEPPER_LENGTH) throw new ConfigError(`API_KEY_PEPPER_FILE (auth.pepperFile): the pepper must be at least ${MIN_PEPPER_LENGTH} characters`);
+  if (pepper.length < MIN_PEPPER_LENGTH)
+    throw new ConfigError(`API_KEY_PEPPER_FILE (auth.pepperFile): the pepper must be at least ${MIN_PEPPER_LENGTH} characters`);
   return pepper;
 }
 

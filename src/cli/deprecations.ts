@@ -38,7 +38,9 @@ function loadSetting(): Setting {
     const versions = loadApiVersions(config.sources);
     const described = new Map(
       versions.flatMap(({ contract }) =>
-        contract.operations.filter((operation) => operation.deprecation).map((operation) => [operation.id, `${operation.method} ${contract.basePath}${operation.pathTemplate}`] as const),
+        contract.operations
+          .filter((operation) => operation.deprecation)
+          .map((operation) => [operation.id, `${operation.method} ${contract.basePath}${operation.pathTemplate}`] as const),
       ),
     );
     return { config, schedule: compileBrownoutSchedule(allOperations(versions), config.deprecations), described };
@@ -51,12 +53,15 @@ function loadSetting(): Setting {
 function requireDeprecated(command: Command, setting: Setting, operation: string): void {
   if (setting.described.has(operation)) return;
   const deprecated = [...setting.described.keys()].join(', ') || 'none';
-  command.error(`error: '${operation}' is not a deprecated operation of the interface document; only deprecated operations can be browned out (deprecated: ${deprecated})`);
+  command.error(
+    `error: '${operation}' is not a deprecated operation of the interface document; only deprecated operations can be browned out (deprecated: ${deprecated})`,
+  );
 }
 
 async function loadBoard(redis: RedisClient, setting: Setting): Promise<BrownoutBoard> {
   const board = new BrownoutBoard(setting.schedule);
-  for (const [operation, override] of await readBrownoutOverrides(redis, setting.config.redis.keyPrefix, board.operations)) board.setOverride(operation, override);
+  for (const [operation, override] of await readBrownoutOverrides(redis, setting.config.redis.keyPrefix, board.operations))
+    board.setOverride(operation, override);
   return board;
 }
 
@@ -70,7 +75,10 @@ function printBrownouts(listed: readonly ListedBrownout[], json: boolean): void 
     process.stdout.write('no active or scheduled brownouts\n');
     return;
   }
-  for (const row of rows) process.stdout.write(`${row.operation}  ${row.state.padEnd(9)}  ${row.start} to ${row.end}  (${row.source === 'operator' ? 'started by an operator' : 'scheduled in config'})\n`);
+  for (const row of rows)
+    process.stdout.write(
+      `${row.operation}  ${row.state.padEnd(9)}  ${row.start} to ${row.end}  (${row.source === 'operator' ? 'started by an operator' : 'scheduled in config'})\n`,
+    );
 }
 
 function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json: boolean): void {
@@ -82,9 +90,19 @@ function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json:
   for (const [operation, described] of setting.described) {
     const own = rows.filter((row) => row.operation === operation);
     lines.push(`${operation} (${described}): ${own.length} consumer${own.length === 1 ? '' : 's'}`);
-    const table = [['KEY ID', 'CONSUMER', 'CALLS', 'FIRST SEEN', 'LAST SEEN'], ...own.map((row) => [row.keyId, row.consumer, String(row.calls), row.firstSeen, row.lastSeen])];
+    const table = [
+      ['KEY ID', 'CONSUMER', 'CALLS', 'FIRST SEEN', 'LAST SEEN'],
+      ...own.map((row) => [row.keyId, row.consumer, String(row.calls), row.firstSeen, row.lastSeen]),
+    ];
     const widths = table[0]!.map((_, column) => Math.max(...table.map((cells) => cells[column]!.length)));
-    if (own.length > 0) for (const cells of table) lines.push(`  ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}`);
+    if (own.length > 0)
+      for (const cells of table)
+        lines.push(
+          `  ${cells
+            .map((cell, column) => cell.padEnd(widths[column]!))
+            .join('  ')
+            .trimEnd()}`,
+        );
   }
   process.stdout.write(`${lines.join('\n') || 'the interface document deprecates no operation'}\n`);
 }
@@ -118,7 +136,7 @@ brownout
 
 brownout
   .command('stop <operationId>')
-  .description('end the brownout in progress (an operator\'s, or a scheduled window\'s) on every replica')
+  .description("end the brownout in progress (an operator's, or a scheduled window's) on every replica")
   .action(async function stop(this: Command, operation: string) {
     const setting = loadSetting();
     requireDeprecated(this, setting, operation);
@@ -127,7 +145,9 @@ brownout
       const board = await loadBoard(redis, setting);
       if (!board.active(operation, now)) throw new DeprecationsError(`no brownout of ${operation} is in progress`);
       // A scheduled window would resume once the operator's override is gone: it is cancelled until its end.
-      const scheduledEnd = Math.max(...(setting.schedule.get(operation) ?? []).filter((window) => window.start <= now && now < window.end).map((window) => window.end));
+      const scheduledEnd = Math.max(
+        ...(setting.schedule.get(operation) ?? []).filter((window) => window.start <= now && now < window.end).map((window) => window.end),
+      );
       const override = Number.isFinite(scheduledEnd) ? ({ kind: 'stopped', until: scheduledEnd } as const) : undefined;
       await publishBrownoutOverride(redis, setting.config.redis.keyPrefix, operation, override, now);
       return `brownout of ${operation} stopped${override ? `; the scheduled window stays cancelled until ${iso(override.until)}` : ''}`;

@@ -31,7 +31,10 @@ try {
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
   const code = (error as NodeJS.ErrnoException).code;
-  const message = code === 'EEXIST' ? `${(error as NodeJS.ErrnoException).path} exists; choose another path (a key that signs must never be overwritten)` : (error as Error).message;
+  const message =
+    code === 'EEXIST'
+      ? `${(error as NodeJS.ErrnoException).path} exists; choose another path (a key that signs must never be overwritten)`
+      : (error as Error).message;
   process.stderr.write(`identity-key: ${message}\n`);
   process.exit(1);
 }

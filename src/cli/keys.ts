@@ -85,7 +85,7 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = fa
 const USAGE_ERROR = 2;
 
 const program = new Command('keys')
-  .description('Manage the gateway\'s API keys in Redis (REDIS_URL). Secrets are shown once, at creation.')
+  .description("Manage the gateway's API keys in Redis (REDIS_URL). Secrets are shown once, at creation.")
   .showHelpAfterError()
   // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
   .exitOverride()
@@ -96,27 +96,38 @@ program
   .description('create a key and print it once')
   .requiredOption('--name <consumer>', 'who the key is for')
   .addOption(
-    new Option('--environment <environment>', 'where the key is valid; repeat for both (default: GATEWAY_ENVIRONMENT, or staging)')
-      .argParser(collectEnvironment),
+    new Option('--environment <environment>', 'where the key is valid; repeat for both (default: GATEWAY_ENVIRONMENT, or staging)').argParser(
+      collectEnvironment,
+    ),
   )
   .option('--expires-at <iso>', 'when the key stops working', futureInstant)
-  .option('--rate-limit-per-minute <n>', 'this key\'s own rate limit', positiveInteger)
+  .option('--rate-limit-per-minute <n>', "this key's own rate limit", positiveInteger)
   .addOption(new Option('--opt-in <marker>', 'call operations marked experimental or beta where config says opt-in; repeat for both').argParser(collectMarker))
   .option('--json', 'print one JSON line {"id", "key", ...}')
-  .action(async (options: { name: string; environment?: Environment[]; expiresAt?: string; rateLimitPerMinute?: number; optIn?: StabilityMarker[]; json?: boolean }) => {
-    const environments = options.environment ?? [loadConfig().environment];
-    const issued = await withAdmin((admin) =>
-      admin.create({
-        consumer: options.name,
-        environments,
-        ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
-        ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
-        ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
-      }),
-      { hashes: true },
-    );
-    printIssued(issued, options.json === true);
-  });
+  .action(
+    async (options: {
+      name: string;
+      environment?: Environment[];
+      expiresAt?: string;
+      rateLimitPerMinute?: number;
+      optIn?: StabilityMarker[];
+      json?: boolean;
+    }) => {
+      const environments = options.environment ?? [loadConfig().environment];
+      const issued = await withAdmin(
+        (admin) =>
+          admin.create({
+            consumer: options.name,
+            environments,
+            ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+            ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+            ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
+          }),
+        { hashes: true },
+      );
+      printIssued(issued, options.json === true);
+    },
+  );
 
 program
   .command('list')
@@ -161,7 +172,7 @@ program
 
 program
   .command('set-limit')
-  .description('set a key\'s own rate limit, requests per minute')
+  .description("set a key's own rate limit, requests per minute")
   .argument('<id>')
   .addArgument(new Argument('<perMinute>').argParser(positiveInteger))
   .option('--json', 'print JSON')

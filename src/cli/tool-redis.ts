@@ -36,7 +36,9 @@ export async function withToolRedis<T>(settings: RedisSettings, name: string, wo
     await redis.ping();
   } catch (cause) {
     redis.disconnect();
-    throw new RedisUnreachableError(`Redis at ${describeRedis(settings)} is unreachable (${(cause as Error).message}); check the Redis settings (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES)`);
+    throw new RedisUnreachableError(
+      `Redis at ${describeRedis(settings)} is unreachable (${(cause as Error).message}); check the Redis settings (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES)`,
+    );
   }
   try {
     return await work(redis);

@@ -97,7 +97,8 @@ export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadP
 function checkKeptTogether(config: GatewayConfig): void {
   const { mode, syncMs, windowMs, onStoreError } = config.rateLimit;
   if (mode !== 'local-first') return;
-  if (syncMs * 4 > windowMs) throw new ReloadRefusal(`rateLimit.windowMs: must be at least four times the running rateLimit.syncMs (${syncMs} ms) in local-first mode`);
+  if (syncMs * 4 > windowMs)
+    throw new ReloadRefusal(`rateLimit.windowMs: must be at least four times the running rateLimit.syncMs (${syncMs} ms) in local-first mode`);
   if (onStoreError !== 'allow') throw new ReloadRefusal('rateLimit.onStoreError: deny applies to the exact mode only; the running mode is local-first');
 }
 

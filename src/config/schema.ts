@@ -44,7 +44,11 @@ const versionDeprecation = z
     /** From this instant every operation of the version is refused; null: no date yet. */
     sunset: instant.nullable().default(null),
     /** The base path of the version clients should move to (another configured version, e.g. /v2): Link rel="successor-version". */
-    successor: z.string().regex(/^\/[^\s]*$/, 'must be the base path of another configured version, such as /v2').nullable().default(null),
+    successor: z
+      .string()
+      .regex(/^\/[^\s]*$/, 'must be the base path of another configured version, such as /v2')
+      .nullable()
+      .default(null),
   })
   .strict()
   .refine((deprecation) => deprecation.sunset === null || deprecation.sunset > deprecation.deprecatedAt, {
@@ -54,248 +58,263 @@ const versionDeprecation = z
 export type VersionDeprecation = z.output<typeof versionDeprecation>;
 
 const stabilityPolicy = (experimental: StabilityAccess, beta: StabilityAccess) =>
-  z.object({ experimental: stabilityAccess.default(experimental), beta: stabilityAccess.default(beta) }).strict().prefault({});
+  z
+    .object({ experimental: stabilityAccess.default(experimental), beta: stabilityAccess.default(beta) })
+    .strict()
+    .prefault({});
 
-export const configSchema = z.object({
-  /** The interface document, relative to the config file. */
-  contract: z.string().min(1).default('petstore.openapi.yaml'),
-  /** Which backend this deployment fronts. */
-  environment: z.enum(ENVIRONMENTS).default('staging'),
-  environments: z
-    .object({
-      production: z.object({ upstream: baseUrl }),
-      staging: z.object({ upstream: baseUrl }),
-    })
-    .strict(),
-  /** Overrides the selected environment's upstream base address. */
-  upstreamUrl: baseUrl.optional(),
-  /** The document of `contract` deprecated as a whole (same shape as `versions[].deprecation`); null: it is current. */
-  versionDeprecation: versionDeprecation.nullable().default(null),
-  /**
-   * Further interface documents served beside `contract`, each under the base path of its servers[0].url,
-   * with its own upstream per environment. Operation ids must be unique across all documents.
-   */
-  versions: z
-    .array(
-      z
-        .object({
-          /** The interface document, relative to the config file. */
-          document: z.string().min(1),
-          /** Base address of this version's backend per environment. */
-          upstreams: z.object({ production: z.url({ protocol: /^https?$/ }), staging: z.url({ protocol: /^https?$/ }) }).strict(),
-          deprecation: versionDeprecation.optional(),
-        })
-        .strict(),
-    )
-    .default([]),
-  /** What operations marked `x-stability: experimental | beta` may do, per environment: allow, deny, or opt-in (keys that opted in). */
-  stability: z
-    .object({ production: stabilityPolicy('opt-in', 'allow'), staging: stabilityPolicy('allow', 'allow') })
-    .strict()
-    .prefault({}),
-  listen: z
-    .object({
-      /** The public listener's address: every interface by default. */
-      host: z.string().trim().min(1).default('0.0.0.0'),
-      port: port.default(8080),
-      /** The admin listener's address; loopback unless configured (ADMIN_HOST): /metrics and the deprecation report are for the kubelet's probes and Prometheus, not every network the host is on. */
-      adminHost: z.string().trim().min(1).default('127.0.0.1'),
-      adminPort: port.default(9090),
-      keepAliveTimeoutMs: positiveMs.default(5000),
-      headersTimeoutMs: positiveMs.default(10_000),
-      requestTimeoutMs: positiveMs.default(30_000),
-      /** Open client connections per process; more are refused by the listener. */
-      maxConnections: z.coerce.number().int().positive().default(10_000),
-      /** Requests in flight per process; above it, 503 at once (load shedding). */
-      maxInFlight: z.coerce.number().int().positive().default(1024),
-      /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
-      maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
-    })
-    .strict()
-    .prefault({}),
-  upstream: z
-    .object({
-      timeoutMs: positiveMs.default(10_000),
-      connectTimeoutMs: positiveMs.default(2000),
-      totalTimeoutMs: positiveMs.default(30_000),
-      maxSockets: z.coerce.number().int().positive().default(256),
-      circuitBreaker: z
-        .object({
-          /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */
-          failureThreshold: z.coerce.number().int().positive().default(5),
-          /** How long the circuit stays open before one trial request is let through. */
-          openMs: positiveMs.default(5000),
-        })
-        .strict()
-        .prefault({}),
-    })
-    .strict()
-    .prefault({}),
-  /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
-  headers: z
-    .object({
-      /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */
-      forwardToUpstream: headerList(NEVER_FORWARDED, 'is never forwarded: the gateway sets it itself, or it describes the client\'s connection or credential, or is a claim about the client or route the gateway does not make'),
-      /** Upstream headers relayed to the client besides the standard set and the ones the document declares for the answer's status. */
-      relayToClient: headerList(NOT_RELAYABLE_BY_CONFIG, 'is never relayed from the upstream: it describes the connection or framing, or the gateway states it itself'),
-    })
-    .strict()
-    .prefault({}),
-  requests: z
-    .object({ maxBodyBytes: z.coerce.number().int().positive().default(65_536) })
-    .strict()
-    .prefault({}),
-  deprecations: z
-    .record(
-      z.string(),
-      z
-        .object({
-          deprecatedAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
-          /** A page about the deprecation: Link rel="deprecation". */
-          documentationUrl: z.url().nullable().default(null),
-          /** A page about the sunset (what is removed, when, how to migrate): Link rel="sunset". */
-          sunsetDocumentationUrl: z.url().nullable().default(null),
-          /** Scheduled brownouts: the operation is refused (410 brownout) from each start until its end. */
-          brownouts: z
-            .array(
-              z
-                .object({
-                  start: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
-                  end: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
-                })
-                .strict()
-                .refine((window) => window.end > window.start, { message: 'must be after start', path: ['end'] }),
-            )
-            .default([]),
-        })
-        .strict(),
-    )
-    .default({}),
-  /** Who still calls deprecated operations: counted in each process, added up in Redis in batches. */
-  deprecationReport: z
-    .object({
-      /** How often each process writes its counts to Redis; a crash loses at most this long's calls. */
-      flushIntervalMs: positiveMs.default(5000),
-    })
-    .strict()
-    .prefault({}),
-  shutdown: z
-    .object({
-      gracePeriodMs: positiveMs.default(20_000),
-      drainDelayMs: z.coerce.number().int().min(0).default(5000),
-    })
-    .strict()
-    .prefault({}),
-  redis: z
-    .object({
-      /** redis://[:password@]host:port/db, or rediss:// for TLS. */
-      url: z
-        .string()
-        .refine((value) => /^rediss?:\/\//.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL')
-        .default('redis://127.0.0.1:6379'),
-      /** Sentinel mode: the sentinels (host:port) that know the primary named `sentinelName`. */
-      sentinels: z.array(redisNode).default([]),
-      sentinelName: z.string().min(1).default('mymaster'),
-      /** Cluster mode: some nodes (host:port) of the cluster. */
-      clusterNodes: z.array(redisNode).default([]),
-      /** Password of the data nodes in Sentinel and Cluster mode; standalone takes it from the URL. */
-      password: z.string().min(1).nullable().default(null),
-      /** Prefix of every Redis key and channel the gateway uses, so it can share a Redis. */
-      keyPrefix: z.string().min(1).default('petstore-gateway:'),
-      /** A Redis command that takes longer fails (auth then answers 503). */
-      commandTimeoutMs: positiveMs.default(500),
-      connectTimeoutMs: positiveMs.default(2000),
-    })
-    .strict()
-    .refine((redis) => redis.sentinels.length === 0 || redis.clusterNodes.length === 0, 'set either sentinels or clusterNodes, not both')
-    .prefault({}),
-  auth: z
-    .object({
-      /** File holding the pepper for HMAC-SHA-256 key hashes; without one keys are stored as SHA-256. */
-      pepperFile: z.string().min(1).nullable().default(null),
-      cache: z
-        .object({
-          maxEntries: z.coerce.number().int().positive().default(10_000),
-          /** Most unknown keys remembered, held apart from found keys so a flood of bogus keys cannot evict valid ones. */
-          maxNegativeEntries: z.coerce.number().int().positive().default(1000),
-          ttlMs: positiveMs.default(30_000),
-          negativeTtlMs: positiveMs.default(5000),
-        })
-        .strict()
-        .prefault({}),
-    })
-    .strict()
-    .prefault({}),
-  rateLimit: z
-    .object({
-      /** Fixed window in which each key's requests to each operation are counted. */
-      windowMs: positiveMs.default(60_000),
-      /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. Exact mode only. */
-      onStoreError: z.enum(['allow', 'deny']).default('allow'),
-      /**
-       * `exact`: every hit counted in Redis before its request goes on (one command per key per
-       * event-loop turn), exact across replicas. `local-first`: counted in process and
-       * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
-       * (N − 1) × its rate per replica × syncMs over its limit).
-       */
-      mode: z.enum(['exact', 'local-first']).default('exact'),
-      /** local-first: how often local counts are synchronised with Redis. */
-      syncMs: positiveMs.default(250),
-      /** Requests per window per key and operation, by environment; `default` for operations not listed. */
-      limits: z
-        .object({
-          production: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
-          staging: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
-        })
-        .prefault({ production: { default: 600, createPet: 60 }, staging: { default: 300, createPet: 30 } }),
-    })
-    .strict()
-    // Synchronising less than four times a window lets replicas miss each other's counts for most of it.
-    .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.syncMs * 4 <= rateLimit.windowMs, {
-      message: 'must be at most a quarter of rateLimit.windowMs in local-first mode',
-      path: ['syncMs'],
-    })
-    // Local-first never asks Redis on the request path, so there is no failure to deny on: say so rather than ignore it.
-    .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.onStoreError === 'allow', {
-      message: 'deny applies to the exact mode only; local-first counts in process while Redis is away',
-      path: ['onStoreError'],
-    })
-    .prefault({}),
-  logging: z
-    .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
-    .strict()
-    .prefault({}),
-  /** Signed caller identity sent to the backend (Authorization: Bearer <JWT>); off while keyFile is null. */
-  upstreamIdentity: z
-    .object({
-      /** PKCS#8 PEM private key, Ed25519 (EdDSA) or P-256 (ES256), that signs the tokens; null: nothing is signed. */
-      keyFile: z.string().min(1).nullable().default(null),
-      /** Rotation: the key that signed before keyFile, still published in the JWKS until previousKeyUntil. */
-      previousKeyFile: z.string().min(1).nullable().default(null),
-      /** End of the rotation overlap: from this instant the previous key leaves the JWKS. */
-      previousKeyUntil: z.iso.datetime({ offset: true }).transform((value) => new Date(value)).nullable().default(null),
-      /** `iss` of every token; backends check it. */
-      issuer: z.string().min(1).default('petstore-gateway'),
-      /** `aud` of every token; backends check it. */
-      audience: z.string().min(1).default('petstore-backend'),
-      /** Token lifetime (exp - iat); a token is reused for two thirds of it. At most 300 (5 minutes). */
-      ttlSeconds: z.coerce.number().int().min(30).max(300).default(120),
-      /** Tokens kept for reuse in each process, one per API key and operation. */
-      maxCachedTokens: z.coerce.number().int().positive().default(10_000),
-      /** Also send X-Consumer-Id and X-Consumer-Name, unsigned, for backends on a trusted network. */
-      consumerHeaders: z.boolean().default(false),
-    })
-    .strict()
-    .refine((identity) => (identity.previousKeyFile === null) === (identity.previousKeyUntil === null), {
-      message: 'set previousKeyFile and previousKeyUntil together (the overlap needs an end)',
-      path: ['previousKeyUntil'],
-    })
-    .refine((identity) => identity.previousKeyFile === null || identity.keyFile !== null, {
-      message: 'a previous key needs a current key (keyFile) to rotate to',
-      path: ['keyFile'],
-    })
-    .prefault({}),
-}).strict();
+export const configSchema = z
+  .object({
+    /** The interface document, relative to the config file. */
+    contract: z.string().min(1).default('petstore.openapi.yaml'),
+    /** Which backend this deployment fronts. */
+    environment: z.enum(ENVIRONMENTS).default('staging'),
+    environments: z
+      .object({
+        production: z.object({ upstream: baseUrl }),
+        staging: z.object({ upstream: baseUrl }),
+      })
+      .strict(),
+    /** Overrides the selected environment's upstream base address. */
+    upstreamUrl: baseUrl.optional(),
+    /** The document of `contract` deprecated as a whole (same shape as `versions[].deprecation`); null: it is current. */
+    versionDeprecation: versionDeprecation.nullable().default(null),
+    /**
+     * Further interface documents served beside `contract`, each under the base path of its servers[0].url,
+     * with its own upstream per environment. Operation ids must be unique across all documents.
+     */
+    versions: z
+      .array(
+        z
+          .object({
+            /** The interface document, relative to the config file. */
+            document: z.string().min(1),
+            /** Base address of this version's backend per environment. */
+            upstreams: z.object({ production: z.url({ protocol: /^https?$/ }), staging: z.url({ protocol: /^https?$/ }) }).strict(),
+            deprecation: versionDeprecation.optional(),
+          })
+          .strict(),
+      )
+      .default([]),
+    /** What operations marked `x-stability: experimental | beta` may do, per environment: allow, deny, or opt-in (keys that opted in). */
+    stability: z
+      .object({ production: stabilityPolicy('opt-in', 'allow'), staging: stabilityPolicy('allow', 'allow') })
+      .strict()
+      .prefault({}),
+    listen: z
+      .object({
+        /** The public listener's address: every interface by default. */
+        host: z.string().trim().min(1).default('0.0.0.0'),
+        port: port.default(8080),
+        /** The admin listener's address; loopback unless configured (ADMIN_HOST): /metrics and the deprecation report are for the kubelet's probes and Prometheus, not every network the host is on. */
+        adminHost: z.string().trim().min(1).default('127.0.0.1'),
+        adminPort: port.default(9090),
+        keepAliveTimeoutMs: positiveMs.default(5000),
+        headersTimeoutMs: positiveMs.default(10_000),
+        requestTimeoutMs: positiveMs.default(30_000),
+        /** Open client connections per process; more are refused by the listener. */
+        maxConnections: z.coerce.number().int().positive().default(10_000),
+        /** Requests in flight per process; above it, 503 at once (load shedding). */
+        maxInFlight: z.coerce.number().int().positive().default(1024),
+        /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
+        maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
+      })
+      .strict()
+      .prefault({}),
+    upstream: z
+      .object({
+        timeoutMs: positiveMs.default(10_000),
+        connectTimeoutMs: positiveMs.default(2000),
+        totalTimeoutMs: positiveMs.default(30_000),
+        maxSockets: z.coerce.number().int().positive().default(256),
+        circuitBreaker: z
+          .object({
+            /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */
+            failureThreshold: z.coerce.number().int().positive().default(5),
+            /** How long the circuit stays open before one trial request is let through. */
+            openMs: positiveMs.default(5000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
+    headers: z
+      .object({
+        /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */
+        forwardToUpstream: headerList(
+          NEVER_FORWARDED,
+          "is never forwarded: the gateway sets it itself, or it describes the client's connection or credential, or is a claim about the client or route the gateway does not make",
+        ),
+        /** Upstream headers relayed to the client besides the standard set and the ones the document declares for the answer's status. */
+        relayToClient: headerList(
+          NOT_RELAYABLE_BY_CONFIG,
+          'is never relayed from the upstream: it describes the connection or framing, or the gateway states it itself',
+        ),
+      })
+      .strict()
+      .prefault({}),
+    requests: z
+      .object({ maxBodyBytes: z.coerce.number().int().positive().default(65_536) })
+      .strict()
+      .prefault({}),
+    deprecations: z
+      .record(
+        z.string(),
+        z
+          .object({
+            deprecatedAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+            /** A page about the deprecation: Link rel="deprecation". */
+            documentationUrl: z.url().nullable().default(null),
+            /** A page about the sunset (what is removed, when, how to migrate): Link rel="sunset". */
+            sunsetDocumentationUrl: z.url().nullable().default(null),
+            /** Scheduled brownouts: the operation is refused (410 brownout) from each start until its end. */
+            brownouts: z
+              .array(
+                z
+                  .object({
+                    start: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+                    end: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+                  })
+                  .strict()
+                  .refine((window) => window.end > window.start, { message: 'must be after start', path: ['end'] }),
+              )
+              .default([]),
+          })
+          .strict(),
+      )
+      .default({}),
+    /** Who still calls deprecated operations: counted in each process, added up in Redis in batches. */
+    deprecationReport: z
+      .object({
+        /** How often each process writes its counts to Redis; a crash loses at most this long's calls. */
+        flushIntervalMs: positiveMs.default(5000),
+      })
+      .strict()
+      .prefault({}),
+    shutdown: z
+      .object({
+        gracePeriodMs: positiveMs.default(20_000),
+        drainDelayMs: z.coerce.number().int().min(0).default(5000),
+      })
+      .strict()
+      .prefault({}),
+    redis: z
+      .object({
+        /** redis://[:password@]host:port/db, or rediss:// for TLS. */
+        url: z
+          .string()
+          .refine((value) => /^rediss?:\/\//.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL')
+          .default('redis://127.0.0.1:6379'),
+        /** Sentinel mode: the sentinels (host:port) that know the primary named `sentinelName`. */
+        sentinels: z.array(redisNode).default([]),
+        sentinelName: z.string().min(1).default('mymaster'),
+        /** Cluster mode: some nodes (host:port) of the cluster. */
+        clusterNodes: z.array(redisNode).default([]),
+        /** Password of the data nodes in Sentinel and Cluster mode; standalone takes it from the URL. */
+        password: z.string().min(1).nullable().default(null),
+        /** Prefix of every Redis key and channel the gateway uses, so it can share a Redis. */
+        keyPrefix: z.string().min(1).default('petstore-gateway:'),
+        /** A Redis command that takes longer fails (auth then answers 503). */
+        commandTimeoutMs: positiveMs.default(500),
+        connectTimeoutMs: positiveMs.default(2000),
+      })
+      .strict()
+      .refine((redis) => redis.sentinels.length === 0 || redis.clusterNodes.length === 0, 'set either sentinels or clusterNodes, not both')
+      .prefault({}),
+    auth: z
+      .object({
+        /** File holding the pepper for HMAC-SHA-256 key hashes; without one keys are stored as SHA-256. */
+        pepperFile: z.string().min(1).nullable().default(null),
+        cache: z
+          .object({
+            maxEntries: z.coerce.number().int().positive().default(10_000),
+            /** Most unknown keys remembered, held apart from found keys so a flood of bogus keys cannot evict valid ones. */
+            maxNegativeEntries: z.coerce.number().int().positive().default(1000),
+            ttlMs: positiveMs.default(30_000),
+            negativeTtlMs: positiveMs.default(5000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    rateLimit: z
+      .object({
+        /** Fixed window in which each key's requests to each operation are counted. */
+        windowMs: positiveMs.default(60_000),
+        /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. Exact mode only. */
+        onStoreError: z.enum(['allow', 'deny']).default('allow'),
+        /**
+         * `exact`: every hit counted in Redis before its request goes on (one command per key per
+         * event-loop turn), exact across replicas. `local-first`: counted in process and
+         * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
+         * (N − 1) × its rate per replica × syncMs over its limit).
+         */
+        mode: z.enum(['exact', 'local-first']).default('exact'),
+        /** local-first: how often local counts are synchronised with Redis. */
+        syncMs: positiveMs.default(250),
+        /** Requests per window per key and operation, by environment; `default` for operations not listed. */
+        limits: z
+          .object({
+            production: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
+            staging: z.record(z.string(), z.coerce.number().int().positive()).and(z.object({ default: z.coerce.number().int().positive() })),
+          })
+          .prefault({ production: { default: 600, createPet: 60 }, staging: { default: 300, createPet: 30 } }),
+      })
+      .strict()
+      // Synchronising less than four times a window lets replicas miss each other's counts for most of it.
+      .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.syncMs * 4 <= rateLimit.windowMs, {
+        message: 'must be at most a quarter of rateLimit.windowMs in local-first mode',
+        path: ['syncMs'],
+      })
+      // Local-first never asks Redis on the request path, so there is no failure to deny on: say so rather than ignore it.
+      .refine((rateLimit) => rateLimit.mode !== 'local-first' || rateLimit.onStoreError === 'allow', {
+        message: 'deny applies to the exact mode only; local-first counts in process while Redis is away',
+        path: ['onStoreError'],
+      })
+      .prefault({}),
+    logging: z
+      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+      .strict()
+      .prefault({}),
+    /** Signed caller identity sent to the backend (Authorization: Bearer <JWT>); off while keyFile is null. */
+    upstreamIdentity: z
+      .object({
+        /** PKCS#8 PEM private key, Ed25519 (EdDSA) or P-256 (ES256), that signs the tokens; null: nothing is signed. */
+        keyFile: z.string().min(1).nullable().default(null),
+        /** Rotation: the key that signed before keyFile, still published in the JWKS until previousKeyUntil. */
+        previousKeyFile: z.string().min(1).nullable().default(null),
+        /** End of the rotation overlap: from this instant the previous key leaves the JWKS. */
+        previousKeyUntil: z.iso
+          .datetime({ offset: true })
+          .transform((value) => new Date(value))
+          .nullable()
+          .default(null),
+        /** `iss` of every token; backends check it. */
+        issuer: z.string().min(1).default('petstore-gateway'),
+        /** `aud` of every token; backends check it. */
+        audience: z.string().min(1).default('petstore-backend'),
+        /** Token lifetime (exp - iat); a token is reused for two thirds of it. At most 300 (5 minutes). */
+        ttlSeconds: z.coerce.number().int().min(30).max(300).default(120),
+        /** Tokens kept for reuse in each process, one per API key and operation. */
+        maxCachedTokens: z.coerce.number().int().positive().default(10_000),
+        /** Also send X-Consumer-Id and X-Consumer-Name, unsigned, for backends on a trusted network. */
+        consumerHeaders: z.boolean().default(false),
+      })
+      .strict()
+      .refine((identity) => (identity.previousKeyFile === null) === (identity.previousKeyUntil === null), {
+        message: 'set previousKeyFile and previousKeyUntil together (the overlap needs an end)',
+        path: ['previousKeyUntil'],
+      })
+      .refine((identity) => identity.previousKeyFile === null || identity.keyFile !== null, {
+        message: 'a previous key needs a current key (keyFile) to rotate to',
+        path: ['keyFile'],
+      })
+      .prefault({}),
+  })
+  .strict();
 
 /** One interface document to serve, resolved for the selected environment. */
 export interface VersionSource {

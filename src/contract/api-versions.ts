@@ -33,7 +33,9 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
     for (const other of versions) {
       const [a, b] = [`${contract.basePath}/`, `${other.contract.basePath}/`];
       if (a.startsWith(b) || b.startsWith(a)) {
-        throw new ConfigError(`config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`);
+        throw new ConfigError(
+          `config: ${source.key}: base path ${contract.basePath} overlaps ${other.contract.basePath} of ${other.source.key}; each version needs its own, such as /v2`,
+        );
       }
     }
     // A version's requests go to its upstream with the operation's path under the upstream's own path:
@@ -59,7 +61,9 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
     const successor = source.deprecation?.successor;
     if (successor === null || successor === undefined) continue;
     if (successor === contract.basePath || !basePaths.includes(successor)) {
-      throw new ConfigError(`config: ${source.deprecationKey}.successor: ${successor} is not the base path of another configured version (served: ${basePaths.join(', ')})`);
+      throw new ConfigError(
+        `config: ${source.deprecationKey}.successor: ${successor} is not the base path of another configured version (served: ${basePaths.join(', ')})`,
+      );
     }
   }
   return versions;

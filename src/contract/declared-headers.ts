@@ -63,7 +63,10 @@ export function compileResponseHeaders(responses: unknown, where: string, resolv
     for (const name of names) {
       if (!FIELD_NAME.test(name)) throw new Error(`interface document: ${at}.headers.${name} is not a header field name`);
     }
-    compiled.set(key, names.map((name) => name.toLowerCase()));
+    compiled.set(
+      key,
+      names.map((name) => name.toLowerCase()),
+    );
   }
   return compiled;
 }

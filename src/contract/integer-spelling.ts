@@ -12,11 +12,7 @@ import { describePath, type NonCanonicalInteger } from './strict-json.ts';
  * only when that probe fails for another reason (a number field with an enum, say) is each
  * literal tried alone, one validation each (the document's bodies have no such field today).
  */
-export function findNonCanonicalInteger(
-  validate: ValidateFunction,
-  value: unknown,
-  literals: readonly NonCanonicalInteger[],
-): NonCanonicalInteger | undefined {
+export function findNonCanonicalInteger(validate: ValidateFunction, value: unknown, literals: readonly NonCanonicalInteger[]): NonCanonicalInteger | undefined {
   if (literals.length === 0) return undefined;
   // The literals' paths start at the value; holding it in a box lets a body that is one number be probed too.
   const box = { value };
@@ -68,15 +64,15 @@ function set(parent: Record<string | number, unknown>, key: string | number, val
 }
 
 function demandsInteger(error: ErrorObject): boolean {
-  if (error.keyword === 'type') return String((error.params as { type: unknown }).type).split(',').includes('integer');
+  if (error.keyword === 'type')
+    return String((error.params as { type: unknown }).type)
+      .split(',')
+      .includes('integer');
   return error.keyword === 'format' && /^int(32|64)$/.test(String((error.params as { format: unknown }).format));
 }
 
 /** Whether Ajv's instancePath (a JSON Pointer) names `path`. */
 function samePath(pointer: string, path: readonly (string | number)[]): boolean {
   const segments = pointer === '' ? [] : pointer.slice(1).split('/');
-  return (
-    segments.length === path.length &&
-    segments.every((segment, at) => segment.replaceAll('~1', '/').replaceAll('~0', '~') === String(path[at]))
-  );
+  return segments.length === path.length && segments.every((segment, at) => segment.replaceAll('~1', '/').replaceAll('~0', '~') === String(path[at]));
 }

@@ -51,9 +51,7 @@ export interface Operation {
 }
 
 /** What the path alone says: no operation, or the operations served there by method. */
-export type PathMatch =
-  | { kind: 'none' }
-  | { kind: 'path'; byMethod: ReadonlyMap<string, Operation>; pathParams: Readonly<Record<string, string>> };
+export type PathMatch = { kind: 'none' } | { kind: 'path'; byMethod: ReadonlyMap<string, Operation>; pathParams: Readonly<Record<string, string>> };
 
 /** The match stage's slice of the request record: the operation and its decoded path parameters. */
 export interface RouteSlice {

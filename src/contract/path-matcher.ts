@@ -35,9 +35,7 @@ export function createPathMatcher(operations: readonly Operation[]): (rawPath: s
     compiled.byMethod.set(operation.method, operation);
   }
   // Literal templates first, so `/pets/mine` would win over `/pets/{petId}` as OpenAPI requires.
-  const paths = [...byTemplate.values()].sort(
-    (a, b) => countParams(a.segments) - countParams(b.segments),
-  );
+  const paths = [...byTemplate.values()].sort((a, b) => countParams(a.segments) - countParams(b.segments));
 
   return function matchPath(rawPath) {
     const parts = rawPath.split('/').slice(1);

@@ -8,9 +8,7 @@ export interface NonCanonicalInteger {
   text: string;
 }
 
-export type JsonBodyParse =
-  | { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] }
-  | { ok: false; reason: string };
+export type JsonBodyParse = { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] } | { ok: false; reason: string };
 
 export interface JsonBodyOptions {
   /** Arrays and objects nested deeper than this are refused, so recursion stays bounded (default 64). */
@@ -21,7 +19,16 @@ export interface JsonBodyOptions {
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const INT64_MIN = -(2n ** 63n);
 const INT64_LIMIT = 2n ** 63n; // exclusive
-const ESCAPES = new Map([['"', '"'], ['\\', '\\'], ['/', '/'], ['b', '\b'], ['f', '\f'], ['n', '\n'], ['r', '\r'], ['t', '\t']]);
+const ESCAPES = new Map([
+  ['"', '"'],
+  ['\\', '\\'],
+  ['/', '/'],
+  ['b', '\b'],
+  ['f', '\f'],
+  ['n', '\n'],
+  ['r', '\r'],
+  ['t', '\t'],
+]);
 const LITERALS: ReadonlyArray<readonly [string, boolean | null]> = [
   ['true', true],
   ['false', false],

@@ -53,7 +53,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function startDemo(identity: DemoCallerIdentity) {
   const backendPort = Number(process.env.DEMO_BACKEND_PORT || 4010);
   if (!Number.isInteger(backendPort) || backendPort < 0 || backendPort > 65_535) {
-    throw new ConfigError(`invalid environment variable DEMO_BACKEND_PORT: must be an integer port number (0 to 65535), not ${JSON.stringify(process.env.DEMO_BACKEND_PORT)}`);
+    throw new ConfigError(
+      `invalid environment variable DEMO_BACKEND_PORT: must be an integer port number (0 to 65535), not ${JSON.stringify(process.env.DEMO_BACKEND_PORT)}`,
+    );
   }
   const config = loadConfig(
     { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${backendPort}/v1` },

@@ -102,16 +102,31 @@ function createCallerVerifier(identity: SampleBackendIdentity): (authorization: 
     const token = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization ?? '')?.[1];
     if (token === undefined) {
       // RFC 6750 §3.1: a request without credentials gets a challenge without an error code.
-      return { refusal: { status: 401, code: 'unauthorized', message: 'A caller identity token from the gateway is required (Authorization: Bearer)', challenge: 'Bearer' } };
+      return {
+        refusal: {
+          status: 401,
+          code: 'unauthorized',
+          message: 'A caller identity token from the gateway is required (Authorization: Bearer)',
+          challenge: 'Bearer',
+        },
+      };
     }
     try {
       const { payload } = await jwtVerify(token, keys, verifyOptions);
       return { caller: { sub: payload.sub!, consumer: String(payload.consumer) } };
     } catch (error) {
       if (error instanceof errors.JOSEError && !JWKS_UNAVAILABLE.has(error.code)) {
-        return { refusal: { status: 401, code: 'unauthorized', message: `Caller identity token refused: ${error.message}`, challenge: 'Bearer error="invalid_token"' } };
+        return {
+          refusal: { status: 401, code: 'unauthorized', message: `Caller identity token refused: ${error.message}`, challenge: 'Bearer error="invalid_token"' },
+        };
       }
-      return { refusal: { status: 503, code: 'service_unavailable', message: `Caller identity cannot be checked: the gateway's JWKS is unavailable (${(error as Error).message})` } };
+      return {
+        refusal: {
+          status: 503,
+          code: 'service_unavailable',
+          message: `Caller identity cannot be checked: the gateway's JWKS is unavailable (${(error as Error).message})`,
+        },
+      };
     }
   };
 }
@@ -174,7 +189,7 @@ export async function startSampleBackend(options: SampleBackendOptions = {}): Pr
     handle(req, res).catch(() => fail(res, 500, 'internal_error', 'sample backend failed'));
   });
   server.keepAliveTimeout = 65_000;
-  const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', options.portSetting ?? 'the sample backend\'s port');
+  const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', options.portSetting ?? "the sample backend's port");
   return {
     server,
     port,

@@ -78,9 +78,5 @@ export class GatewayError extends Error {
 export function isErrorBody(value: unknown): value is ErrorBody {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const candidate = value as Record<string, unknown>;
-  return (
-    typeof candidate.code === 'string' &&
-    typeof candidate.message === 'string' &&
-    Number.isInteger(candidate.status)
-  );
+  return typeof candidate.code === 'string' && typeof candidate.message === 'string' && Number.isInteger(candidate.status);
 }

@@ -15,6 +15,9 @@ export function announcesBody(headers: { 'content-length'?: string | undefined; 
  * Whether the request's body is still (partly) on the wire: answering now leaves bytes the connection
  * would have to read and discard, for as long as the client cares to send them.
  */
-export function bodyStillArriving(req: { complete: boolean; headers: { 'content-length'?: string | undefined; 'transfer-encoding'?: string | undefined } }): boolean {
+export function bodyStillArriving(req: {
+  complete: boolean;
+  headers: { 'content-length'?: string | undefined; 'transfer-encoding'?: string | undefined };
+}): boolean {
   return announcesBody(req.headers) && !req.complete;
 }

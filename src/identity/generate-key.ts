@@ -8,8 +8,7 @@ export type KeyAlgorithm = (typeof KEY_ALGORITHMS)[number];
 
 /** A new private key as PKCS#8 PEM: Ed25519 (signs EdDSA) or P-256 (signs ES256). */
 export function generateSigningKeyPem(algorithm: KeyAlgorithm): string {
-  const { privateKey } =
-    algorithm === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { privateKey } = algorithm === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
   return privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 }
 

@@ -26,9 +26,7 @@ export function createJwks(options: JwksOptions): Jwks {
   const { current, previous, clock = systemClock } = options;
   const currentOnly: JwksDocument = Object.freeze({ keys: Object.freeze([current.publicJwk]) });
   const overlapEnd = previous?.until.getTime() ?? -Infinity;
-  const withPrevious: JwksDocument = previous
-    ? Object.freeze({ keys: Object.freeze([current.publicJwk, previous.key.publicJwk]) })
-    : currentOnly;
+  const withPrevious: JwksDocument = previous ? Object.freeze({ keys: Object.freeze([current.publicJwk, previous.key.publicJwk]) }) : currentOnly;
   return {
     document: function jwksDocument(): JwksDocument {
       return clock.now() < overlapEnd ? withPrevious : currentOnly;

@@ -69,14 +69,21 @@ export async function signingKeyFromPem(pem: string, source: string): Promise<Si
 
 function parsePrivateKey(pem: string, source: string): KeyObject {
   if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(pem)) {
-    throw new SigningKeyError('encrypted', `${source} is an encrypted private key; the gateway reads unencrypted PKCS#8 PEM (mount it as a secret file with mode 0600)`);
+    throw new SigningKeyError(
+      'encrypted',
+      `${source} is an encrypted private key; the gateway reads unencrypted PKCS#8 PEM (mount it as a secret file with mode 0600)`,
+    );
   }
   try {
     return createPrivateKey(pem);
   } catch (cause) {
     // Node cannot tell "public key" from "garbage" in its error; asking for the public key can.
     if (isPublicKey(pem)) {
-      throw new SigningKeyError('public_key', `${source} holds a public key or certificate; the gateway needs the private key (PKCS#8 PEM, "BEGIN PRIVATE KEY")`, { cause });
+      throw new SigningKeyError(
+        'public_key',
+        `${source} holds a public key or certificate; the gateway needs the private key (PKCS#8 PEM, "BEGIN PRIVATE KEY")`,
+        { cause },
+      );
     }
     throw new SigningKeyError('not_a_private_key', `${source} is not a PEM private key (expected PKCS#8, "BEGIN PRIVATE KEY")`, { cause });
   }

@@ -18,7 +18,17 @@ export interface UpstreamIdentityDeps {
 /** What start-up logs: whether identity assertion is on, and with which keys. */
 export type UpstreamIdentitySummary =
   | { signing: false; consumerHeaders: boolean }
-  | { signing: true; consumerHeaders: boolean; algorithm: string; kid: string; issuer: string; audience: string; ttlSeconds: number; previousKid: string | null; previousKeyUntil: string | null };
+  | {
+      signing: true;
+      consumerHeaders: boolean;
+      algorithm: string;
+      kid: string;
+      issuer: string;
+      audience: string;
+      ttlSeconds: number;
+      previousKid: string | null;
+      previousKeyUntil: string | null;
+    };
 
 export interface UpstreamIdentity {
   /**
@@ -61,7 +71,10 @@ export async function loadUpstreamIdentity(settings: UpstreamIdentitySettings, d
   if (settings.previousKeyFile !== null && settings.previousKeyUntil !== null) {
     const previousKey = await loadSigningKey(settings.previousKeyFile, PREVIOUS_KEY_FILE_SETTING);
     if (previousKey.kid === key.kid) {
-      throw new SigningKeyError('same_as_current', `${PREVIOUS_KEY_FILE_SETTING}: ${settings.previousKeyFile} is the same key as ${KEY_FILE_SETTING}; after a rotation it must be the old key`);
+      throw new SigningKeyError(
+        'same_as_current',
+        `${PREVIOUS_KEY_FILE_SETTING}: ${settings.previousKeyFile} is the same key as ${KEY_FILE_SETTING}; after a rotation it must be the old key`,
+      );
     }
     previous = { key: previousKey, until: settings.previousKeyUntil };
   }

@@ -7,16 +7,7 @@ import { pino, type DestinationStream, type Level, type Logger, type LevelWithSi
  * Headers are never logged (the Authorization header carries the key); redaction is the second line
  * of defence for anything that logs a request or headers object by mistake.
  */
-const REDACT = [
-  'authorization',
-  'headers.authorization',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'apiKey',
-  'key',
-  'secret',
-  'pepper',
-];
+const REDACT = ['authorization', 'headers.authorization', 'req.headers.authorization', 'req.headers.cookie', 'apiKey', 'key', 'secret', 'pepper'];
 
 /**
  * pino's own timestamp is `,"time":${Date.now()}`. V8 turns a number into its decimal string through a

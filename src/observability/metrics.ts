@@ -126,7 +126,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   });
   const overhead = new Histogram({
     name: name('overhead_seconds'),
-    help: 'The gateway\'s own time on a proxied request: its total duration less the upstream exchange.',
+    help: "The gateway's own time on a proxied request: its total duration less the upstream exchange.",
     labelNames: ['operation', 'environment'] as const,
     buckets: LATENCY_BUCKETS,
     registers,
@@ -299,7 +299,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       labelNames: ['dependency', 'environment'] as const,
       registers,
       async collect() {
-        const results = await Promise.all(state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
+        const results = await Promise.all(
+          state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const),
+        );
         for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
       },
     });

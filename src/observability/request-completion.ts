@@ -11,7 +11,12 @@ export type RequestCompletion = (req: IncomingMessage, res: ServerResponse, reco
 /** Told of every authenticated call of a deprecated operation, answered or refused (the deprecation report counts them). */
 export type DeprecatedCallHook = (operation: string, keyId: string, consumer: string) => void;
 
-export function createRequestCompletion(metrics: GatewayMetrics, logger: Logger, environment: string, onDeprecatedCall?: DeprecatedCallHook): RequestCompletion {
+export function createRequestCompletion(
+  metrics: GatewayMetrics,
+  logger: Logger,
+  environment: string,
+  onDeprecatedCall?: DeprecatedCallHook,
+): RequestCompletion {
   const logRequest = createAccessLog(logger, environment);
   return function completeRequest(req, res, record, shed) {
     const operation = record.route?.operation;

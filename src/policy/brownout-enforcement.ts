@@ -26,8 +26,12 @@ export function createBrownoutEnforcement(options: BrownoutEnforcementOptions): 
     if (!brownout) return next();
     onRefused?.(operation, 'brownout');
     const removal = notice.sunsetAt === undefined ? 'will be removed (no date is set yet)' : `will be removed on ${new Date(notice.sunsetAt).toISOString()}`;
-    throw new GatewayError('brownout', `${notice.subject} is browned out until ${new Date(brownout.end).toISOString()}: it is deprecated and ${removal}${notice.instead}`, {
-      headers: { 'Cache-Control': 'no-store', 'Retry-After': String(Math.ceil((brownout.end - now) / 1000)) },
-    });
+    throw new GatewayError(
+      'brownout',
+      `${notice.subject} is browned out until ${new Date(brownout.end).toISOString()}: it is deprecated and ${removal}${notice.instead}`,
+      {
+        headers: { 'Cache-Control': 'no-store', 'Retry-After': String(Math.ceil((brownout.end - now) / 1000)) },
+      },
+    );
   };
 }

@@ -52,7 +52,13 @@ function parse(text: string | null): BrownoutOverride | undefined {
 }
 
 /** Stores an operation's override (none: deleted) and announces it to every replica. */
-export async function publishBrownoutOverride(redis: RedisClient, prefix: string, operation: string, override: BrownoutOverride | undefined, now: number): Promise<void> {
+export async function publishBrownoutOverride(
+  redis: RedisClient,
+  prefix: string,
+  operation: string,
+  override: BrownoutOverride | undefined,
+  now: number,
+): Promise<void> {
   const layout = brownoutLayout(prefix);
   if (override) {
     const expiresAt = override.kind === 'started' ? override.end : override.until;
@@ -64,7 +70,11 @@ export async function publishBrownoutOverride(redis: RedisClient, prefix: string
 }
 
 /** The stored overrides of these operations (absent: none). */
-export async function readBrownoutOverrides(redis: RedisClient, prefix: string, operations: readonly string[]): Promise<Map<string, BrownoutOverride | undefined>> {
+export async function readBrownoutOverrides(
+  redis: RedisClient,
+  prefix: string,
+  operations: readonly string[],
+): Promise<Map<string, BrownoutOverride | undefined>> {
   const layout = brownoutLayout(prefix);
   const values = operations.length === 0 ? [] : await redis.mget(...operations.map((operation) => layout.override(operation)));
   return new Map(operations.map((operation, index) => [operation, parse(values[index] ?? null)]));

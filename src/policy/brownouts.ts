@@ -39,11 +39,16 @@ export function compileBrownoutSchedule(
   for (const operation of operations) {
     if (!operation.deprecation) continue;
     const windows = policies[operation.id]?.brownouts ?? [];
-    schedule.set(operation.id, windows.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime() })));
+    schedule.set(
+      operation.id,
+      windows.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime() })),
+    );
   }
   for (const [id, entry] of Object.entries(policies)) {
     if (entry.brownouts.length > 0 && !schedule.has(id)) {
-      throw new Error(`config: deprecations.${id}.brownouts: ${id} is not a deprecated operation of the interface document; only deprecated operations can be browned out`);
+      throw new Error(
+        `config: deprecations.${id}.brownouts: ${id} is not a deprecated operation of the interface document; only deprecated operations can be browned out`,
+      );
     }
   }
   return schedule;

@@ -91,8 +91,7 @@ export function compileHeaderPolicy(operation: Operation, extensions: HeaderList
   const forwarded = new Set([...STANDARD_FORWARDED, ...TRACE_CONTEXT, ...operation.requestHeaders, ...extensions.forwardToUpstream]);
 
   const always = [...STANDARD_RELAYED, ...extensions.relayToClient];
-  const relayed = (declared: readonly string[]): ReadonlySet<string> =>
-    new Set([...always, ...declared.filter((name) => !GATEWAY_OWNED_RESPONSE.has(name))]);
+  const relayed = (declared: readonly string[]): ReadonlySet<string> => new Set([...always, ...declared.filter((name) => !GATEWAY_OWNED_RESPONSE.has(name))]);
   const byStatus = new Map<number, ReadonlySet<string>>();
   const byRange: Array<ReadonlySet<string> | undefined> = [];
   // The document's `default` covers every status it names no other way; without one, the standard set alone.

@@ -65,10 +65,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.reject = reject;
     this.onSettled = onSettled;
     this.idleTimeoutMs = idleTimeoutMs;
-    this.totalTimer = setTimeout(
-      () => this.fail(new UpstreamFailure('total_timeout', `no complete answer within ${totalTimeoutMs} ms`)),
-      totalTimeoutMs,
-    );
+    this.totalTimer = setTimeout(() => this.fail(new UpstreamFailure('total_timeout', `no complete answer within ${totalTimeoutMs} ms`)), totalTimeoutMs);
     res.once('close', this.onClientClose);
   }
 
@@ -153,7 +150,13 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       this.answered = true;
       this.succeed({ status });
       // Written before the record is given its slice (in succeed), so the count is on it.
-      this.headersDropped = answerUpstreamError(status, this.headers, this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody), res, this.relay);
+      this.headersDropped = answerUpstreamError(
+        status,
+        this.headers,
+        this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody),
+        res,
+        this.relay,
+      );
       return;
     }
     this.succeed({ status });

@@ -43,9 +43,24 @@ export type UpstreamHeaders = Readonly<Record<string, string | string[] | undefi
  * line, the others joined into one list.
  */
 const FIRST_VALUE_ONLY: ReadonlySet<string> = new Set([
-  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since',
-  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after',
-  'server', 'user-agent',
+  'age',
+  'authorization',
+  'content-length',
+  'content-type',
+  'etag',
+  'expires',
+  'from',
+  'host',
+  'if-modified-since',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'proxy-authorization',
+  'referer',
+  'retry-after',
+  'server',
+  'user-agent',
 ]);
 
 function fieldValue(name: string, value: string | string[]): string | string[] {
@@ -60,7 +75,15 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
  */
 function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string>, copied?: string[]): number {
   const connection = headers.connection;
-  const tokens = connection === undefined ? NO_TOKENS : new Set(String(connection).toLowerCase().split(',').map((token) => token.trim()));
+  const tokens =
+    connection === undefined
+      ? NO_TOKENS
+      : new Set(
+          String(connection)
+            .toLowerCase()
+            .split(',')
+            .map((token) => token.trim()),
+        );
   const allowed = relay.relayedFor(status);
   const secret = relay.secret;
   let dropped = 0;

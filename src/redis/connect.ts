@@ -101,5 +101,11 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
 export async function pingRedis(client: RedisClient, timeoutMs = 1000): Promise<boolean> {
   if (client.status !== 'ready') return false;
   const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, timeoutMs, false).unref());
-  return Promise.race([client.ping().then((reply) => reply === 'PONG', () => false), timeout]);
+  return Promise.race([
+    client.ping().then(
+      (reply) => reply === 'PONG',
+      () => false,
+    ),
+    timeout,
+  ]);
 }

@@ -20,7 +20,9 @@ function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
  * running them); then the refusal. One response per request: when the request the error is in was
  * answered already (a refusal sent before its body ended), the connection is closed without another.
  */
-export function createClientErrorHandler(answerInTurn: (socket: Socket, answer: () => void) => boolean): (error: NodeJS.ErrnoException, socket: Socket) => void {
+export function createClientErrorHandler(
+  answerInTurn: (socket: Socket, answer: () => void) => boolean,
+): (error: NodeJS.ErrnoException, socket: Socket) => void {
   return function answerClientError(error, socket) {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();

@@ -104,14 +104,18 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
   const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
-  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, { port: 'ADMIN_PORT (listen.adminPort)', host: 'ADMIN_HOST (listen.adminHost)' }).catch(
-    (error: unknown) => {
-      // The public listener is open: closed again, so a caller that survives the failure (a test, the demo) is not left holding its port.
-      publicServer.close();
-      throw error;
-    },
+  const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
+    port: 'ADMIN_PORT (listen.adminPort)',
+    host: 'ADMIN_HOST (listen.adminHost)',
+  }).catch((error: unknown) => {
+    // The public listener is open: closed again, so a caller that survives the failure (a test, the demo) is not left holding its port.
+    publicServer.close();
+    throw error;
+  });
+  logger.info(
+    { host: config.listen.host, port, adminHost: config.listen.adminHost, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl },
+    'gateway listening',
   );
-  logger.info({ host: config.listen.host, port, adminHost: config.listen.adminHost, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl }, 'gateway listening');
 
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {

@@ -123,7 +123,11 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
   // A retired generation's requests may still wait for their body, then for the upstream.
-  const live = createLivePipeline(build(config, versions, identity), (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs, logger);
+  const live = createLivePipeline(
+    build(config, versions, identity),
+    (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs,
+    logger,
+  );
   const reload = createReload({
     loadConfig: parts.reloadConfig ?? (() => config),
     ...(parts.shadowedSettings ? { shadowedSettings: parts.shadowedSettings } : {}),
@@ -176,10 +180,15 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
  * Loads what start-up must read (the identity signing keys: a bad key file stops start-up with a message
  * naming the setting), then builds and starts a gateway.
  */
-export async function composeGateway<S extends Stores>(parts: GatewayParts<S>): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; stores: S }> {
+export async function composeGateway<S extends Stores>(
+  parts: GatewayParts<S>,
+): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; stores: S }> {
   const { config, logger } = parts;
   const identity = parts.identity ?? (await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: parts.clock }));
-  logger.info({ identity: identity.summary }, identity.summary.signing ? 'identity assertion on: forwarded requests carry a signed token' : 'identity assertion off: the upstream gets no Authorization');
+  logger.info(
+    { identity: identity.summary },
+    identity.summary.signing ? 'identity assertion on: forwarded requests carry a signed token' : 'identity assertion off: the upstream gets no Authorization',
+  );
   const gateway = buildGateway({ ...parts, identity });
   logger.info({ configHash: configurationHash(config) }, 'configuration loaded');
   return { ...(await gateway.listen()), metrics: gateway.metrics, reload: gateway.reload, stores: gateway.stores };

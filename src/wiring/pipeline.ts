@@ -89,7 +89,9 @@ export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline
   let closed = false;
   const retiring = new Set<Promise<void>>();
   function retire(generation: Pipeline, graceMs: number): void {
-    const retired = generation.retire(graceMs).catch((error: unknown) => logger.warn({ err: error }, 'closing a retired configuration\'s upstream connections failed'));
+    const retired = generation
+      .retire(graceMs)
+      .catch((error: unknown) => logger.warn({ err: error }, "closing a retired configuration's upstream connections failed"));
     retiring.add(retired);
     void retired.finally(() => retiring.delete(retired));
   }

@@ -77,7 +77,13 @@ export function createRedisStores(
           prefix: `${config.redis.keyPrefix}rate:`,
           clock,
           syncMs: config.rateLimit.syncMs,
-          onError: reportStoreFailures({ logger, clock, ...(options.onRateLimitStoreError ? { count: options.onRateLimitStoreError } : {}), mode: 'local-first', policy: config.rateLimit.onStoreError }),
+          onError: reportStoreFailures({
+            logger,
+            clock,
+            ...(options.onRateLimitStoreError ? { count: options.onRateLimitStoreError } : {}),
+            mode: 'local-first',
+            policy: config.rateLimit.onStoreError,
+          }),
         })
       : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.

@@ -10,7 +10,17 @@ export interface AnswerPlan {
   late?: { bytes: string; ms: number };
 }
 
-const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 404: 'Not Found', 409: 'Conflict', 422: 'Unprocessable Content', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  204: 'No Content',
+  304: 'Not Modified',
+  400: 'Bad Request',
+  404: 'Not Found',
+  409: 'Conflict',
+  422: 'Unprocessable Content',
+  503: 'Service Unavailable',
+};
 
 /** The body that carries `tag`: a pet (or a page of one), or an Error-shaped body for error statuses. */
 export function taggedBody(status: number, target: string, tag: string, plainError = false): string {
@@ -35,7 +45,12 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   const interim = behaviour.interim.map(interimBytes).join('');
   if (behaviour.upgrade) {
     return {
-      parts: [{ delayMs: behaviour.headDelayMs, bytes: `${interim}HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n\x81\x05${tag}` }],
+      parts: [
+        {
+          delayMs: behaviour.headDelayMs,
+          bytes: `${interim}HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n\x81\x05${tag}`,
+        },
+      ],
       after: 'stop',
     };
   }
@@ -63,9 +78,13 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   if (behaviour.closeMidBody) wire = wire.slice(0, Math.floor(wire.length / 2));
   if (behaviour.extraSameWrite && !behaviour.closeMidBody) wire += strayResponse(tag);
 
-  const parts = behaviour.bodyDelayMs > 0 && wire !== ''
-    ? [{ delayMs: behaviour.headDelayMs, bytes: interim + head }, { delayMs: behaviour.bodyDelayMs, bytes: wire }]
-    : [{ delayMs: behaviour.headDelayMs, bytes: interim + head + wire }];
+  const parts =
+    behaviour.bodyDelayMs > 0 && wire !== ''
+      ? [
+          { delayMs: behaviour.headDelayMs, bytes: interim + head },
+          { delayMs: behaviour.bodyDelayMs, bytes: wire },
+        ]
+      : [{ delayMs: behaviour.headDelayMs, bytes: interim + head + wire }];
   const ends = behaviour.closeMidBody || behaviour.connectionClose;
   return {
     parts,

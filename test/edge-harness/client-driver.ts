@@ -101,7 +101,10 @@ export function driveClient(script: ClientScript, options: DriveOptions): Driven
       if (index >= stopAfter) break;
       if (piece.afterFinals !== undefined) await until(`${piece.afterFinals} answers before piece ${index}`, () => finals() >= piece.afterFinals!);
       if (piece.afterContinues !== undefined) {
-        await until(`100 Continue #${piece.afterContinues} before piece ${index}`, () => parseReceived(received, bodiless, closed).continues >= piece.afterContinues!);
+        await until(
+          `100 Continue #${piece.afterContinues} before piece ${index}`,
+          () => parseReceived(received, bodiless, closed).continues >= piece.afterContinues!,
+        );
       }
       if (piece.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, piece.delayMs));
       if (closed || settled) return;

@@ -91,7 +91,12 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       return bounds.slice(1).map((end, k) => ({
         bytes: script.slice(bounds[k]!, end),
         // Only the first part of a write waits.
-        ...(k === 0 ? { ...(piece.afterContinues ? { afterContinues: piece.afterContinues } : {}), ...(piece.afterFinals !== undefined ? { afterFinals: piece.afterFinals } : {}) } : {}),
+        ...(k === 0
+          ? {
+              ...(piece.afterContinues ? { afterContinues: piece.afterContinues } : {}),
+              ...(piece.afterFinals !== undefined ? { afterFinals: piece.afterFinals } : {}),
+            }
+          : {}),
       }));
     });
   }
@@ -101,6 +106,8 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
     pieces: timed,
     requests,
     garbage,
-    ...(spec.earlyClose ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs } } : {}),
+    ...(spec.earlyClose
+      ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs } }
+      : {}),
   };
 }

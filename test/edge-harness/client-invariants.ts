@@ -49,19 +49,27 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
     for (const [tag] of response.body.matchAll(TAG_PATTERN)) {
       if (tag === request?.tag) continue;
       const owner = ownerOf.get(tag);
-      if (owner !== undefined && owner !== index) flag('a', `answer #${i}${request ? ` to ${request.tag}` : ''} carries ${tag}, client ${owner}'s: ${snippet(response)}`);
+      if (owner !== undefined && owner !== index)
+        flag('a', `answer #${i}${request ? ` to ${request.tag}` : ''} carries ${tag}, client ${owner}'s: ${snippet(response)}`);
       else flag('b', `answer #${i}${request ? ` to ${request.tag}` : ''} carries ${tag}, another of its own requests: ${snippet(response)}`);
     }
     if (request === undefined) {
       // One final 400 that closes the connection may answer bytes that did not parse, after every complete request.
-      const finalRefusal = garbageSent && i === whole.length && i === stream.responses.length - 1 && response.status === 400 && closesConnection(response) && isErrorBody(response);
+      const finalRefusal =
+        garbageSent &&
+        i === whole.length &&
+        i === stream.responses.length - 1 &&
+        response.status === 400 &&
+        closesConnection(response) &&
+        isErrorBody(response);
       if (!finalRefusal) flag('b', `answer #${i} answers no request (${whole.length} sent whole): ${snippet(response)}`);
       return;
     }
     if (!response.complete) {
       // The client's own close (or the hang detector's) cuts whatever was arriving: not the gateway's doing.
       const cutByClient = outcome.end === 'client-closed' || outcome.end === 'hung';
-      if (!cutByClient && !(closed && i === stream.responses.length - 1 && mayBeCut(edgeCase, request))) flag('c', `the answer to ${request.tag} was cut: ${snippet(response)}`);
+      if (!cutByClient && !(closed && i === stream.responses.length - 1 && mayBeCut(edgeCase, request)))
+        flag('c', `the answer to ${request.tag} was cut: ${snippet(response)}`);
       return;
     }
     const tagged = response.body.includes(request.tag);
@@ -70,7 +78,8 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
     if (response.status < 400 && !tagged) flag('a', `the ${response.status} answer to ${request.tag} does not carry its tag: ${snippet(response)}`);
     if (response.status >= 400 && !tagged && !isErrorBody(response)) flag('c', `the refusal of ${request.tag} has no Error body: ${snippet(response)}`);
   });
-  if (stream.stray !== '') flag('b', `bytes that begin no response after answer #${stream.responses.length - 1}: ${JSON.stringify(stream.stray.slice(0, 120))}`);
+  if (stream.stray !== '')
+    flag('b', `bytes that begin no response after answer #${stream.responses.length - 1}: ${JSON.stringify(stream.stray.slice(0, 120))}`);
 
   if (outcome.end === 'hung') flag('e', `neither answered nor closed within ${progressDeadlineMs} ms, waiting for ${outcome.hungWaiting}`);
   if (outcome.end === 'server-closed') {

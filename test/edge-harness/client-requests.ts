@@ -99,7 +99,13 @@ export function buildRequest(spec: RequestSpec, tag: string, last: boolean): Bui
     case 'create':
       return whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\n`, pet, true);
     case 'createChunked':
-      return { method: 'POST', target: '/v1/pets', body: pet, valid: true, segments: [{ text: head('POST', '/v1/pets', `${json}Transfer-Encoding: chunked\r\n`) + chunked(pet, spec.chunks) }] };
+      return {
+        method: 'POST',
+        target: '/v1/pets',
+        body: pet,
+        valid: true,
+        segments: [{ text: head('POST', '/v1/pets', `${json}Transfer-Encoding: chunked\r\n`) + chunked(pet, spec.chunks) }],
+      };
     case 'createExpectNow':
       return whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\nExpect: 100-continue\r\n`, pet, true);
     case 'createExpectWait':

@@ -36,7 +36,9 @@ export function saveFixture(fixture: EdgeFixture, name = fixtureName(fixture.cas
 export function listFixtures(): Array<{ name: string; fixture: EdgeFixture }> {
   let files: string[];
   try {
-    files = readdirSync(FIXTURE_DIR).filter((file) => file.endsWith('.json')).sort();
+    files = readdirSync(FIXTURE_DIR)
+      .filter((file) => file.endsWith('.json'))
+      .sort();
   } catch {
     return [];
   }

@@ -30,7 +30,9 @@ try {
     },
   });
   const seconds = report.elapsedMs / 1000;
-  console.log(`seed ${report.seed}: ${report.casesRun} cases (${failing} failing, ${report.shrinks} shrink steps) in ${seconds.toFixed(1)} s, ${((report.casesRun / seconds) * 60).toFixed(0)} cases/min`);
+  console.log(
+    `seed ${report.seed}: ${report.casesRun} cases (${failing} failing, ${report.shrinks} shrink steps) in ${seconds.toFixed(1)} s, ${((report.casesRun / seconds) * 60).toFixed(0)} cases/min`,
+  );
   if (report.counterexample) {
     console.log(`counterexample saved to ${report.counterexample.fixture}`);
     for (const violation of report.counterexample.violations) {

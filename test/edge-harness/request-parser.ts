@@ -8,10 +8,7 @@ export interface ParsedRequest {
   body: string;
 }
 
-export type ParseStep =
-  | { kind: 'request'; request: ParsedRequest; rest: string }
-  | { kind: 'incomplete' }
-  | { kind: 'error'; reason: string };
+export type ParseStep = { kind: 'request'; request: ParsedRequest; rest: string } | { kind: 'incomplete' } | { kind: 'error'; reason: string };
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 

@@ -40,7 +40,10 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
       // HEAD is served as GET: either method may carry it upstream.
       const methodOk = received.method === request.method || (request.method === 'HEAD' && received.method === 'GET');
       if (!methodOk || received.target !== request.target || received.body !== request.body) {
-        flag(`upstream received ${what} with body ${JSON.stringify(received.body.slice(0, 80))}; client ${client} sent ${request.method} ${request.target} with ${JSON.stringify(request.body.slice(0, 80))}`, client);
+        flag(
+          `upstream received ${what} with body ${JSON.stringify(received.body.slice(0, 80))}; client ${client} sent ${request.method} ${request.target} with ${JSON.stringify(request.body.slice(0, 80))}`,
+          client,
+        );
       }
       if (seen.has(tag!)) flag(`upstream received ${request.tag} more than once`, client);
       seen.add(tag!);

@@ -62,7 +62,10 @@ export interface TestGateway {
 export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   const environment = options.environment ?? 'production';
   const read = (overrides: Record<string, unknown> | undefined) =>
-    loadConfig({ UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env }, { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...overrides });
+    loadConfig(
+      { UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env },
+      { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...overrides },
+    );
   const config = read(options.overrides);
   const clock = fixedClock(TEST_NOW);
   const hashKey = createKeyHasher('test-pepper');

@@ -5,9 +5,7 @@ export function parseExposition(text: string): Map<string, number> {
     if (line === '' || line.startsWith('#')) continue;
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line);
     if (!match) throw new Error(`unreadable exposition line: ${line}`);
-    const labels = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
-      .map(([, name, value]) => `${name}="${value}"`)
-      .sort();
+    const labels = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map(([, name, value]) => `${name}="${value}"`).sort();
     series.set(`${match[1]}{${labels.join(',')}}`, Number(match[3]));
   }
   return series;

@@ -45,7 +45,9 @@ export function anchorsOf(markdown: string): Set<string> {
 
 /** The target of every inline Markdown link and image outside code (`[text](target)`, its text over lines or not), in page order. */
 export function linksOf(markdown: string): string[] {
-  const prose = proseLines(markdown).join('\n').replace(/`[^`]*`/g, 'code');
+  const prose = proseLines(markdown)
+    .join('\n')
+    .replace(/`[^`]*`/g, 'code');
   return [...prose.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((match) => match[1]!);
 }
 
@@ -56,7 +58,13 @@ export type TableRow = Readonly<Record<string, string>>;
 export function tableRows(markdown: string, columns: readonly string[]): TableRow[] {
   const lines = proseLines(markdown);
   const rows: TableRow[] = [];
-  const cells = (line: string) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((cell) => cell.trim());
+  const cells = (line: string) =>
+    line
+      .trim()
+      .replace(/^\|/, '')
+      .replace(/\|$/, '')
+      .split('|')
+      .map((cell) => cell.trim());
   for (let i = 0; i + 1 < lines.length; i++) {
     if (!lines[i]!.trim().startsWith('|') || !/^\s*\|?\s*:?-{3,}/.test(lines[i + 1]!)) continue;
     const header = cells(lines[i]!);

@@ -24,7 +24,10 @@ export function dashboardQueries(): Query[] {
   const dir = join(PROJECT_ROOT, 'grafana/dashboards');
   const queries: Query[] = [];
   for (const file of readdirSync(dir).filter((name) => name.endsWith('.json'))) {
-    const dashboard = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { panels: Panel[]; templating: { list: Array<{ name: string; definition?: string }> } };
+    const dashboard = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+      panels: Panel[];
+      templating: { list: Array<{ name: string; definition?: string }> };
+    };
     const visit = (panel: Panel) => {
       for (const target of panel.targets ?? []) if (target.expr) queries.push({ where: `${file}: ${panel.title}`, expr: target.expr });
       for (const inner of panel.panels ?? []) visit(inner);

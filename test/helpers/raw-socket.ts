@@ -126,7 +126,10 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-async function listenOnFreePort(server: { listen(port: number, host: string, done: () => void): unknown; address(): unknown; close(done: () => void): unknown }, dropConnections: () => void): Promise<Listening> {
+async function listenOnFreePort(
+  server: { listen(port: number, host: string, done: () => void): unknown; address(): unknown; close(done: () => void): unknown },
+  dropConnections: () => void,
+): Promise<Listening> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {

@@ -21,19 +21,54 @@ export async function startCluster(): Promise<PrivateCluster> {
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '2000',
+      ],
       { stdio: 'ignore' },
     ),
   );
   for (const port of ports) {
-    await waitFor(async () => (await run('redis-cli', ['-p', String(port), 'ping']).then(({ stdout }) => stdout.trim(), () => '')) === 'PONG', 5000, 50);
+    await waitFor(
+      async () =>
+        (await run('redis-cli', ['-p', String(port), 'ping']).then(
+          ({ stdout }) => stdout.trim(),
+          () => '',
+        )) === 'PONG',
+      5000,
+      50,
+    );
   }
   await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes']);
-  await waitFor(async () => {
-    const states = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'cluster', 'info']).then(({ stdout }) => stdout, () => '')));
-    return states.every((info) => info.includes('cluster_state:ok'));
-  }, 15_000, 100);
+  await waitFor(
+    async () => {
+      const states = await Promise.all(
+        ports.map((port) =>
+          run('redis-cli', ['-p', String(port), 'cluster', 'info']).then(
+            ({ stdout }) => stdout,
+            () => '',
+          ),
+        ),
+      );
+      return states.every((info) => info.includes('cluster_state:ok'));
+    },
+    15_000,
+    100,
+  );
   return {
     nodes: ports.map((port) => `127.0.0.1:${port}`).join(','),
     async stop() {

@@ -34,7 +34,10 @@ export async function startPrometheus(targets: string[], jobName: string): Promi
       const body = (await res.json()) as { status: string; error?: string; data?: { resultType: string; result: unknown } };
       if (body.status !== 'success') throw new Error(`query failed: ${body.error} — ${expr}`);
       const result = body.data!.result;
-      return (body.data!.resultType === 'scalar' ? [{ metric: {}, value: result }] : result) as Array<{ metric: Record<string, string>; value: [number, string] }>;
+      return (body.data!.resultType === 'scalar' ? [{ metric: {}, value: result }] : result) as Array<{
+        metric: Record<string, string>;
+        value: [number, string];
+      }>;
     },
     async stop() {
       const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -44,7 +44,21 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
     return child;
   };
   const server = (port: number, extra: string[] = []) =>
-    run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra]);
+    run('redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--repl-diskless-sync-delay',
+      '0',
+      ...extra,
+    ]);
 
   // Five servers on five different ports (a port released can be handed out again).
   const [primaryPort, replicaPort, ...sentinelPortList] = (await unusedPorts(5)) as [number, number, ...number[]];
@@ -76,11 +90,15 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
   // replicas from the primary's INFO, asked every 10 s: on a loaded machine a first miss costs that much.
   // The deadline only detects a setup that will never come up.
   try {
-    await waitFor(async () => {
-      const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
-      const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
-      return replicas.length === 1 && peers.length === 2;
-    }, 35_000, 100);
+    await waitFor(
+      async () => {
+        const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
+        const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
+        return replicas.length === 1 && peers.length === 2;
+      },
+      35_000,
+      100,
+    );
   } catch (error) {
     sentinel.disconnect();
     for (const child of children) child.kill('SIGKILL');

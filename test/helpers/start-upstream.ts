@@ -15,9 +15,7 @@ export interface ScriptedUpstream {
 }
 
 /** An upstream whose every answer is written by the test. */
-export async function startScriptedUpstream(
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<ScriptedUpstream> {
+export async function startScriptedUpstream(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<ScriptedUpstream> {
   const state = { requests: 0 };
   const server: Server = createServer((req, res) => {
     state.requests++;

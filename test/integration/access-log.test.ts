@@ -83,7 +83,7 @@ describe('access log fields', () => {
 });
 
 describe('an upstream failure on the access line', () => {
-  it('carries the failure kind and what went wrong on the request\'s one line, with its request id', async () => {
+  it("carries the failure kind and what went wrong on the request's one line, with its request id", async () => {
     const port = await unusedPort();
     gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${port}/v1` });
     await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-down');
@@ -101,7 +101,7 @@ describe('an upstream failure on the access line', () => {
     expect(gateway.logs.filter((entry) => entry.reqId !== 'log-upstream-once')).toEqual([]);
   });
 
-  it('carries the upstream\'s status when it answered', async () => {
+  it("carries the upstream's status when it answered", async () => {
     const backend = await startPetStore();
     closeUpstream = backend.close;
     gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
@@ -109,4 +109,3 @@ describe('an upstream failure on the access line', () => {
     expect(accessLine(gateway, 'log-upstream-status')).toMatchObject({ upstreamStatus: 200 });
   });
 });
-

@@ -11,7 +11,7 @@ it('promtool check rules accepts deploy/prometheus/alerts.yaml', async () => {
   expect(stdout).toContain('SUCCESS: 9 rules found');
 });
 
-it('promtool test rules passes every alert\'s unit test', async () => {
+it("promtool test rules passes every alert's unit test", async () => {
   const { stdout } = await run('promtool', ['test', 'rules', 'alerts.test.yaml'], { cwd: `${PROJECT_ROOT}/deploy/prometheus` });
   expect(stdout).toContain('SUCCESS');
 });

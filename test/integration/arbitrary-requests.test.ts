@@ -29,7 +29,10 @@ const path = fc.array(segment, { minLength: 0, maxLength: 4 }).map((parts) => `/
 const query = fc.oneof(
   fc.constant(''),
   fc
-    .array(fc.tuple(fc.constantFrom('limit', 'status', 'x', ''), fc.oneof(fc.constantFrom('1', '100', '101', '1e2', 'sold', ''), fc.string({ maxLength: 8 }))), { maxLength: 3 })
+    .array(
+      fc.tuple(fc.constantFrom('limit', 'status', 'x', ''), fc.oneof(fc.constantFrom('1', '100', '101', '1e2', 'sold', ''), fc.string({ maxLength: 8 }))),
+      { maxLength: 3 },
+    )
     .map((pairs) => `?${pairs.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&')}`),
 );
 const body = fc.oneof(

@@ -36,11 +36,7 @@ describe('bearer authentication', () => {
   });
 
   it('refuses an Authorization header of another scheme', async () => {
-    await expectUnauthorized(
-      'Basic dXNlcjpwYXNz',
-      'The Authorization header must have the form "Bearer <API key>"',
-      `${CHALLENGE}, error="invalid_request"`,
-    );
+    await expectUnauthorized('Basic dXNlcjpwYXNz', 'The Authorization header must have the form "Bearer <API key>"', `${CHALLENGE}, error="invalid_request"`);
   });
 
   it('refuses a bearer header without a token', async () => {

@@ -14,7 +14,11 @@ it('is the script npm run backend runs', () => {
 
 it('listens on PORT, prints its base address and answers GET /v1/pets', async () => {
   const port = await unusedPort();
-  const child = spawn(process.execPath, ['src/demo/backend.ts'], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['src/demo/backend.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = once(child, 'exit');
   try {
     let output = '';

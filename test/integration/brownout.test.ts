@@ -136,8 +136,12 @@ describe('configuration', () => {
     expect(() =>
       buildTestGateway({
         upstreamUrl: backend.baseUrl,
-        overrides: { deprecations: { listPets: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [{ start: '2027-03-01T14:00:00Z', end: '2027-03-02T02:00:00Z' }] } } },
+        overrides: {
+          deprecations: { listPets: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [{ start: '2027-03-01T14:00:00Z', end: '2027-03-02T02:00:00Z' }] } },
+        },
       }),
-    ).toThrow('config: deprecations.listPets.brownouts: listPets is not a deprecated operation of the interface document; only deprecated operations can be browned out');
+    ).toThrow(
+      'config: deprecations.listPets.brownouts: listPets is not a deprecated operation of the interface document; only deprecated operations can be browned out',
+    );
   });
 });

@@ -77,7 +77,11 @@ describe('the circuit breaker in front of the backend', () => {
       upstreamUrl: upstream.baseUrl,
       overrides: { upstream: { timeoutMs: 20_000, circuitBreaker: { failureThreshold: 1, openMs: 200 } } },
     });
-    const call = () => request(gateway!.app).get('/v1/pets').set('Authorization', `Bearer ${gateway!.apiKey}`).then((res) => res);
+    const call = () =>
+      request(gateway!.app)
+        .get('/v1/pets')
+        .set('Authorization', `Bearer ${gateway!.apiKey}`)
+        .then((res) => res);
     expect((await call()).status).toBe(502);
 
     // Refused while open; the first call after openMs is let through as the trial, and is held by the upstream.

@@ -31,7 +31,8 @@ async function newKey(): Promise<string> {
 
 async function statuses(key: string, count: number): Promise<number[]> {
   const answered: number[] = [];
-  for (let i = 0; i < count; i++) answered.push((await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } })).status);
+  for (let i = 0; i < count; i++)
+    answered.push((await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } })).status);
   return answered;
 }
 
@@ -44,7 +45,12 @@ async function reloads(result: 'success' | 'failure'): Promise<number | undefine
 async function hangUp(message: string): Promise<string> {
   const seen = gateway.output().length;
   gateway.child.kill('SIGHUP');
-  const line = () => gateway.output().slice(seen).split('\n').find((entry) => entry.includes(message));
+  const line = () =>
+    gateway
+      .output()
+      .slice(seen)
+      .split('\n')
+      .find((entry) => entry.includes(message));
   await waitFor(async () => line() !== undefined);
   return line()!;
 }
@@ -68,7 +74,9 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const limits = (perWindow: number) => ({ rateLimit: { ...(baseConfig.rateLimit as object), limits: { production: { default: 600 }, staging: { default: perWindow } } } });
+const limits = (perWindow: number) => ({
+  rateLimit: { ...(baseConfig.rateLimit as object), limits: { production: { default: 600 }, staging: { default: perWindow } } },
+});
 
 it('logs the configuration hash at start', () => {
   expect(gateway.output()).toMatch(/"configHash":"[0-9a-f]{16}","msg":"configuration loaded"/);

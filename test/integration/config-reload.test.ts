@@ -17,7 +17,8 @@ import { waitFor } from '../helpers/start-gateway-process.ts';
 let upstream: RecordingUpstream;
 /** Each test's own answer; by default 200 `[]` at once. */
 let answer: (req: RecordedRequest, res: ServerResponse) => void;
-const answerAtOnce = (_req: RecordedRequest, res: ServerResponse) => res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '2' }).end('[]');
+const answerAtOnce = (_req: RecordedRequest, res: ServerResponse) =>
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '2' }).end('[]');
 
 beforeAll(async () => {
   upstream = await startRecordingUpstream((req, res) => answer(req, res));
@@ -34,7 +35,10 @@ afterEach(async () => {
 answer = answerAtOnce;
 
 /** A listening test gateway whose reload reads `next()`. */
-async function reloadable(next: () => Record<string, unknown>, start: Record<string, unknown> = {}): Promise<{ gateway: TestGateway; port: number; adminPort: number }> {
+async function reloadable(
+  next: () => Record<string, unknown>,
+  start: Record<string, unknown> = {},
+): Promise<{ gateway: TestGateway; port: number; adminPort: number }> {
   gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides: start, reloadOverrides: next });
   const running = await gateway.listen();
   stop = () => running.shutdown('test over');
@@ -67,7 +71,10 @@ describe('a configuration reload', () => {
     const fresh = gateway.addKey();
     expect([...(await get(port, fresh)), ...(await get(port, fresh)), ...(await get(port, fresh))]).toEqual([200, 200, 429]);
     expect(await reloads(gateway, 'success')).toBe(1);
-    expect(gateway.logs.find((line) => line.msg === 'configuration reloaded')).toMatchObject({ level: 30, configHash: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    expect(gateway.logs.find((line) => line.msg === 'configuration reloaded')).toMatchObject({
+      level: 30,
+      configHash: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
   });
 
   it('gives new requests the new brownout windows', async () => {
@@ -176,7 +183,7 @@ describe('a configuration reload and what outlives it', () => {
     expect(gateway.logs.slice(before)).toEqual([]);
   });
 
-  it('closes the retired configuration\'s upstream connections once its requests are answered', async () => {
+  it("closes the retired configuration's upstream connections once its requests are answered", async () => {
     let overrides: Record<string, unknown> = {};
     const { gateway, port } = await reloadable(() => overrides);
     expect(await get(port, gateway.apiKey)).toEqual([200]);
@@ -214,7 +221,10 @@ describe('a reload re-reads the identity key file', () => {
     const keyFile = join(dir, 'identity.pem');
     const first = await writeSigningKeyFile(keyFile, 'ed25519');
     const upstreamIdentity = { keyFile };
-    const identity = await loadUpstreamIdentity(loadConfig({}, { upstreamIdentity }).upstreamIdentity, { environment: 'production', clock: fixedClock(Date.now()) });
+    const identity = await loadUpstreamIdentity(loadConfig({}, { upstreamIdentity }).upstreamIdentity, {
+      environment: 'production',
+      clock: fixedClock(Date.now()),
+    });
     gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides: { upstreamIdentity }, identity });
     const running = await gateway.listen();
     stop = () => running.shutdown('test over');
@@ -223,7 +233,9 @@ describe('a reload re-reads the identity key file', () => {
       return decodeProtectedHeader(String(upstream.requests.at(-1)!.headers.authorization).replace(/^Bearer /, '')).kid;
     };
     const published = async () =>
-      ((await (await fetch(`http://127.0.0.1:${running.adminPort}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((jwk) => jwk.kid);
+      ((await (await fetch(`http://127.0.0.1:${running.adminPort}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map(
+        (jwk) => jwk.kid,
+      );
     expect(await kidSent()).toBe(first.kid);
 
     await rm(keyFile);

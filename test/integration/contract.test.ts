@@ -132,7 +132,10 @@ beforeAll(async () => {
   pastSunset = await start({ upstreamUrl: backend.baseUrl });
   pastSunset.gateway.clock.set(SUNSET);
   const brownout = { start: '2027-03-01T14:00:00Z', end: '2027-03-02T02:00:00Z' };
-  browningOut = await start({ upstreamUrl: backend.baseUrl, overrides: { deprecations: { getPet: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [brownout] } } } });
+  browningOut = await start({
+    upstreamUrl: backend.baseUrl,
+    overrides: { deprecations: { getPet: { deprecatedAt: '2026-11-21T00:00:00Z', brownouts: [brownout] } } },
+  });
   browningOut.gateway.clock.set(Date.parse(brownout.start));
   refused = await start({ upstreamUrl: nowhere, overrides: { upstream: { circuitBreaker: NEVER_OPENS } } });
   silent = await start({ upstreamUrl: silentUpstream.baseUrl, overrides: { upstream: { timeoutMs: 100, circuitBreaker: NEVER_OPENS } } });
@@ -214,9 +217,9 @@ const CASES: readonly Case[] = [
   { operation: 'listPets', declared: 400, why: 'a body, which listPets does not take', send: () => listPets(served, { body: '{}' }) },
   { operation: 'listPets', declared: 401, why: 'no API key', send: () => listPets(served, { key: null }) },
   { operation: 'listPets', declared: 401, why: 'a revoked API key', send: () => listPets(served, { key: revokedKey() }) },
-  { operation: 'listPets', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => listPets(served, options)) },
+  { operation: 'listPets', declared: 429, why: "the key's rate limit used up", send: () => overLimit((options) => listPets(served, options)) },
   { operation: 'listPets', declared: 502, why: 'the backend refuses connections', send: () => listPets(refused) },
-  { operation: 'listPets', declared: 502, why: 'the backend refuses the gateway\'s identity (401)', send: () => listPets(refusing) },
+  { operation: 'listPets', declared: 502, why: "the backend refuses the gateway's identity (401)", send: () => listPets(refusing) },
   { operation: 'listPets', declared: 503, why: 'the circuit breaker is open', send: () => listPets(circuitOpen) },
   {
     operation: 'listPets',
@@ -241,9 +244,9 @@ const CASES: readonly Case[] = [
   { operation: 'createPet', declared: 401, why: 'no API key', send: () => createPet(served, { key: null }) },
   { operation: 'createPet', declared: 413, why: 'a body over 64 KiB', send: () => createPet(served, { body: tooLarge }) },
   { operation: 'createPet', declared: 415, why: 'a body sent as text/plain', send: () => createPet(served, { contentType: 'text/plain' }) },
-  { operation: 'createPet', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => createPet(served, options)) },
+  { operation: 'createPet', declared: 429, why: "the key's rate limit used up", send: () => overLimit((options) => createPet(served, options)) },
   { operation: 'createPet', declared: 502, why: 'the backend refuses connections', send: () => createPet(refused) },
-  { operation: 'createPet', declared: 502, why: 'the backend refuses the gateway\'s identity (401)', send: () => createPet(refusing) },
+  { operation: 'createPet', declared: 502, why: "the backend refuses the gateway's identity (401)", send: () => createPet(refusing) },
   { operation: 'createPet', declared: 503, why: 'the circuit breaker is open', send: () => createPet(circuitOpen) },
   {
     operation: 'createPet',
@@ -271,9 +274,9 @@ const CASES: readonly Case[] = [
   { operation: 'getPet', declared: 404, why: 'an animal the backend does not have', send: () => getPet(served, {}, '424242') },
   { operation: 'getPet', declared: 410, why: 'a request from the sunset on', send: () => getPet(pastSunset), absent: ['retry-after'] },
   { operation: 'getPet', declared: 410, why: 'a request during a brownout', send: () => getPet(browningOut) },
-  { operation: 'getPet', declared: 429, why: 'the key\'s rate limit used up', send: () => overLimit((options) => getPet(served, options)) },
+  { operation: 'getPet', declared: 429, why: "the key's rate limit used up", send: () => overLimit((options) => getPet(served, options)) },
   { operation: 'getPet', declared: 502, why: 'the backend refuses connections', send: () => getPet(refused) },
-  { operation: 'getPet', declared: 502, why: 'the backend refuses the gateway\'s identity (401)', send: () => getPet(refusing) },
+  { operation: 'getPet', declared: 502, why: "the backend refuses the gateway's identity (401)", send: () => getPet(refusing) },
   { operation: 'getPet', declared: 503, why: 'the circuit breaker is open', send: () => getPet(circuitOpen) },
   {
     operation: 'getPet',

@@ -130,7 +130,11 @@ describe('brownouts scheduled in config', () => {
         { operation: 'getPet', state: 'active', source: 'schedule', start: new Date(start).toISOString(), end: new Date(end).toISOString() },
       ]);
       const stopped = await runDeprecationsCli(['brownout', 'stop', 'getPet'], withWindow);
-      expect(stopped).toEqual({ code: 0, stdout: `brownout of getPet stopped; the scheduled window stays cancelled until ${new Date(end).toISOString()}\n`, stderr: '' });
+      expect(stopped).toEqual({
+        code: 0,
+        stdout: `brownout of getPet stopped; the scheduled window stays cancelled until ${new Date(end).toISOString()}\n`,
+        stderr: '',
+      });
       expect(await runDeprecationsCli(['brownout', 'list', '--json'], withWindow)).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
     } finally {
       scheduled.remove();
@@ -142,8 +146,16 @@ describe('usage errors exit 2, before Redis is asked', () => {
   it.each([
     ['an unknown subcommand', ['frobnicate'], "deprecations: error: unknown command 'frobnicate'\n"],
     ['a missing --minutes', ['brownout', 'start', 'getPet'], "deprecations: error: required option '--minutes <n>' not specified\n"],
-    ['a bad --minutes', ['brownout', 'start', 'getPet', '--minutes', 'ten'], "deprecations: error: option '--minutes <n>' argument 'ten' is invalid. must be a positive integer\n"],
-    ['a zero --minutes', ['brownout', 'start', 'getPet', '--minutes', '0'], "deprecations: error: option '--minutes <n>' argument '0' is invalid. must be a positive integer\n"],
+    [
+      'a bad --minutes',
+      ['brownout', 'start', 'getPet', '--minutes', 'ten'],
+      "deprecations: error: option '--minutes <n>' argument 'ten' is invalid. must be a positive integer\n",
+    ],
+    [
+      'a zero --minutes',
+      ['brownout', 'start', 'getPet', '--minutes', '0'],
+      "deprecations: error: option '--minutes <n>' argument '0' is invalid. must be a positive integer\n",
+    ],
     ['a missing operation', ['brownout', 'stop'], "deprecations: error: missing required argument 'operationId'\n"],
     [
       'an operation that is not deprecated',
@@ -156,7 +168,11 @@ describe('usage errors exit 2, before Redis is asked', () => {
       "deprecations: error: 'deletePet' is not a deprecated operation of the interface document; only deprecated operations can be browned out (deprecated: getPet)\n",
     ],
     ['an unknown option', ['report', '--csv'], "deprecations: error: unknown option '--csv'\n"],
-    ['an extra argument', ['brownout', 'stop', 'getPet', 'listPets'], "deprecations: error: too many arguments for 'stop'. Expected 1 argument but got 2: getPet, listPets.\n"],
+    [
+      'an extra argument',
+      ['brownout', 'stop', 'getPet', 'listPets'],
+      "deprecations: error: too many arguments for 'stop'. Expected 1 argument but got 2: getPet, listPets.\n",
+    ],
   ])('%s: %j', async (_kind, args, message) => {
     // An unreachable Redis: were the arguments accepted, the command would fail with 1, not 2.
     const result = await runDeprecationsCli(args, { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
@@ -197,7 +213,7 @@ describe('the report', () => {
     }
   });
 
-  it('holds a replica\'s calls written when it shuts down, however long its flush interval', async () => {
+  it("holds a replica's calls written when it shuts down, however long its flush interval", async () => {
     const { id, key } = await newKey('report-shutdown');
     const slow = await startGatewayProcess({ ...env, DEPRECATION_REPORT_FLUSH_MS: '3600000' });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${slow.adminPort}/readyz`)).status === 200);

@@ -60,7 +60,7 @@ describe('getPet before its sunset', () => {
     );
   });
 
-  it('carries the headers on the upstream\'s 404', async () => {
+  it("carries the headers on the upstream's 404", async () => {
     const res = await getPet('424242');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ code: 'not_found', message: 'No pet with id 424242', status: 404 });
@@ -68,7 +68,7 @@ describe('getPet before its sunset', () => {
     expect(res.headers.sunset).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
   });
 
-  it('carries the headers on the gateway\'s own refusals', async () => {
+  it("carries the headers on the gateway's own refusals", async () => {
     const invalid = await getPet('abc');
     expect(invalid.status).toBe(400);
     expect(invalid.headers.deprecation).toBe(`@${DEPRECATED_AT_SECONDS}`);

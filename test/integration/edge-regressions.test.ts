@@ -23,13 +23,20 @@ describe('edge fixtures', () => {
       expect(fixture.case.clients.length, name).toBeGreaterThan(0);
       for (const client of fixture.case.clients) {
         const length = client.pieces.reduce((sum, piece) => sum + piece.bytes.length, 0);
-        expect(client.requests.every((request) => request.end <= length), name).toBe(true);
+        expect(
+          client.requests.every((request) => request.end <= length),
+          name,
+        ).toBe(true);
       }
     }
   });
 
-  it.each(fixtures.map(({ name, fixture }) => [name, fixture] as const))('%s: holds every edge invariant', async (_name, fixture) => {
-    const { violations } = await runCase(fixture.case, environment!);
-    expect(violations).toEqual([]);
-  }, 30_000);
+  it.each(fixtures.map(({ name, fixture }) => [name, fixture] as const))(
+    '%s: holds every edge invariant',
+    async (_name, fixture) => {
+      const { violations } = await runCase(fixture.case, environment!);
+      expect(violations).toEqual([]);
+    },
+    30_000,
+  );
 });

@@ -208,7 +208,19 @@ describe('the headers the client receives from the upstream', () => {
     const sent = await sendRaw(edge.running.port, get('X-Request-Id: header-policy-0002\r\n'), { responses: 1 });
     expect(sent.statuses).toEqual([200]);
     expect(headNames(sent.text).sort()).toEqual(
-      ['cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-request-id'].sort(),
+      [
+        'cache-control',
+        'connection',
+        'content-length',
+        'content-type',
+        'date',
+        'etag',
+        'keep-alive',
+        'ratelimit',
+        'ratelimit-policy',
+        'vary',
+        'x-request-id',
+      ].sort(),
     );
     expect(headLines(sent.text).filter((line) => /^(cache-control|etag|vary|x-request-id):/i.test(line))).toEqual([
       'X-Request-Id: header-policy-0002',
@@ -293,14 +305,18 @@ describe("the gateway's identity token", () => {
   }
 
   it('never reaches the client in a header, even an allowed one', async () => {
-    const { token, text } = await echoed((token) => answerWith(200, { 'X-Echo-Authorization': `Bearer ${token}`, ETag: `"${token}"`, 'Cache-Control': 'max-age=5' }));
+    const { token, text } = await echoed((token) =>
+      answerWith(200, { 'X-Echo-Authorization': `Bearer ${token}`, ETag: `"${token}"`, 'Cache-Control': 'max-age=5' }),
+    );
     expect(text).not.toContain(token);
     expect(headNames(text)).not.toContain('etag');
     expect(parseResponses(text)[0]!.headers['cache-control']).toBe('max-age=5');
   });
 
   it('never reaches the client in an Error body: the body is wrapped instead', async () => {
-    const { token, text, statuses } = await echoed((token) => answerWith(400, {}, JSON.stringify({ code: 'bad', message: `token ${token} lacks a scope`, status: 400 })));
+    const { token, text, statuses } = await echoed((token) =>
+      answerWith(400, {}, JSON.stringify({ code: 'bad', message: `token ${token} lacks a scope`, status: 400 })),
+    );
     expect(statuses).toEqual([400]);
     expect(text).not.toContain(token);
     expect(errorOf(text)).toEqual({ code: 'invalid_request', message: 'The pet store backend answered 400 Bad Request', status: 400 });
@@ -322,7 +338,9 @@ describe('a header that may appear once, sent twice', () => {
   });
 
   it('Authorization, even without a valid key: 400, not 401', async () => {
-    const sent = await sendRaw(edge.running.port, 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n', { responses: 1 });
+    const sent = await sendRaw(edge.running.port, 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n', {
+      responses: 1,
+    });
     expect(sent.statuses).toEqual([400]);
   });
 

@@ -73,7 +73,7 @@ describe('a gateway with UPSTREAM_IDENTITY_KEY_FILE', () => {
   });
   afterAll(async () => setup.close());
 
-  it('forwards requests with a token that verifies against its JWKS, sub naming each caller\'s key id', async () => {
+  it("forwards requests with a token that verifies against its JWKS, sub naming each caller's key id", async () => {
     const second = setup.gateway.addKey({ id: 'key_second', consumer: 'globex' });
     const jwks = createRemoteJWKSet(new URL(setup.jwksUrl));
     for (const [key, keyId, consumer] of [
@@ -90,7 +90,7 @@ describe('a gateway with UPSTREAM_IDENTITY_KEY_FILE', () => {
     }
   });
 
-  it('never lets the client\'s own X-Consumer-* headers through', async () => {
+  it("never lets the client's own X-Consumer-* headers through", async () => {
     const res = await request(`http://127.0.0.1:${setup.port}`)
       .get('/v1/pets?limit=1')
       .set('Authorization', `Bearer ${setup.gateway.apiKey}`)
@@ -179,7 +179,18 @@ describe('start-up', () => {
       execFile(
         process.execPath,
         [...START_ARGS],
-        { cwd: PROJECT_ROOT, env: { ...process.env, PORT: '0', ADMIN_PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', API_KEY_PEPPER: 'p'.repeat(16), UPSTREAM_IDENTITY_KEY_FILE: publicKey }, timeout: 15_000 },
+        {
+          cwd: PROJECT_ROOT,
+          env: {
+            ...process.env,
+            PORT: '0',
+            ADMIN_PORT: '0',
+            REDIS_URL: 'redis://127.0.0.1:1',
+            API_KEY_PEPPER: 'p'.repeat(16),
+            UPSTREAM_IDENTITY_KEY_FILE: publicKey,
+          },
+          timeout: 15_000,
+        },
         (error, _stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
       );
     });

@@ -13,9 +13,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function identityKey(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['src/cli/identity-key.ts', ...args], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '' }, timeout: 20_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['src/cli/identity-key.ts', ...args],
+      { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '' }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 

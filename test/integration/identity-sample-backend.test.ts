@@ -97,7 +97,11 @@ describe('sample backend with caller identity', () => {
 
   it('refuses a request without a token with 401 and an Error body', async () => {
     const { backend, logged } = await backendVerifying();
-    const res = await fetch(`${backend.baseUrl}/pets`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"Ghost","categoryId":1}' });
+    const res = await fetch(`${backend.baseUrl}/pets`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"name":"Ghost","categoryId":1}',
+    });
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -106,7 +110,7 @@ describe('sample backend with caller identity', () => {
     expect(await (await listPets(backend, `Bearer ${await tokenFor()}`)).json()).toHaveLength(1);
   });
 
-  it('refuses a client\'s API key in place of the gateway\'s token', async () => {
+  it("refuses a client's API key in place of the gateway's token", async () => {
     const { backend } = await backendVerifying();
     const res = await listPets(backend, 'Bearer psk_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
     expect(res.status).toBe(401);
@@ -159,13 +163,13 @@ describe('sample backend with caller identity', () => {
     expect(await res.json()).toEqual(refused('Caller identity token refused: no applicable key found in the JSON Web Key Set'));
   });
 
-  it('answers 503 when the JWKS cannot be fetched: its own trouble, not the caller\'s', async () => {
+  it("answers 503 when the JWKS cannot be fetched: its own trouble, not the caller's", async () => {
     const { backend } = await backendVerifying({ jwksUrl: jwksUrl.replace('/.well-known/jwks.json', '/missing') });
     const res = await listPets(backend, `Bearer ${await tokenFor()}`);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({
       code: 'service_unavailable',
-      message: 'Caller identity cannot be checked: the gateway\'s JWKS is unavailable (Expected 200 OK from the JSON Web Key Set HTTP response)',
+      message: "Caller identity cannot be checked: the gateway's JWKS is unavailable (Expected 200 OK from the JSON Web Key Set HTTP response)",
       status: 503,
     });
   });

@@ -19,7 +19,15 @@ async function createKey(...args: string[]) {
   const result = await runKeysCli(['create', '--name', 'acme', '--json', ...args], env);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  return JSON.parse(result.stdout) as { id: string; key: string; consumer: string; environments: string[]; revoked: boolean; expiresAt?: string; rateLimitPerMinute?: number };
+  return JSON.parse(result.stdout) as {
+    id: string;
+    key: string;
+    consumer: string;
+    environments: string[];
+    revoked: boolean;
+    expiresAt?: string;
+    rateLimitPerMinute?: number;
+  };
 }
 
 describe('keys create', () => {
@@ -36,7 +44,16 @@ describe('keys create', () => {
   });
 
   it('takes both environments, an expiry and a rate limit', async () => {
-    const created = await createKey('--environment', 'production', '--environment', 'staging', '--expires-at', '2099-01-01T00:00:00Z', '--rate-limit-per-minute', '120');
+    const created = await createKey(
+      '--environment',
+      'production',
+      '--environment',
+      'staging',
+      '--expires-at',
+      '2099-01-01T00:00:00Z',
+      '--rate-limit-per-minute',
+      '120',
+    );
     expect(created).toMatchObject({ environments: ['production', 'staging'], expiresAt: '2099-01-01T00:00:00.000Z', rateLimitPerMinute: 120 });
   });
 
@@ -51,14 +68,34 @@ describe('usage errors exit 2, before Redis is asked', () => {
   it.each([
     ['an unknown option', ['create', '--name', 'x', '--bogus'], "keys: error: unknown option '--bogus'\n"],
     ['an unknown subcommand', ['frobnicate'], "keys: error: unknown command 'frobnicate'\n"],
-    ['a bad --environment', ['create', '--name', 'x', '--environment', 'prod'], "keys: error: option '--environment <environment>' argument 'prod' is invalid. must be one of production, staging\n"],
-    ['a bad --expires-at', ['create', '--name', 'x', '--expires-at', 'tomorrow'], "keys: error: option '--expires-at <iso>' argument 'tomorrow' is invalid. must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z\n"],
-    ['a past --expires-at', ['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'], "keys: error: option '--expires-at <iso>' argument '2001-01-01T00:00:00Z' is invalid. must be in the future\n"],
-    ['a bad --rate-limit-per-minute', ['create', '--name', 'x', '--rate-limit-per-minute', '0'], "keys: error: option '--rate-limit-per-minute <n>' argument '0' is invalid. must be a positive integer\n"],
+    [
+      'a bad --environment',
+      ['create', '--name', 'x', '--environment', 'prod'],
+      "keys: error: option '--environment <environment>' argument 'prod' is invalid. must be one of production, staging\n",
+    ],
+    [
+      'a bad --expires-at',
+      ['create', '--name', 'x', '--expires-at', 'tomorrow'],
+      "keys: error: option '--expires-at <iso>' argument 'tomorrow' is invalid. must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z\n",
+    ],
+    [
+      'a past --expires-at',
+      ['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'],
+      "keys: error: option '--expires-at <iso>' argument '2001-01-01T00:00:00Z' is invalid. must be in the future\n",
+    ],
+    [
+      'a bad --rate-limit-per-minute',
+      ['create', '--name', 'x', '--rate-limit-per-minute', '0'],
+      "keys: error: option '--rate-limit-per-minute <n>' argument '0' is invalid. must be a positive integer\n",
+    ],
     ['a missing option value', ['create', '--name', 'x', '--rate-limit-per-minute'], "keys: error: option '--rate-limit-per-minute <n>' argument missing\n"],
     ['a missing required option', ['create'], "keys: error: required option '--name <consumer>' not specified\n"],
     ['a missing argument', ['show'], "keys: error: missing required argument 'id'\n"],
-    ['a bad argument', ['set-limit', 'key_x', 'lots'], "keys: error: command-argument value 'lots' is invalid for argument 'perMinute'. must be a positive integer\n"],
+    [
+      'a bad argument',
+      ['set-limit', 'key_x', 'lots'],
+      "keys: error: command-argument value 'lots' is invalid for argument 'perMinute'. must be a positive integer\n",
+    ],
     ['an extra argument', ['revoke', 'key_a', 'key_b'], "keys: error: too many arguments for 'revoke'. Expected 1 argument but got 2: key_a, key_b.\n"],
   ])('%s: %j', async (_kind, args, message) => {
     // An unreachable Redis: were the arguments accepted, the command would fail with 1, not 2.
@@ -88,7 +125,10 @@ describe('keys list, show, revoke, rotate, set-limit', () => {
     const created = await createKey('--environment', 'staging');
     const result = await runKeysCli(['list', '--json'], env);
     expect(result.code).toBe(0);
-    const records = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as { id: string });
+    const records = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string });
     expect(records.map((record) => record.id)).toContain(created.id);
     expect(result.stdout).not.toContain(created.key);
     expect(result.stdout).not.toContain('psk_');
@@ -112,7 +152,13 @@ describe('keys list, show, revoke, rotate, set-limit', () => {
     const created = await createKey('--environment', 'staging', '--rate-limit-per-minute', '30');
     const result = await runKeysCli(['rotate', created.id, '--json'], env);
     expect(result.code).toBe(0);
-    const rotated = JSON.parse(result.stdout) as { id: string; key: string; consumer: string; rateLimitPerMinute: number; previous: { id: string; revoked: boolean } };
+    const rotated = JSON.parse(result.stdout) as {
+      id: string;
+      key: string;
+      consumer: string;
+      rateLimitPerMinute: number;
+      previous: { id: string; revoked: boolean };
+    };
     expect(rotated.id).not.toBe(created.id);
     expect(rotated.key).not.toBe(created.key);
     expect(rotated).toMatchObject({ consumer: 'acme', rateLimitPerMinute: 30, previous: { id: created.id, revoked: true } });

@@ -30,13 +30,18 @@ afterAll(async () => {
 describe('start-up', () => {
   it('stops with a message naming the key when a setting is invalid', async () => {
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(process.execPath, [...START_ARGS], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', UPSTREAM_TIMEOUT_MS: 'soon' } }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (error.code as number) : 0, stderr }),
+      execFile(
+        process.execPath,
+        [...START_ARGS],
+        { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', UPSTREAM_TIMEOUT_MS: 'soon' } },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
       );
     });
     expect(result.code).toBe(1);
     // One line, blaming the variable rather than config/gateway.yaml, saying what it must be.
-    expect(result.stderr).toBe('petstore-gateway: could not start: invalid environment variable UPSTREAM_TIMEOUT_MS (upstream.timeoutMs): must be a whole number of milliseconds, at least 1\n');
+    expect(result.stderr).toBe(
+      'petstore-gateway: could not start: invalid environment variable UPSTREAM_TIMEOUT_MS (upstream.timeoutMs): must be a whole number of milliseconds, at least 1\n',
+    );
   });
 
   it('starts without Redis, alive but not ready, and becomes ready when Redis appears', async () => {
@@ -57,7 +62,12 @@ describe('start-up', () => {
 
 describe('SIGTERM', () => {
   it('turns readiness false, lets the in-flight request finish, and exits 0', async () => {
-    const env = { REDIS_URL: redis.url, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}/v1`, API_KEY_PEPPER: 'lifecycle-test-pepper-01', SHUTDOWN_DRAIN_DELAY_MS: '300' };
+    const env = {
+      REDIS_URL: redis.url,
+      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}/v1`,
+      API_KEY_PEPPER: 'lifecycle-test-pepper-01',
+      SHUTDOWN_DRAIN_DELAY_MS: '300',
+    };
     const created = await runKeysCli(['create', '--name', 'lifecycle', '--environment', 'staging', '--json'], env);
     const { key } = JSON.parse(created.stdout) as { key: string };
     const gateway = await startGatewayProcess(env);

@@ -27,7 +27,9 @@ beforeAll(async () => {
   await request(app).get('/v1/store/orders').set('Authorization', auth);
   await request(app).get('/v1/pets');
   await request(app).get('/v1/pets').set('Authorization', 'Basic x');
-  await request(app).get('/v1/pets').set('Authorization', `Bearer psk_live_${'Z'.repeat(43)}`);
+  await request(app)
+    .get('/v1/pets')
+    .set('Authorization', `Bearer psk_live_${'Z'.repeat(43)}`);
   const revoked = gateway.addKey({ revoked: true, consumer: 'gone' });
   await request(app).get('/v1/pets').set('Authorization', `Bearer ${revoked}`);
   const other = gateway.addKey({ id: 'key_other', consumer: 'beta' });
@@ -64,7 +66,7 @@ describe('request metrics', () => {
     expect(series.has(seriesKey('petstore_gateway_request_duration_seconds_bucket', { ...labels, le: '0.0005' }))).toBe(true);
   });
 
-  it('observe upstream time and the gateway\'s own overhead for proxied requests only', () => {
+  it("observe upstream time and the gateway's own overhead for proxied requests only", () => {
     const labels = { operation: 'getPet', ...env };
     expect(series.get(seriesKey('petstore_gateway_upstream_duration_seconds_count', labels))).toBe(4);
     expect(series.get(seriesKey('petstore_gateway_overhead_seconds_count', labels))).toBe(4);
@@ -89,7 +91,9 @@ describe('auth metrics', () => {
 
 describe('deprecation metrics', () => {
   it('count deprecated calls by consumer', () => {
-    expect(series.get(seriesKey('petstore_gateway_deprecated_requests_total', { operation: 'getPet', key_id: 'key_primary', consumer: 'acme', ...env }))).toBe(3);
+    expect(series.get(seriesKey('petstore_gateway_deprecated_requests_total', { operation: 'getPet', key_id: 'key_primary', consumer: 'acme', ...env }))).toBe(
+      3,
+    );
     expect(series.get(seriesKey('petstore_gateway_deprecated_requests_total', { operation: 'getPet', key_id: 'key_other', consumer: 'beta', ...env }))).toBe(1);
   });
 

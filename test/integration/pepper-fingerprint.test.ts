@@ -11,7 +11,8 @@ import { startPetStore } from '../helpers/start-upstream.ts';
 const PEPPER = 'fingerprint-pepper-000001';
 const OTHER_PEPPER = 'fingerprint-pepper-000002';
 const FINGERPRINT_KEY = 'petstore-gateway:{keys}:pepper-fingerprint';
-const MISMATCH_LINE = '"msg":"not ready: the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways\' pepper"';
+const MISMATCH_LINE =
+  '"msg":"not ready: the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways\' pepper"';
 /** How often the gateway logged the mismatch: once per change of state, not once per check. */
 const mismatchLines = (process: GatewayProcess) => process.output().split(MISMATCH_LINE).length - 1;
 
@@ -55,7 +56,7 @@ async function listPets(process: GatewayProcess, key: string): Promise<number> {
 }
 
 describe('the keys CLI', () => {
-  it('records its pepper\'s fingerprint (never the pepper) with the first key', async () => {
+  it("records its pepper's fingerprint (never the pepper) with the first key", async () => {
     redis = await startRedis();
     expect((await create(PEPPER)).code).toBe(0);
     const stored = await redis.client.get(FINGERPRINT_KEY);
@@ -71,13 +72,15 @@ describe('the keys CLI', () => {
     expect(other).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'keys: refusing to write: the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways\' pepper\n',
+      stderr:
+        "keys: refusing to write: the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways' pepper\n",
     });
     const none = await create(undefined);
     expect(none).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'keys: refusing to write: the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways\' pepper\n',
+      stderr:
+        "keys: refusing to write: the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways' pepper\n",
     });
     const listed = await runKeysCli(['list', '--json'], withPepper(PEPPER));
     expect(listed.stdout.trim().split('\n')).toHaveLength(1);
@@ -89,7 +92,9 @@ describe('the keys CLI', () => {
     expect(await redis.client.get(FINGERPRINT_KEY)).toBe('none');
     const peppered = await create(PEPPER);
     expect(peppered.code).toBe(1);
-    expect(peppered.stderr).toBe('keys: refusing to write: the API keys in this Redis were made without a pepper, but one is set (API_KEY_PEPPER or API_KEY_PEPPER_FILE): unset it, or re-issue the keys with it\n');
+    expect(peppered.stderr).toBe(
+      'keys: refusing to write: the API keys in this Redis were made without a pepper, but one is set (API_KEY_PEPPER or API_KEY_PEPPER_FILE): unset it, or re-issue the keys with it\n',
+    );
   });
 
   it('still revokes with another pepper (revoking never hashes a key), warning on stderr', async () => {
@@ -113,13 +118,16 @@ describe('the keys CLI', () => {
 });
 
 describe('npm start', () => {
-  it('is not ready with another pepper than the keys\', logs one error naming the setting, and is ready once it matches', async () => {
+  it("is not ready with another pepper than the keys', logs one error naming the setting, and is ready once it matches", async () => {
     redis = await startRedis();
     const { key } = JSON.parse((await create(PEPPER)).stdout) as { key: string };
     gateway = await startGatewayProcess(withPepper(OTHER_PEPPER));
     const started = gateway;
     await waitFor(async () => mismatchLines(started) > 0);
-    expect(await readyz(started)).toEqual({ status: 503, body: expect.objectContaining({ status: 'not_ready', checks: expect.objectContaining({ pepper: 'failing', redis: 'ok' }) }) });
+    expect(await readyz(started)).toEqual({
+      status: 503,
+      body: expect.objectContaining({ status: 'not_ready', checks: expect.objectContaining({ pepper: 'failing', redis: 'ok' }) }),
+    });
     expect(started.output()).toContain('"setting":"API_KEY_PEPPER_FILE / API_KEY_PEPPER"');
     expect(await listPets(started, key)).toBe(401);
 
@@ -142,7 +150,9 @@ describe('npm start', () => {
     await redis.client.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     await waitFor(async () => (await pepperGauge(started)) === 0);
     // Log lines are written in batches, at least every second.
-    await waitFor(async () => started.output().includes('"msg":"the keys\' pepper fingerprint in Redis changed after this replica verified it (it stays ready): the pepper'));
+    await waitFor(async () =>
+      started.output().includes('"msg":"the keys\' pepper fingerprint in Redis changed after this replica verified it (it stays ready): the pepper'),
+    );
     expect((await readyz(started)).status).toBe(200);
   });
 
@@ -173,7 +183,10 @@ describe('npm start', () => {
 
     await redis.kill();
     await waitFor(async () => (await readyz(started)).body.checks.redis === 'failing');
-    expect(await readyz(started)).toEqual({ status: 200, body: { status: 'ready', shuttingDown: false, checks: { pepper: 'ok', redis: 'failing', upstream: 'ok' } } });
+    expect(await readyz(started)).toEqual({
+      status: 200,
+      body: { status: 'ready', shuttingDown: false, checks: { pepper: 'ok', redis: 'failing', upstream: 'ok' } },
+    });
     expect(await listPets(started, cached)).toBe(200);
     expect(await listPets(started, uncached)).toBe(503);
     const metrics = await (await fetch(`http://127.0.0.1:${started.adminPort}/metrics`)).text();
@@ -189,8 +202,11 @@ describe('npm start', () => {
   it('refuses to start in production without a pepper, naming both settings', async () => {
     redis = await startRedis();
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(process.execPath, [...START_ARGS], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, GATEWAY_ENVIRONMENT: 'production' } }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (error.code as number) : 0, stderr }),
+      execFile(
+        process.execPath,
+        [...START_ARGS],
+        { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, GATEWAY_ENVIRONMENT: 'production' } },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
       );
     });
     expect(result.code).toBe(1);

@@ -22,8 +22,7 @@ function oldNode(): string | undefined {
       accessSync(candidate, constants.X_OK);
       const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
       if (Number(/^v(\d+)/.exec(version)?.[1]) < 24) return candidate;
-    } catch {
-    }
+    } catch {}
   }
   return undefined;
 }
@@ -68,7 +67,9 @@ describe('the preflight', () => {
   it('stops npm start without a build, saying to run npm run build', async () => {
     const result = await npm(['start'], dir, `${NODE_24_BIN}${delimiter}/usr/bin${delimiter}/bin`);
     expect(result.code).toBe(1);
-    expect(result.stderr.split('\n')[0]).toBe('petstore-gateway: dist/main.js does not exist: run `npm run build` first (it compiles src/ to dist/, with the dev dependencies installed)');
+    expect(result.stderr.split('\n')[0]).toBe(
+      'petstore-gateway: dist/main.js does not exist: run `npm run build` first (it compiles src/ to dist/, with the dev dependencies installed)',
+    );
     expect(result.stderr).not.toContain('MODULE_NOT_FOUND');
   });
 
@@ -77,7 +78,9 @@ describe('the preflight', () => {
     // The machine's old node first on PATH, as after `npm prune --omit=dev` on a host without Node 24.
     const result = await npm(['run', script], dir, `${dirname(OLD_NODE!)}${delimiter}/usr/bin${delimiter}/bin`);
     expect(result.code).toBe(1);
-    expect(result.stderr.split('\n')[0]).toBe(`petstore-gateway: Node 24 or later is required, found Node ${version} (${realpathSync(OLD_NODE!)}): install Node 24 (.nvmrc) and put it first on PATH`);
+    expect(result.stderr.split('\n')[0]).toBe(
+      `petstore-gateway: Node 24 or later is required, found Node ${version} (${realpathSync(OLD_NODE!)}): install Node 24 (.nvmrc) and put it first on PATH`,
+    );
     expect(result.stderr).not.toMatch(/bad option|ERR_UNKNOWN_FILE_EXTENSION/);
   });
 });

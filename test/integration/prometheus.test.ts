@@ -54,14 +54,22 @@ beforeAll(async () => {
   ];
   // Bounded: a few requests every 50 ms on loopback, stopped in afterAll.
   traffic = setInterval(() => {
-    for (const call of calls) void call().then((res) => res.arrayBuffer(), () => undefined);
+    for (const call of calls)
+      void call().then(
+        (res) => res.arrayBuffer(),
+        () => undefined,
+      );
   }, 50);
   prometheus = await startPrometheus([`127.0.0.1:${gateway.adminPort}`], 'an-operator-chosen-job-name');
   // rate() over the panels' 15 s windows needs a handful of scrapes.
-  await waitFor(async () => {
-    const samples = await prometheus.query('count_over_time(petstore_gateway_build_info[1m])');
-    return Number(samples[0]?.value[1] ?? 0) >= 8;
-  }, 40_000, 500);
+  await waitFor(
+    async () => {
+      const samples = await prometheus.query('count_over_time(petstore_gateway_build_info[1m])');
+      return Number(samples[0]?.value[1] ?? 0) >= 8;
+    },
+    40_000,
+    500,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -78,7 +86,7 @@ describe('every dashboard query against a real Prometheus', () => {
     expect(result.length).toBeGreaterThan(0);
   });
 
-  it('sees the job name only in Prometheus\' own labels, never needed by a panel', async () => {
+  it("sees the job name only in Prometheus' own labels, never needed by a panel", async () => {
     const [series] = await prometheus.query('petstore_gateway_build_info');
     expect(series!.metric).toMatchObject({ job: 'an-operator-chosen-job-name', environment: 'production' });
     expect(dashboardQueries().some((query) => query.expr.includes('job'))).toBe(false);

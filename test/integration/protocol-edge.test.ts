@@ -97,7 +97,9 @@ describe('Expect: 100-continue', () => {
   });
 
   it('answers another expectation 417 with an Error body', async () => {
-    const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nExpect: 200-ok\r\n\r\n`, { responses: 1 });
+    const answer = await sendRaw(edge.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nExpect: 200-ok\r\n\r\n`, {
+      responses: 1,
+    });
     expect(answer.statuses).toEqual([417]);
     expect(parseResponses(answer.text)[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(errorOf(answer.text)).toEqual({
@@ -128,7 +130,7 @@ describe('framing headers the upstream receives', () => {
     expect(upstream.requests.length).toBe(before + 1);
   });
 
-  it('sends a chunked body with the Content-Length of its bytes and never the client\'s Transfer-Encoding', async () => {
+  it("sends a chunked body with the Content-Length of its bytes and never the client's Transfer-Encoding", async () => {
     const before = upstream.requests.length;
     const half = PET.length >> 1;
     const chunked = `${half.toString(16)}\r\n${PET.slice(0, half)}\r\n${(PET.length - half).toString(16)}\r\n${PET.slice(half)}\r\n0\r\n\r\n`;
@@ -183,7 +185,8 @@ describe('one response per request', () => {
 });
 
 describe('bytes that do not parse after complete requests', () => {
-  const get = (limit: number) => `GET /v1/pets?limit=${limit} HTTP/1.1\r\nHost: x\r\nX-Request-Id: garbage-after-${limit}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+  const get = (limit: number) =>
+    `GET /v1/pets?limit=${limit} HTTP/1.1\r\nHost: x\r\nX-Request-Id: garbage-after-${limit}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
   const NOT_HTTP = { code: 'invalid_request', message: 'The request is not valid HTTP/1.1', status: 400 };
 
   it('answer the complete request first, then refuse the bytes with 400 and close', async () => {
@@ -202,7 +205,12 @@ describe('bytes that do not parse after complete requests', () => {
     const before = upstream.requests.length;
     const answer = await sendRaw(edge.running.port, `${get(1)}${get(2)}${get(3)}\x01\x02 not http\r\n\r\n`);
     expect(answer.statuses).toEqual([200, 200, 200, 400]);
-    expect(parseResponses(answer.text).map((response) => response.headers['x-request-id'])).toEqual(['garbage-after-1', 'garbage-after-2', 'garbage-after-3', undefined]);
+    expect(parseResponses(answer.text).map((response) => response.headers['x-request-id'])).toEqual([
+      'garbage-after-1',
+      'garbage-after-2',
+      'garbage-after-3',
+      undefined,
+    ]);
     expect(answer.closed).toBe(true);
     expect(upstream.requests.slice(before).map((request) => request.url)).toEqual(['/v1/pets?limit=1', '/v1/pets?limit=2', '/v1/pets?limit=3']);
   });
@@ -233,8 +241,11 @@ describe('bytes that do not parse after complete requests', () => {
     }
   });
 
-  it('after a DELETE whose body was sent without a length (as Node\'s own client does), answer the DELETE and refuse its body', async () => {
-    const answer = await sendRaw(edge.running.port, `DELETE /v1/pets/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n\r\n{"reason":"x"}`);
+  it("after a DELETE whose body was sent without a length (as Node's own client does), answer the DELETE and refuse its body", async () => {
+    const answer = await sendRaw(
+      edge.running.port,
+      `DELETE /v1/pets/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n\r\n{"reason":"x"}`,
+    );
     expect(answer.statuses).toEqual([405, 400]);
     expect(answer.closed).toBe(true);
   });
@@ -375,9 +386,13 @@ describe('request line and Host', () => {
 
   it('serves an absolute-form target as its path', async () => {
     const before = upstream.requests.length;
-    const answer = await sendRaw(edge.running.port, `GET http://gw.example/v1/pets?limit=1 HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n`, {
-      responses: 1,
-    });
+    const answer = await sendRaw(
+      edge.running.port,
+      `GET http://gw.example/v1/pets?limit=1 HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n`,
+      {
+        responses: 1,
+      },
+    );
     expect(answer.statuses).toEqual([200]);
     expect(upstream.requests[before]!.url).toBe('/v1/pets?limit=1');
   });
@@ -427,7 +442,10 @@ describe('a pipelined flood on one connection', () => {
     const flood = sendRaw(flooded.running.port, bogus(3000), { responses: 3000, waitMs: 120_000 });
     const others = await Promise.all(
       Array.from({ length: 5 }, () =>
-        sendRaw(flooded.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${flooded.gateway.apiKey}\r\n\r\n`, { responses: 1, waitMs: HANG_MS }),
+        sendRaw(flooded.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${flooded.gateway.apiKey}\r\n\r\n`, {
+          responses: 1,
+          waitMs: HANG_MS,
+        }),
       ),
     );
     for (const other of others) expect(other.statuses).toEqual([200]);
@@ -483,15 +501,21 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
     const raw = await startRawUpstream((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n[1'));
     const stalled = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
     try {
-      const answer = await sendRaw(stalled.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: cut-short-0001\r\nAuthorization: Bearer ${stalled.gateway.apiKey}\r\n\r\n`, {
-        waitMs: HANG_MS,
-      });
+      const answer = await sendRaw(
+        stalled.running.port,
+        `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: cut-short-0001\r\nAuthorization: Bearer ${stalled.gateway.apiKey}\r\n\r\n`,
+        {
+          waitMs: HANG_MS,
+        },
+      );
       expect(answer.statuses).toEqual([200]);
       expect(answer.closed).toBe(true);
       // The client sees the connection close a moment before the gateway completes the request.
       await waitFor(async () => stalled.gateway.logs.some((entry) => entry.reqId === 'cut-short-0001'), 2000);
       const series = parseExposition(await stalled.gateway.scrape());
-      expect(series.get(seriesKey('petstore_gateway_requests_total', { operation: 'listPets', method: 'GET', status_code: '502', environment: 'production' }))).toBe(1);
+      expect(
+        series.get(seriesKey('petstore_gateway_requests_total', { operation: 'listPets', method: 'GET', status_code: '502', environment: 'production' })),
+      ).toBe(1);
       const line = stalled.gateway.logs.find((entry) => entry.reqId === 'cut-short-0001');
       expect(line).toMatchObject({ level: 40, res: { statusCode: 502 }, upstreamFailure: 'idle_timeout' });
     } finally {
@@ -502,7 +526,12 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
 
   it.each([
     ['stays silent after its head', false, 504, { code: 'gateway_timeout', message: 'The pet store backend stopped sending its answer', status: 504 }],
-    ['closes the connection after its head', true, 502, { code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 }],
+    [
+      'closes the connection after its head',
+      true,
+      502,
+      { code: 'bad_gateway', message: 'The pet store backend closed the connection before answering', status: 502 },
+    ],
   ])('answers an Error, not a head cut off by a close, when the upstream %s', async (_name, hangUp, status, error) => {
     const raw = await startRawUpstream((socket) => {
       socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: "v1"\r\nContent-Length: 10\r\n\r\n');
@@ -510,9 +539,13 @@ describe('upstreams that do not answer as HTTP/1.1 should', () => {
     });
     const through = await startEdge(raw.baseUrl, { upstream: { timeoutMs: 300 } });
     try {
-      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: head-only-0001\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
-        responses: 1,
-      });
+      const answer = await sendRaw(
+        through.running.port,
+        `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: head-only-0001\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`,
+        {
+          responses: 1,
+        },
+      );
       expect(answer.statuses).toEqual([status]);
       const [response] = parseResponses(answer.text);
       expect(JSON.parse(response!.body)).toEqual(error);
@@ -563,7 +596,9 @@ describe('repeated fields and pooled connections', () => {
     // Set-Cookie, Location and X-Tag are relayed only when configured (headers.relayToClient).
     const through = await startEdge(raw.baseUrl, { headers: { relayToClient: ['set-cookie', 'location', 'x-tag'] } });
     try {
-      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+      const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
       const head = answer.text.split('\r\n\r\n')[0]!.split('\r\n');
       expect(head.filter((line) => /^(content-type|location|x-tag|set-cookie):/i.test(line))).toEqual([
         'content-type: application/json',
@@ -743,7 +778,9 @@ describe('upstream connections whose framing the gateway cannot vouch for', () =
     const through = await startEdge(upstream.baseUrl);
     const otherKey = through.gateway.addKey({ id: 'key_other', consumer: 'other' });
     try {
-      const a = await sendRaw(through.running.port, `${requestA} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, { responses: 1 });
+      const a = await sendRaw(through.running.port, `${requestA} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
+        responses: 1,
+      });
       const b = await sendRaw(through.running.port, `GET /v1/pets?limit=7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${otherKey}\r\n\r\n`, { responses: 1 });
       return { answerA: a.statuses, bodyB: parseResponses(b.text)[0]?.body ?? '', connections: upstream.requests.map((request) => request.connection) };
     } finally {
@@ -753,7 +790,10 @@ describe('upstream connections whose framing the gateway cannot vouch for', () =
   }
 
   it('are not reused after a HEAD: body bytes a backend writes after its HEAD answer never reach the next client', async () => {
-    const { answerA, bodyB, connections } = await aThenB('HEAD /v1/pets?limit=1', `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${INJECTED.length}\r\n\r\n`);
+    const { answerA, bodyB, connections } = await aThenB(
+      'HEAD /v1/pets?limit=1',
+      `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${INJECTED.length}\r\n\r\n`,
+    );
     expect(answerA).toEqual([200]);
     expect(bodyB).toBe('[{"query":"/v1/pets?limit=7"}]');
     expect(connections).toEqual([0, 1]);
@@ -770,7 +810,11 @@ describe('upstream connections whose framing the gateway cannot vouch for', () =
   });
 
   it('are reused after an answer its Content-Length frames', async () => {
-    const { bodyB, connections } = await aThenB('GET /v1/pets?limit=1', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]', false);
+    const { bodyB, connections } = await aThenB(
+      'GET /v1/pets?limit=1',
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]',
+      false,
+    );
     expect(bodyB).toBe('[{"query":"/v1/pets?limit=7"}]');
     expect(connections).toEqual([0, 0]);
   });

@@ -21,19 +21,19 @@ afterAll(async () => {
 });
 
 describe('what the upstream receives', () => {
-  it('gets the client\'s well-formed X-Request-Id, which is also returned', async () => {
+  it("gets the client's well-formed X-Request-Id, which is also returned", async () => {
     const res = await request(gateway.app).get('/v1/pets').set('Authorization', auth).set('X-Request-Id', 'client-trace-0042');
     expect(res.headers['x-request-id']).toBe('client-trace-0042');
     expect(backend.received.at(-1)!.headers['x-request-id']).toBe('client-trace-0042');
   });
 
-  it('gets a generated X-Request-Id when the client\'s is malformed, and the client gets the same one', async () => {
+  it("gets a generated X-Request-Id when the client's is malformed, and the client gets the same one", async () => {
     const res = await request(gateway.app).get('/v1/pets').set('Authorization', auth).set('X-Request-Id', 'bad id with spaces');
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(backend.received.at(-1)!.headers['x-request-id']).toBe(res.headers['x-request-id']);
   });
 
-  it('returns a request id on the gateway\'s own refusals too', async () => {
+  it("returns a request id on the gateway's own refusals too", async () => {
     const res = await request(gateway.app).get('/v1/pets').set('X-Request-Id', 'refused-trace-01');
     expect(res.status).toBe(401);
     expect(res.headers['x-request-id']).toBe('refused-trace-01');
@@ -109,9 +109,12 @@ describe('upstream answers', () => {
   });
 
   it('answers 504 when the upstream stays silent past UPSTREAM_TIMEOUT_MS', async () => {
-    const res = await through(() => {
-      /* never answers */
-    }, { UPSTREAM_TIMEOUT_MS: '200' });
+    const res = await through(
+      () => {
+        /* never answers */
+      },
+      { UPSTREAM_TIMEOUT_MS: '200' },
+    );
     expect(res.status).toBe(504);
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.body).toEqual({ code: 'gateway_timeout', message: 'The pet store backend did not answer in time', status: 504 });

@@ -84,7 +84,7 @@ describe('exact rate limiting', () => {
     expect(infos.map((info) => info.totalHits).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('rejects every request of a failed command as uncounted, with Redis\'s error as the cause and nothing of HTTP', async () => {
+  it("rejects every request of a failed command as uncounted, with Redis's error as the cause and nothing of HTTP", async () => {
     const own = await startRedis();
     const store = await replica(own.url);
     await own.kill();

@@ -55,26 +55,36 @@ describe('one limit across replicas', () => {
     expect(Object.fromEntries(statuses)).toEqual({ 200: 12, 429: 24 });
   });
 
-  it('operators can change a key\'s limit with set-limit, and every replica applies it', async () => {
+  it("operators can change a key's limit with set-limit, and every replica applies it", async () => {
     const created = await runKeysCli(['create', '--name', 'changing', '--environment', 'production', '--rate-limit-per-minute', '2', '--json'], env);
     const { id, key } = JSON.parse(created.stdout) as { id: string; key: string };
     expect(Object.fromEntries(await burst(replicas, key, 3))).toEqual({ 200: 2, 429: 1 });
     expect((await runKeysCli(['set-limit', id, '5'], env)).code).toBe(0);
     // The key event evicts the cached record, so the new limit applies within a second.
-    await waitFor(async () => {
-      const res = await fetch(`http://127.0.0.1:${replicas[0]!.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
-      await res.arrayBuffer();
-      return res.status === 200;
-    }, 1000, 20);
+    await waitFor(
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${replicas[0]!.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+        await res.arrayBuffer();
+        return res.status === 200;
+      },
+      1000,
+      20,
+    );
   });
 });
 
 describe('windows and store failures, in process', () => {
-  async function inProcessGateway(overrides: Record<string, unknown>, redisUrl: string): Promise<{ gateway: RedisGateway; key: string; close(): Promise<void> }> {
-    const config = loadConfig({ PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' }, {
-      shutdown: { drainDelayMs: 0, gracePeriodMs: 500 },
-      ...overrides,
-    });
+  async function inProcessGateway(
+    overrides: Record<string, unknown>,
+    redisUrl: string,
+  ): Promise<{ gateway: RedisGateway; key: string; close(): Promise<void> }> {
+    const config = loadConfig(
+      { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' },
+      {
+        shutdown: { drainDelayMs: 0, gracePeriodMs: 500 },
+        ...overrides,
+      },
+    );
     const gateway = await startRedisGateway(config, { pepper: PEPPER });
     const { key } = await gateway.admin.create({ consumer: 'window', environments: ['production'] });
     return { gateway, key, close: () => gateway.close() };
@@ -87,7 +97,10 @@ describe('windows and store failures, in process', () => {
     });
 
   it('starts a fresh window once the old one has passed', async () => {
-    const { gateway, key, close } = await inProcessGateway({ rateLimit: { windowMs: 1000, limits: { production: { default: 2 }, staging: { default: 2 } } } }, redis.url);
+    const { gateway, key, close } = await inProcessGateway(
+      { rateLimit: { windowMs: 1000, limits: { production: { default: 2 }, staging: { default: 2 } } } },
+      redis.url,
+    );
     try {
       expect((await get(gateway, key)).status).toBe(200);
       expect((await get(gateway, key)).status).toBe(200);

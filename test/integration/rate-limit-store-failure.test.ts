@@ -11,7 +11,9 @@ import { startPetStore } from '../helpers/start-upstream.ts';
 /** express-rate-limit's Store, as the Redis store is while Redis is away. */
 class UnreachableStore implements Store {
   increment(): Promise<ClientRateLimitInfo> {
-    return Promise.reject(new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED 127.0.0.1:6390') }));
+    return Promise.reject(
+      new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED 127.0.0.1:6390') }),
+    );
   }
   decrement(): void {}
   resetKey(): void {}
@@ -60,13 +62,18 @@ describe('onStoreError allow', () => {
     expect(await counted()).toEqual({ storeErrors: 3, passed: 3 });
   });
 
-  it('logs the outage once for requests within 10 s, with Redis\'s error, the mode and the policy', async () => {
+  it("logs the outage once for requests within 10 s, with Redis's error, the mode and the policy", async () => {
     gateway = gatewayWith('allow');
     for (let i = 0; i < 3; i++) await list();
     const lines = gateway.logs.filter((line) => line.msg === 'rate-limit store unreachable');
-    expect(lines.map(({ level, mode, policy, err }) => ({ level, mode, policy, err: { type: (err as { type: string }).type, message: (err as { message: string }).message } }))).toEqual([
-      { level: 40, mode: 'exact', policy: 'allow', err: { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:6390' } },
-    ]);
+    expect(
+      lines.map(({ level, mode, policy, err }) => ({
+        level,
+        mode,
+        policy,
+        err: { type: (err as { type: string }).type, message: (err as { message: string }).message },
+      })),
+    ).toEqual([{ level: 40, mode: 'exact', policy: 'allow', err: { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:6390' } }]);
   });
 });
 

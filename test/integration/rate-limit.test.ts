@@ -62,7 +62,7 @@ describe('rate limits per key and operation', () => {
     expect((await list(second)).status).toBe(200);
   });
 
-  it('apply a key\'s own per-minute limit instead of the defaults', async () => {
+  it("apply a key's own per-minute limit instead of the defaults", async () => {
     const key = gateway.addKey({ rateLimitPerMinute: 5 });
     for (let i = 0; i < 5; i++) expect((await list(key)).status).toBe(200);
     expect((await list(key)).status).toBe(429);

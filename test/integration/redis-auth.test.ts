@@ -50,7 +50,7 @@ async function hgetallCalls(): Promise<number> {
 }
 
 describe('keys stored in Redis', () => {
-  it('accepts a key valid in the gateway\'s environment', async () => {
+  it("accepts a key valid in the gateway's environment", async () => {
     const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
     expect((await listPets(key)).status).toBe(200);
   });
@@ -121,7 +121,7 @@ describe('revocation', () => {
   });
 });
 
-describe('the admin listener\'s /metrics', () => {
+describe("the admin listener's /metrics", () => {
   it('reports Redis and the upstream up, key cache hits and misses, and process metrics', async () => {
     const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
     await listPets(key);

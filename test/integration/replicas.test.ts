@@ -48,7 +48,7 @@ describe('two replicas on one Redis', () => {
     expect(cliDoneMs).toBeGreaterThan(0);
   });
 
-  it('never writes the key to either replica\'s log', async () => {
+  it("never writes the key to either replica's log", async () => {
     const created = await runKeysCli(['create', '--name', 'logs', '--environment', 'production', '--json'], env);
     const { key } = JSON.parse(created.stdout) as { key: string };
     for (const replica of replicas) await status(replica, key);

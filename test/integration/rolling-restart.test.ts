@@ -23,7 +23,11 @@ beforeAll(async () => {
     // Readiness turns false this long before the listener closes: longer than the balancer's check period.
     SHUTDOWN_DRAIN_DELAY_MS: '600',
   };
-  key = (JSON.parse((await runKeysCli(['create', '--name', 'rolling', '--environment', 'staging', '--rate-limit-per-minute', '1000000', '--json'], env)).stdout) as { key: string }).key;
+  key = (
+    JSON.parse((await runKeysCli(['create', '--name', 'rolling', '--environment', 'staging', '--rate-limit-per-minute', '1000000', '--json'], env)).stdout) as {
+      key: string;
+    }
+  ).key;
 });
 afterAll(async () => {
   await Promise.all(started.map((replica) => replica.stop()));
@@ -59,7 +63,10 @@ it('replaces one replica at a time without losing a request', async () => {
   const checker = (async () => {
     while (running) {
       for (const replica of pool) {
-        const ok = await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`).then((res) => res.status === 200, () => false);
+        const ok = await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`).then(
+          (res) => res.status === 200,
+          () => false,
+        );
         if (ok) ready.add(replica);
         else ready.delete(replica);
       }

@@ -16,7 +16,14 @@ let admin: KeyAdmin;
 beforeAll(async () => {
   sentinels = await startSentinels();
   backend = await startPetStore();
-  const env = { PORT: '0', ADMIN_PORT: '0', REDIS_SENTINELS: sentinels.sentinels, REDIS_SENTINEL_NAME: sentinels.name, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production' };
+  const env = {
+    PORT: '0',
+    ADMIN_PORT: '0',
+    REDIS_SENTINELS: sentinels.sentinels,
+    REDIS_SENTINEL_NAME: sentinels.name,
+    UPSTREAM_URL: backend.baseUrl,
+    GATEWAY_ENVIRONMENT: 'production',
+  };
   // Short cache lifetimes, so that keys are looked up in Redis throughout the failover.
   const config = loadConfig(env, { shutdown: { drainDelayMs: 0, gracePeriodMs: 500 }, auth: { cache: { ttlMs: 200, negativeTtlMs: 200 } } });
   gateway = await startRedisGateway(config, { pepper: 'sentinel-failover-pepper' });
@@ -65,10 +72,14 @@ it('keeps refusing unknown keys and recovers authentication and rate limiting af
     await waitFor(async () => (await sentinels.currentPrimaryPort()) === sentinels.replicaPort, 20_000, 100);
     // After the failover: a key created on the new primary authenticates, and rate limits count again.
     let fresh: Awaited<ReturnType<KeyAdmin['create']>> | undefined;
-    await waitFor(async () => {
-      fresh = await admin.create({ consumer: 'after-failover', environments: ['production'] }).catch(() => undefined);
-      return fresh !== undefined;
-    }, 15_000, 100);
+    await waitFor(
+      async () => {
+        fresh = await admin.create({ consumer: 'after-failover', environments: ['production'] }).catch(() => undefined);
+        return fresh !== undefined;
+      },
+      15_000,
+      100,
+    );
     await waitFor(async () => (await status(fresh!.key)) === 200, 15_000, 50);
     afterFailover = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${limited.key}` } });
   } finally {

@@ -50,13 +50,17 @@ describe('a port in use', () => {
   it('npm start names PORT and the address', async () => {
     const result = await npmStart({ PORT: String(publicPort), ADMIN_PORT: '0' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`petstore-gateway: could not start: PORT (listen.port): 0.0.0.0:${publicPort} is already in use (another process listens there)\n`);
+    expect(result.stderr).toBe(
+      `petstore-gateway: could not start: PORT (listen.port): 0.0.0.0:${publicPort} is already in use (another process listens there)\n`,
+    );
   });
 
   it('npm start names ADMIN_PORT and the address', async () => {
     const result = await npmStart({ PORT: '0', ADMIN_PORT: String(adminPort) });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`petstore-gateway: could not start: ADMIN_PORT (listen.adminPort): 127.0.0.1:${adminPort} is already in use (another process listens there)\n`);
+    expect(result.stderr).toBe(
+      `petstore-gateway: could not start: ADMIN_PORT (listen.adminPort): 127.0.0.1:${adminPort} is already in use (another process listens there)\n`,
+    );
   });
 
   it('npm start names ADMIN_HOST, not the port, for an address this machine does not have', async () => {
@@ -71,7 +75,7 @@ describe('a port in use', () => {
     expect(result.stderr).toBe(`demo: could not start: DEMO_BACKEND_PORT: 127.0.0.1:${adminPort} is already in use (another process listens there)\n`);
   });
 
-  it('npm run demo names the gateway\'s PORT', async () => {
+  it("npm run demo names the gateway's PORT", async () => {
     const result = await run(['src/demo/launch.ts'], { DEMO_BACKEND_PORT: '0', PORT: String(publicPort), ADMIN_PORT: '0', LOG_LEVEL: 'silent' });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`demo: could not start: PORT (listen.port): 0.0.0.0:${publicPort} is already in use (another process listens there)\n`);
@@ -88,13 +92,17 @@ describe('a bad setting', () => {
   it('says what PORT must be, without blaming gateway.yaml', async () => {
     const result = await npmStart({ PORT: '80a' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('petstore-gateway: could not start: invalid environment variable PORT (listen.port): must be an integer port number (0 to 65535)\n');
+    expect(result.stderr).toBe(
+      'petstore-gateway: could not start: invalid environment variable PORT (listen.port): must be an integer port number (0 to 65535)\n',
+    );
   });
 
   it('names API_KEY_PEPPER_FILE when the pepper file is missing', async () => {
     const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', API_KEY_PEPPER_FILE: '/nonexistent/pepper' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^petstore-gateway: could not start: API_KEY_PEPPER_FILE \(auth\.pepperFile\): \/nonexistent\/pepper could not be read: ENOENT[^\n]*\n$/);
+    expect(result.stderr).toMatch(
+      /^petstore-gateway: could not start: API_KEY_PEPPER_FILE \(auth\.pepperFile\): \/nonexistent\/pepper could not be read: ENOENT[^\n]*\n$/,
+    );
   });
 
   describe('a missing interface document', () => {
@@ -122,7 +130,12 @@ describe('the admin listener', () => {
   it('binds loopback unless ADMIN_HOST says otherwise', async () => {
     const gateway = await startGatewayProcess({ REDIS_URL: 'redis://127.0.0.1:1' });
     try {
-      const listening = JSON.parse(gateway.output().split('\n').find((line) => line.includes('"gateway listening"'))!) as Record<string, unknown>;
+      const listening = JSON.parse(
+        gateway
+          .output()
+          .split('\n')
+          .find((line) => line.includes('"gateway listening"'))!,
+      ) as Record<string, unknown>;
       expect(listening).toMatchObject({ host: '0.0.0.0', adminHost: '127.0.0.1' });
       expect((await fetch(`http://127.0.0.1:${gateway.adminPort}/healthz`)).status).toBe(200);
       if (outsideAddress) await expect(fetch(`http://${outsideAddress}:${gateway.adminPort}/healthz`)).rejects.toThrow();

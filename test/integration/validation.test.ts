@@ -34,7 +34,7 @@ function createPet(body: string, contentType = 'application/json') {
 }
 
 describe('listPets: limit', () => {
-  it('forwards a request without limit unchanged (the default 20 is the backend\'s to apply)', async () => {
+  it("forwards a request without limit unchanged (the default 20 is the backend's to apply)", async () => {
     const res = await request(gateway.app).get('/v1/pets').set('Authorization', auth);
     expect(res.status).toBe(200);
     expect(backend.received.at(-1)!.url).toBe('/v1/pets');

@@ -83,7 +83,7 @@ describe('v2 beside v1', () => {
     expect(v1.requests.map((each) => each.url)).toEqual(['/v1/pets/10000']);
   });
 
-  it('serves each document\'s paths under its own base path only', async () => {
+  it("serves each document's paths under its own base path only", async () => {
     expect((await get(gateway, '/v2/pets')).status).toBe(404);
     expect((await get(gateway, '/v1/animals/7')).status).toBe(404);
     expect(v1.requests.length + v2.requests.length).toBe(0);
@@ -128,7 +128,8 @@ describe('stability markers', () => {
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.body).toEqual({
       code: 'stability_not_allowed',
-      message: 'GET /v2/animals/{animalId}/photos (listAnimalPhotos) is experimental; in production it is served only to API keys that opted in to experimental operations',
+      message:
+        'GET /v2/animals/{animalId}/photos (listAnimalPhotos) is experimental; in production it is served only to API keys that opted in to experimental operations',
       status: 403,
     });
     expect(v2.requests).toEqual([]);
@@ -233,7 +234,7 @@ describe('a version deprecated as a whole', () => {
     expect(res.headers.link).toBe('</v2>; rel="successor-version"');
   });
 
-  it('keeps a deprecated operation\'s own date and earlier sunset, and links both successors', async () => {
+  it("keeps a deprecated operation's own date and earlier sunset, and links both successors", async () => {
     const res = await get(retiring, '/v1/pets/1');
     expect(res.status).toBe(200);
     expect(res.headers.deprecation).toBe(`@${Date.parse('2026-11-21T00:00:00Z') / 1000}`);

@@ -89,7 +89,7 @@ describe('the services the install adds', () => {
     '/usr/lib/systemd/system/redis-sentinel.service',
   ];
 
-  it('are the systemd units (not templates) and SysV scripts among the packages\' files', () => {
+  it("are the systemd units (not templates) and SysV scripts among the packages' files", () => {
     expect(servicesOf(files)).toEqual({
       units: ['prometheus.service', 'redis-sentinel.service', 'redis-server.service'],
       initScripts: ['prometheus', 'redis-server'],
@@ -100,12 +100,18 @@ describe('the services the install adds', () => {
     [
       'systemd running: disabled and stopped',
       { hasSystemctl: true, systemdRunning: true, hasUpdateRcD: true },
-      [['systemctl', 'disable', '--now', 'prometheus.service'], ['update-rc.d', 'prometheus', 'disable']],
+      [
+        ['systemctl', 'disable', '--now', 'prometheus.service'],
+        ['update-rc.d', 'prometheus', 'disable'],
+      ],
     ],
     [
       'a container with systemctl but no systemd: the links removed, nothing to stop',
       { hasSystemctl: true, systemdRunning: false, hasUpdateRcD: true },
-      [['systemctl', 'disable', 'prometheus.service'], ['update-rc.d', 'prometheus', 'disable']],
+      [
+        ['systemctl', 'disable', 'prometheus.service'],
+        ['update-rc.d', 'prometheus', 'disable'],
+      ],
     ],
     ['no systemctl: the SysV links only', { hasSystemctl: false, systemdRunning: false, hasUpdateRcD: true }, [['update-rc.d', 'prometheus', 'disable']]],
   ])('are disabled where %s', (_, managers, commands) => {
@@ -186,8 +192,11 @@ esac`,
       const { bin, state } = fakeMachine(dir);
       const policy = join(dir, 'policy-rc.d');
       const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        execFile(process.execPath, ['test/provision-system-tools.ts'], { cwd: PROJECT_ROOT, env: { PATH: bin, PROVISION_POLICY_RC_D: policy }, timeout: 10_000 }, (error, _stdout, stderr) =>
-          resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr }),
+        execFile(
+          process.execPath,
+          ['test/provision-system-tools.ts'],
+          { cwd: PROJECT_ROOT, env: { PATH: bin, PROVISION_POLICY_RC_D: policy }, timeout: 10_000 },
+          (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr }),
         );
       });
       expect(result.stderr).toContain(`installing ${ALL_PACKAGES.split(' ').join(', ')}`);

@@ -27,7 +27,11 @@ function errorAnswer(status: string, body: object, extraHeaders = ''): string {
   );
 }
 
-const NOT_FOUND = { code: 'not_found', message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)', status: 404 };
+const NOT_FOUND = {
+  code: 'not_found',
+  message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)',
+  status: 404,
+};
 
 describe('the admin app', () => {
   it.each(['GET /nothing', 'POST /healthz', 'DELETE /metrics'])('answers %s with the not_found Error body', async (line) => {

@@ -65,7 +65,7 @@ describe('CachedKeyStore under a flood of unknown keys', () => {
     expect(store.lookups.length).toBe(lookupsBefore);
   });
 
-  it('refuses to guess once the valid key\'s entry is older than ttlMs and the store is still down', async () => {
+  it("refuses to guess once the valid key's entry is older than ttlMs and the store is still down", async () => {
     const { store, clock, cache } = setup();
     await cache.findByHash('hash-valid');
     await flood(cache, 100);

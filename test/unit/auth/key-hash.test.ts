@@ -18,7 +18,11 @@ describe('createKeyHasher', () => {
 
   it('gives the same handle for a key asked again (answered from what it remembers)', () => {
     const hashKey = createKeyHasher(PEPPER);
-    expect([hashKey(keyNumbered(1)), hashKey(keyNumbered(1)), hashKey(keyNumbered(2))]).toEqual([hmac(keyNumbered(1)), hmac(keyNumbered(1)), hmac(keyNumbered(2))]);
+    expect([hashKey(keyNumbered(1)), hashKey(keyNumbered(1)), hashKey(keyNumbered(2))]).toEqual([
+      hmac(keyNumbered(1)),
+      hmac(keyNumbered(1)),
+      hmac(keyNumbered(2)),
+    ]);
   });
 
   it('gives every key its own handle, and the right one, after more keys than it remembers', () => {

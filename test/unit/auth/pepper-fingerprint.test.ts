@@ -26,9 +26,21 @@ describe('pepperFingerprint', () => {
 
 describe('describePepperMismatch', () => {
   it.each([
-    [NO_PEPPER, pepperFingerprint(PEPPER), 'the API keys in this Redis were made without a pepper, but one is set (API_KEY_PEPPER or API_KEY_PEPPER_FILE): unset it, or re-issue the keys with it'],
-    [pepperFingerprint(PEPPER), NO_PEPPER, 'the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways\' pepper'],
-    [pepperFingerprint(PEPPER), pepperFingerprint(`${PEPPER}x`), 'the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways\' pepper'],
+    [
+      NO_PEPPER,
+      pepperFingerprint(PEPPER),
+      'the API keys in this Redis were made without a pepper, but one is set (API_KEY_PEPPER or API_KEY_PEPPER_FILE): unset it, or re-issue the keys with it',
+    ],
+    [
+      pepperFingerprint(PEPPER),
+      NO_PEPPER,
+      "the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways' pepper",
+    ],
+    [
+      pepperFingerprint(PEPPER),
+      pepperFingerprint(`${PEPPER}x`),
+      "the pepper (API_KEY_PEPPER or API_KEY_PEPPER_FILE) differs from the one the API keys in this Redis were made with: use the gateways' pepper",
+    ],
   ])('stored %s, mine %s', (stored, mine, message) => {
     expect(describePepperMismatch(stored, mine)).toBe(message);
   });

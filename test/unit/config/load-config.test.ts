@@ -18,7 +18,7 @@ describe('loadConfig', () => {
     expect(config.upstreamBaseUrl).toBe('http://petstore-backend.petstore-production.svc.cluster.local/v1');
   });
 
-  it('lets UPSTREAM_URL override the environment\'s base address', () => {
+  it("lets UPSTREAM_URL override the environment's base address", () => {
     const config = loadConfig({ GATEWAY_ENVIRONMENT: 'production', UPSTREAM_URL: 'http://127.0.0.1:4010/v1/' });
     expect(config.upstreamBaseUrl).toBe('http://127.0.0.1:4010/v1');
   });
@@ -62,7 +62,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { listen: { maxConnections: 'many' } })).toThrow(/listen\.maxConnections: must be a number$/);
   });
 
-  it('lists the variables\' problems and the file\'s apart, each under its source', () => {
+  it("lists the variables' problems and the file's apart, each under its source", () => {
     let message = '';
     try {
       loadConfig({ PORT: 'http', LOG_LEVEL: 'loud' }, { upstream: { timeoutMillis: 5 } });
@@ -70,7 +70,11 @@ describe('loadConfig', () => {
       message = (error as Error).message;
     }
     const [env, port, level, file, ...rest] = message.split('\n');
-    expect([env, port, level]).toEqual(['invalid environment variables:', '  PORT (listen.port): must be an integer port number (0 to 65535)', expect.stringMatching(/^ {2}LOG_LEVEL \(logging\.level\): /)]);
+    expect([env, port, level]).toEqual([
+      'invalid environment variables:',
+      '  PORT (listen.port): must be an integer port number (0 to 65535)',
+      expect.stringMatching(/^ {2}LOG_LEVEL \(logging\.level\): /),
+    ]);
     // A single problem from the file stays on one line.
     expect(file).toMatch(/^invalid configuration in \/\S+\/config\/gateway\.yaml: upstream: Unrecognized key: "timeoutMillis"$/);
     expect(rest).toEqual([]);
@@ -87,7 +91,9 @@ describe('loadConfig', () => {
   });
 
   it('blames a list variable for a bad item in it, not the file', () => {
-    expect(() => loadConfig({ REDIS_SENTINELS: '10.0.0.1:abc' })).toThrow('invalid environment variable REDIS_SENTINELS (redis.sentinels.0): must be host:port');
+    expect(() => loadConfig({ REDIS_SENTINELS: '10.0.0.1:abc' })).toThrow(
+      'invalid environment variable REDIS_SENTINELS (redis.sentinels.0): must be host:port',
+    );
   });
 
   it('says an upstream address that is no URL is not one, without a stack of its own', () => {

@@ -54,7 +54,10 @@ describe('planReload', () => {
 
   it('lists only settings the gateway has', () => {
     for (const path of RESTART_SETTINGS) {
-      expect(path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], running), path).toBeDefined();
+      expect(
+        path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], running),
+        path,
+      ).toBeDefined();
     }
   });
 
@@ -83,7 +86,9 @@ describe('planReload', () => {
 
   it('refuses onStoreError deny while the running mode is local-first', () => {
     const localFirst = loadConfig({ ...ENV, RATE_LIMIT_MODE: 'local-first' });
-    expect(() => planReload(localFirst, loadConfig({ ...ENV, RATE_LIMIT_MODE: 'exact', RATE_LIMIT_ON_STORE_ERROR: 'deny' }))).toThrow(/^rateLimit\.onStoreError: /);
+    expect(() => planReload(localFirst, loadConfig({ ...ENV, RATE_LIMIT_MODE: 'exact', RATE_LIMIT_ON_STORE_ERROR: 'deny' }))).toThrow(
+      /^rateLimit\.onStoreError: /,
+    );
   });
 });
 

@@ -13,7 +13,7 @@ function versionsOf(overrides: Record<string, unknown>, env: Record<string, stri
 }
 
 describe('the shipped config', () => {
-  it('serves v1 alone, from contract and the environment\'s upstream', () => {
+  it("serves v1 alone, from contract and the environment's upstream", () => {
     const config = loadConfig({ GATEWAY_ENVIRONMENT: 'production' });
     expect(config.sources).toEqual([
       {
@@ -29,7 +29,7 @@ describe('the shipped config', () => {
 });
 
 describe('versions', () => {
-  it('gives each version the upstream of the selected environment; UPSTREAM_URL overrides v1\'s alone', () => {
+  it("gives each version the upstream of the selected environment; UPSTREAM_URL overrides v1's alone", () => {
     const config = loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:4010/v1' }, { versions: [{ document: V2, upstreams }] });
     expect(config.sources.map((source) => [source.key, source.upstreamBaseUrl])).toEqual([
       ['contract', 'http://127.0.0.1:4010/v1'],
@@ -59,10 +59,10 @@ describe('versions', () => {
     );
   });
 
-  it('refuses an upstream that does not end with the document\'s base path', () => {
+  it("refuses an upstream that does not end with the document's base path", () => {
     const copied = { production: 'http://v2.production.example/v1', staging: 'http://v2.staging.example/v2' };
     expect(() => versionsOf({ versions: [{ document: V2, upstreams: copied }] }, { GATEWAY_ENVIRONMENT: 'production' })).toThrow(
-      'config: versions.0.document: its upstream http://v2.production.example/v1 must end with the document\'s base path /v2',
+      "config: versions.0.document: its upstream http://v2.production.example/v1 must end with the document's base path /v2",
     );
   });
 
@@ -73,15 +73,18 @@ describe('versions', () => {
   });
 
   it('refuses a successor that is not a configured version', () => {
-    expect(() => versionsOf({ versionDeprecation: { deprecatedAt: '2026-11-01T00:00:00Z', successor: '/v3' }, versions: [{ document: V2, upstreams }] })).toThrow(
-      'config: versionDeprecation.successor: /v3 is not the base path of another configured version (served: /v1, /v2)',
-    );
+    expect(() =>
+      versionsOf({ versionDeprecation: { deprecatedAt: '2026-11-01T00:00:00Z', successor: '/v3' }, versions: [{ document: V2, upstreams }] }),
+    ).toThrow('config: versionDeprecation.successor: /v3 is not the base path of another configured version (served: /v1, /v2)');
   });
 
   it.each([
     [{ versions: [{ document: V2, upstreams: { production: upstreams.production } }] }, 'versions.0.upstreams.staging'],
     [{ versions: [{ document: V2, upstreams: { ...upstreams, staging: 'ftp://v2.example/' } }] }, 'versions.0.upstreams.staging'],
-    [{ versions: [{ document: V2, upstreams, deprecation: { deprecatedAt: '2026-11-01T00:00:00Z', sunset: '2026-10-01T00:00:00Z' } }] }, 'versions.0.deprecation.sunset: must be after deprecatedAt'],
+    [
+      { versions: [{ document: V2, upstreams, deprecation: { deprecatedAt: '2026-11-01T00:00:00Z', sunset: '2026-10-01T00:00:00Z' } }] },
+      'versions.0.deprecation.sunset: must be after deprecatedAt',
+    ],
     [{ versionDeprecation: { deprecatedAt: '2026-11-01T00:00:00Z', successor: 'v2' } }, 'versionDeprecation.successor: must be the base path'],
     [{ stability: { production: { experimental: 'maybe' } } }, 'stability.production.experimental'],
   ])('names the key of a bad value (%#)', (overrides, key) => {

@@ -9,7 +9,7 @@ describe('allOperations', () => {
   it.each([
     ['no versions', [], []],
     ['one version', [version('listPets', 'getPet')], ['listPets', 'getPet']],
-    ['two versions, the first one\'s first', [version('listPets'), version('listAnimals', 'getAnimal')], ['listPets', 'listAnimals', 'getAnimal']],
+    ["two versions, the first one's first", [version('listPets'), version('listAnimals', 'getAnimal')], ['listPets', 'listAnimals', 'getAnimal']],
     ['a version without operations', [version(), version('getAnimal')], ['getAnimal']],
   ])('of %s', (_case, versions, ids) => {
     expect(allOperations(versions).map((operation) => operation.id)).toEqual(ids);

@@ -48,12 +48,18 @@ describe('compileContract refusals', () => {
 
 describe('x-stability', () => {
   it('compiles experimental and beta, and leaves other operations stable', () => {
-    const paths = { '/a': { get: { operationId: 'a', 'x-stability': 'experimental' } }, '/b': { get: { operationId: 'b', 'x-stability': 'beta' } }, '/c': { get: { operationId: 'c' } } };
+    const paths = {
+      '/a': { get: { operationId: 'a', 'x-stability': 'experimental' } },
+      '/b': { get: { operationId: 'b', 'x-stability': 'beta' } },
+      '/c': { get: { operationId: 'c' } },
+    };
     expect(compileContract({ ...base, paths }).operations.map((operation) => operation.stability)).toEqual(['experimental', 'beta', undefined]);
   });
 
   it('refuses another marker', () => {
     const paths = { '/a': { get: { operationId: 'a', 'x-stability': 'alpha' } } };
-    expect(() => compileContract({ ...base, paths })).toThrow('paths./a.get.x-stability must be one of experimental, beta (leave it out for a stable operation)');
+    expect(() => compileContract({ ...base, paths })).toThrow(
+      'paths./a.get.x-stability must be one of experimental, beta (leave it out for a stable operation)',
+    );
   });
 });

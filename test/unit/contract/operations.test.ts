@@ -3,7 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { operationSunsets, routeOf, type Operation, type RouteSlice } from '../../../src/contract/operations.ts';
 
 const operation = (id: string, deprecation?: Operation['deprecation']): Operation =>
-  ({ id, method: 'GET', pathTemplate: `/${id}`, parameters: [], queryParameters: [], requestHeaders: [], responseHeaders: new Map(), ...(deprecation ? { deprecation } : {}) }) as Operation;
+  ({
+    id,
+    method: 'GET',
+    pathTemplate: `/${id}`,
+    parameters: [],
+    queryParameters: [],
+    requestHeaders: [],
+    responseHeaders: new Map(),
+    ...(deprecation ? { deprecation } : {}),
+  }) as Operation;
 
 const SUNSET = new Date('2032-01-01T00:00:00Z');
 
@@ -11,7 +20,11 @@ describe('operationSunsets', () => {
   it.each([
     ['none of stable operations', [operation('listPets')], []],
     ['none of a deprecated operation without a date', [operation('getPet', { replacement: 'getPetV2' })], []],
-    ['the date of each deprecated operation that has one', [operation('listPets'), operation('getPet', { sunset: SUNSET })], [{ operation: 'getPet', sunset: SUNSET }]],
+    [
+      'the date of each deprecated operation that has one',
+      [operation('listPets'), operation('getPet', { sunset: SUNSET })],
+      [{ operation: 'getPet', sunset: SUNSET }],
+    ],
   ])('lists %s', (_case, operations, sunsets) => {
     expect(operationSunsets(operations)).toEqual(sunsets);
   });

@@ -17,9 +17,9 @@ interface AlertRule {
 /** Where the runbooks live, as the repository's page on GitHub. */
 const RUNBOOKS = 'https://github.com/petstore/gateway/blob/main/docs/operations.md';
 
-const alerts = (parseYaml(readFileSync(join(PROJECT_ROOT, 'deploy/prometheus/alerts.yaml'), 'utf8')) as { groups: Array<{ rules: AlertRule[] }> }).groups.flatMap(
-  (group) => group.rules,
-);
+const alerts = (
+  parseYaml(readFileSync(join(PROJECT_ROOT, 'deploy/prometheus/alerts.yaml'), 'utf8')) as { groups: Array<{ rules: AlertRule[] }> }
+).groups.flatMap((group) => group.rules);
 
 describe('deploy/prometheus/alerts.yaml', () => {
   it.each(alerts.map((rule) => [rule.alert, rule.annotations.runbook_url]))('%s links to its runbook section in docs/operations.md', (alert, url) => {

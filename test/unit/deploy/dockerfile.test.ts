@@ -73,8 +73,7 @@ function buildStage(
     if (keyword === 'WORKDIR') {
       workdir = join(root, args);
       mkdirSync(workdir, { recursive: true });
-    }
-    else if (keyword === 'COPY') copyInto(workdir, parseCopy(args), stageRoots);
+    } else if (keyword === 'COPY') copyInto(workdir, parseCopy(args), stageRoots);
     else if (keyword === 'ENV') Object.assign(env, Object.fromEntries([args.split('=', 2) as [string, string]]));
     else if (keyword === 'RUN') {
       for (const command of args.split('&&').map((part) => part.trim())) {
@@ -120,11 +119,14 @@ describe('deploy/Dockerfile', () => {
       .split('\n')
       .filter((line) => line.trim() !== '' && !line.startsWith('#'));
     expect(ignore[0]).toBe('*');
-    const fromContext = dockerfile.flatMap(copies).filter((copy) => copy.from === undefined).flatMap((copy) => copy.sources);
+    const fromContext = dockerfile
+      .flatMap(copies)
+      .filter((copy) => copy.from === undefined)
+      .flatMap((copy) => copy.sources);
     expect(ignore.slice(1).sort()).toEqual([...new Set(fromContext)].map((source) => `!${source}`).sort());
   });
 
-  describe('the image\'s files', () => {
+  describe("the image's files", () => {
     const root = mkdtempSync(join(tmpdir(), 'image-'));
     let gateway: ChildProcess | undefined;
     afterAll(async () => {
@@ -145,7 +147,7 @@ describe('deploy/Dockerfile', () => {
       for (const stage of builders) {
         const stageRoot = join(root, `stage-${stage.name}`);
         buildStage(stage, stageRoot, stageRoots, (argv, workdir, env) => {
-          expect(env, 'ENV before a build stage\'s npm ci (NODE_ENV=production would leave out the compiler)').toEqual({});
+          expect(env, "ENV before a build stage's npm ci (NODE_ENV=production would leave out the compiler)").toEqual({});
           for (const flag of argv.slice(2)) expect(BUILDER_INSTALL_FLAGS, `npm ci ${flag} in a build stage`).toContain(flag);
           symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(workdir, 'node_modules'));
         });
@@ -156,7 +158,11 @@ describe('deploy/Dockerfile', () => {
       // lockfile exactly as in the image; --prefer-offline takes cached tarballs.
       const { workdir, env } = buildStage(image, join(root, 'image'), stageRoots, (argv, workdir, env) => {
         expect(argv.slice(0, 3)).toEqual(['npm', 'ci', '--omit=dev']);
-        execFileSync('npm', [...argv.slice(1), '--prefer-offline'], { cwd: workdir, stdio: 'pipe', env: { ...process.env, ...env, PATH: `${join(PROJECT_ROOT, 'node_modules/.bin')}:${process.env.PATH}` } });
+        execFileSync('npm', [...argv.slice(1), '--prefer-offline'], {
+          cwd: workdir,
+          stdio: 'pipe',
+          env: { ...process.env, ...env, PATH: `${join(PROJECT_ROOT, 'node_modules/.bin')}:${process.env.PATH}` },
+        });
       });
       expect(existsSync(join(workdir, 'node_modules/vitest'))).toBe(false);
 
@@ -167,13 +173,21 @@ describe('deploy/Dockerfile', () => {
       const asImageUser: string[] = [];
       if (process.getuid!() === 0) {
         const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
-        if (!setpriv) throw new Error('the test runs as root and needs setpriv (util-linux) to start the gateway as the image\'s user');
+        if (!setpriv) throw new Error("the test runs as root and needs setpriv (util-linux) to start the gateway as the image's user");
         asImageUser.push(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
       }
       const command = [...asImageUser, NODE, ...args];
       gateway = spawn(command[0]!, command.slice(1), {
         cwd: workdir,
-        env: { ...env, PATH: '/usr/bin:/bin', PORT: '0', ADMIN_PORT: '0', REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_DELAY_MS: '0' },
+        env: {
+          ...env,
+          PATH: '/usr/bin:/bin',
+          PORT: '0',
+          ADMIN_PORT: '0',
+          REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+          LOG_LEVEL: 'info',
+          SHUTDOWN_DRAIN_DELAY_MS: '0',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
@@ -199,7 +213,9 @@ describe('deploy/Dockerfile', () => {
         const [node, ...cliArgs] = cli.split(' ');
         expect(node).toBe('node');
         const cliCommand = [...asImageUser, NODE, ...cliArgs, '--help'];
-        expect(execFileSync(cliCommand[0]!, cliCommand.slice(1), { cwd: workdir, encoding: 'utf8', env: { ...env, PATH: '/usr/bin:/bin' } })).toMatch(/^Usage: /);
+        expect(execFileSync(cliCommand[0]!, cliCommand.slice(1), { cwd: workdir, encoding: 'utf8', env: { ...env, PATH: '/usr/bin:/bin' } })).toMatch(
+          /^Usage: /,
+        );
       }
     });
   });

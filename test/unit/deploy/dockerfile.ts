@@ -39,7 +39,8 @@ export function stages(all: Instruction[]): Stage[] {
   for (const instruction of all) {
     if (instruction.keyword === 'FROM') {
       const [base, as, name, ...rest] = instruction.args.split(/\s+/);
-      if (rest.length > 0 || (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined))) throw new Error(`FROM ${instruction.args}: expected <image> [AS <name>]`);
+      if (rest.length > 0 || (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined)))
+        throw new Error(`FROM ${instruction.args}: expected <image> [AS <name>]`);
       found.push({ base: base!, name, instructions: [] });
     } else if (found.length === 0) throw new Error(`deploy/Dockerfile: ${instruction.keyword} before the first FROM`);
     else found.at(-1)!.instructions.push(instruction);

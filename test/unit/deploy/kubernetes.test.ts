@@ -45,7 +45,8 @@ function scrapeWays(objects: readonly KubeObject[]): string[] {
       ['', object.metadata.annotations],
       [' pod template', template?.metadata?.annotations],
     ] as const) {
-      if (Object.keys(annotations ?? {}).some((key) => key.startsWith('prometheus.io/'))) ways.push(`${object.kind}/${object.metadata.name}${where} prometheus.io annotations`);
+      if (Object.keys(annotations ?? {}).some((key) => key.startsWith('prometheus.io/')))
+        ways.push(`${object.kind}/${object.metadata.name}${where} prometheus.io annotations`);
     }
     return ways;
   });
@@ -62,7 +63,11 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
   const podLabels = () => deployment().spec!.template.metadata!.labels!;
 
   it('renders the gateway, its services, identity, budget, autoscaler, network policy and scrape config, in its namespace', () => {
-    expect(objects().map((object) => `${object.kind}/${object.metadata.name}`).sort()).toEqual([
+    expect(
+      objects()
+        .map((object) => `${object.kind}/${object.metadata.name}`)
+        .sort(),
+    ).toEqual([
       `Deployment/${NAME}`,
       `HorizontalPodAutoscaler/${NAME}`,
       `NetworkPolicy/${NAME}`,
@@ -137,34 +142,30 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
   });
 
   it(`configures the ${overlay.environment} gateway, with ${overlay.redis} Redis`, () => {
-    const env = Object.fromEntries(
-      gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]),
-    );
+    const env = Object.fromEntries(gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]));
     const podConfig = loadConfig(env);
     expect(podConfig.environment).toBe(overlay.environment);
     expect(redisTopology(podConfig.redis)).toBe(overlay.redis);
   });
 
-  it('opens the admin listener on the pod\'s interfaces, where the kubelet\'s probes and Prometheus connect (the gateway\'s default is loopback)', () => {
-    const env = Object.fromEntries(
-      gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]),
-    );
+  it("opens the admin listener on the pod's interfaces, where the kubelet's probes and Prometheus connect (the gateway's default is loopback)", () => {
+    const env = Object.fromEntries(gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]));
     expect(config.listen.adminHost).toBe('127.0.0.1');
     expect(loadConfig(env).listen.adminHost).toBe('0.0.0.0');
   });
 
   it('reads every *_FILE setting from a file of the mounted secret', () => {
     const mounts = new Map(gateway().volumeMounts!.map((mount) => [mount.name, mount.mountPath]));
-    const files = pod().volumes!.flatMap((volume) =>
-      (volume.secret?.items ?? []).map((item) => `${mounts.get(volume.name)}/${item.path}`),
-    );
+    const files = pod().volumes!.flatMap((volume) => (volume.secret?.items ?? []).map((item) => `${mounts.get(volume.name)}/${item.path}`));
     const fileSettings = gateway().env!.filter((variable) => variable.name.endsWith('_FILE'));
     expect(fileSettings.map((variable) => variable.name)).toEqual(expect.arrayContaining(['API_KEY_PEPPER_FILE', 'UPSTREAM_IDENTITY_KEY_FILE']));
     for (const variable of fileSettings) expect(files, variable.name).toContain(variable.value);
   });
 
   it('reads only secret keys that examples/secret.example.yaml documents', () => {
-    const example = parseYaml(readFileSync(join(KUBERNETES_DIR, 'examples/secret.example.yaml'), 'utf8')) as KubeObject & { stringData: Record<string, string> };
+    const example = parseYaml(readFileSync(join(KUBERNETES_DIR, 'examples/secret.example.yaml'), 'utf8')) as KubeObject & {
+      stringData: Record<string, string>;
+    };
     expect(() => validateObject(example)).not.toThrow();
     const secretName = example.metadata.name;
     const fromEnv = gateway().env!.flatMap((variable) => (variable.valueFrom?.secretKeyRef?.name === secretName ? [variable.valueFrom.secretKeyRef.key] : []));
@@ -172,7 +173,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     for (const key of [...fromEnv, ...fromVolumes]) expect(Object.keys(example.stringData), key).toContain(key);
   });
 
-  it('leaves the replica count to the autoscaler, which scales on CPU within the environment\'s bounds', () => {
+  it("leaves the replica count to the autoscaler, which scales on CPU within the environment's bounds", () => {
     expect(deployment().spec!.replicas).toBeUndefined();
     const hpa = find<IHorizontalPodAutoscaler>(objects(), 'HorizontalPodAutoscaler', NAME);
     expect(hpa.spec!.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: NAME });
@@ -195,7 +196,12 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
       { topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway' },
     ]);
     for (const constraint of constraints) {
-      expect(constraint).toMatchObject({ maxSkew: 1, nodeTaintsPolicy: 'Honor', matchLabelKeys: ['pod-template-hash'], labelSelector: { matchLabels: podLabels() } });
+      expect(constraint).toMatchObject({
+        maxSkew: 1,
+        nodeTaintsPolicy: 'Honor',
+        matchLabelKeys: ['pod-template-hash'],
+        labelSelector: { matchLabels: podLabels() },
+      });
     }
   });
 
@@ -205,7 +211,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     const podsNamed = (name: string): INetworkPolicyPeer => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': name } } });
     const tcp = (port: number | string): INetworkPolicyPort => ({ port, protocol: 'TCP' });
 
-    it('applies to the gateway\'s pods, both ways', () => {
+    it("applies to the gateway's pods, both ways", () => {
       expect(policy().spec!.podSelector).toEqual({ matchLabels: podLabels() });
       expect(policy().spec!.policyTypes).toEqual(['Ingress', 'Egress']);
     });
@@ -233,7 +239,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     });
   });
 
-  it('has Prometheus scrape /metrics on the admin service\'s port, not the public service', () => {
+  it("has Prometheus scrape /metrics on the admin service's port, not the public service", () => {
     const monitor = find<IServiceMonitor>(objects(), 'ServiceMonitor', NAME);
     const selected = objects().filter(
       (object): object is KubeObject & IService =>
@@ -245,7 +251,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     expect(selected[0]!.spec!.selector).toEqual(podLabels());
   });
 
-  it('is scraped one way only, the ServiceMonitor\'s, with no prometheus.io annotations beside it (each replica would be scraped twice)', () => {
+  it("is scraped one way only, the ServiceMonitor's, with no prometheus.io annotations beside it (each replica would be scraped twice)", () => {
     expect(scrapeWays(objects())).toEqual([`ServiceMonitor/${NAME}`]);
   });
 });
@@ -254,14 +260,18 @@ describe('deploy/kubernetes/components/scrape-annotations, in place of the Servi
   const work = mkdtempSync(join(tmpdir(), 'scrape-annotations-'));
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('has the pods scraped on the admin port\'s /metrics, by annotation only', () => {
+  it("has the pods scraped on the admin port's /metrics, by annotation only", () => {
     // kustomize takes no absolute paths: the base and component relative to the temporary overlay.
     const from = (path: string) => relative(work, join(KUBERNETES_DIR, path));
     writeFileSync(join(work, 'kustomization.yaml'), `resources:\n  - ${from('base')}\ncomponents:\n  - ${from('components/scrape-annotations')}\n`);
     const objects = kustomize(work);
     expect(scrapeWays(objects)).toEqual([`Deployment/${NAME} pod template prometheus.io annotations`]);
     const deployment = find<IDeployment>(objects, 'Deployment', NAME);
-    expect(deployment.spec!.template.metadata!.annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.listen.adminPort), 'prometheus.io/path': '/metrics' });
+    expect(deployment.spec!.template.metadata!.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': String(config.listen.adminPort),
+      'prometheus.io/path': '/metrics',
+    });
     const admin = deployment.spec!.template.spec!.containers.find((container) => container.name === 'gateway')!.ports!.find((port) => port.name === 'admin');
     expect(admin!.containerPort).toBe(config.listen.adminPort);
   });

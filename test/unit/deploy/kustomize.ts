@@ -33,9 +33,12 @@ export function kustomize(dir: string): KubeObject[] {
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stderr?: string };
     if (failure.code === 'ENOENT') {
-      throw new Error('kubectl is not on PATH: the deployment tests render the manifests with `kubectl kustomize`. Install kubectl (it includes kustomize) and run them again.', {
-        cause: error,
-      });
+      throw new Error(
+        'kubectl is not on PATH: the deployment tests render the manifests with `kubectl kustomize`. Install kubectl (it includes kustomize) and run them again.',
+        {
+          cause: error,
+        },
+      );
     }
     throw new Error(`kubectl ${args.join(' ')} failed:\n${failure.stderr ?? failure.message}`, { cause: error });
   }

@@ -28,7 +28,9 @@ describe('deploy/kubernetes/monitoring', () => {
   const configMaps = () => objects().filter((object): object is KubeObject & IConfigMap => object.kind === 'ConfigMap');
 
   it.each([...renderMonitoring()])('has %s as `npm run generate:monitoring` writes it from its sources', (path, generated) => {
-    expect(readOrNothing(join(PROJECT_ROOT, path)), `${path} is not what its sources give: run \`npm run generate:monitoring\` and commit the result`).toBe(generated);
+    expect(readOrNothing(join(PROJECT_ROOT, path)), `${path} is not what its sources give: run \`npm run generate:monitoring\` and commit the result`).toBe(
+      generated,
+    );
   });
 
   it('lists the generated files as resources, and needs no generator or plugin', () => {
@@ -38,10 +40,11 @@ describe('deploy/kubernetes/monitoring', () => {
   });
 
   it('renders one PrometheusRule and one ConfigMap per dashboard, in the monitoring namespace', () => {
-    expect(objects().map((object) => `${object.kind}/${object.metadata.name}`).sort()).toEqual([
-      ...dashboardFiles.map((file) => `ConfigMap/petstore-${file.replace(/\.json$/, '')}`),
-      'PrometheusRule/petstore-gateway',
-    ]);
+    expect(
+      objects()
+        .map((object) => `${object.kind}/${object.metadata.name}`)
+        .sort(),
+    ).toEqual([...dashboardFiles.map((file) => `ConfigMap/petstore-${file.replace(/\.json$/, '')}`), 'PrometheusRule/petstore-gateway']);
     expect(new Set(objects().map((object) => object.metadata.namespace))).toEqual(new Set(['monitoring']));
   });
 
@@ -106,7 +109,7 @@ describe('scripts/generate-monitoring.ts', () => {
     expect(data).toEqual(files);
   });
 
-  it('gives a PrometheusRule the rule file\'s exact groups, block scalars included, kept as YAML', () => {
+  it("gives a PrometheusRule the rule file's exact groups, block scalars included, kept as YAML", () => {
     const text = [
       '# a comment',
       'groups:',

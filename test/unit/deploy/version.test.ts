@@ -39,7 +39,7 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
-describe('the release version, package.json\'s', () => {
+describe("the release version, package.json's", () => {
   it('is a semantic version', () => {
     expect(VERSION).toMatch(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/);
   });
@@ -50,7 +50,7 @@ describe('the release version, package.json\'s', () => {
     expect(settings[0]!.newTag, `overlays/${overlay}/kustomization.yaml: images: newTag`).toBe(VERSION);
   });
 
-  it('is the image\'s org.opencontainers.image.version label (deploy/Dockerfile)', () => {
+  it("is the image's org.opencontainers.image.version label (deploy/Dockerfile)", () => {
     expect(labels(readDockerfile().at(-1)!)['org.opencontainers.image.version']).toBe(VERSION);
   });
 
@@ -59,7 +59,7 @@ describe('the release version, package.json\'s', () => {
     const found = filesUnder(join(PROJECT_ROOT, 'deploy')).flatMap((file) =>
       imageReferences(readFileSync(file, 'utf8'), names).map(({ reference, version }) => ({ where: `${relative(PROJECT_ROOT, file)}: ${reference}`, version })),
     );
-    expect(found.length, 'the Dockerfile\'s build command names the image with its version').toBeGreaterThan(0);
+    expect(found.length, "the Dockerfile's build command names the image with its version").toBeGreaterThan(0);
     for (const { where, version } of found) expect(version, where).toBe(VERSION);
   });
 

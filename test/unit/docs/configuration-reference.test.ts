@@ -61,7 +61,9 @@ const DOCUMENTED_VARIABLES = [...ROWS.flatMap((row) => row.variables), ...OTHER_
 
 /** `env.NAME` in a source file: the variables read outside ENV_KEYS's table (GATEWAY_CONFIG, API_KEY_PEPPER). */
 const readInSource = (path: string) => [...read(path).matchAll(/\benv\.([A-Z][A-Z0-9_]*)\b/g)].map((match) => match[1]!);
-const VARIABLES = [...new Set([...Object.keys(ENV_KEYS), ...readInSource('src/config/load-config.ts'), ...readInSource('src/auth/pepper.ts'), ALLOW_NO_PEPPER])];
+const VARIABLES = [
+  ...new Set([...Object.keys(ENV_KEYS), ...readInSource('src/config/load-config.ts'), ...readInSource('src/auth/pepper.ts'), ALLOW_NO_PEPPER]),
+];
 
 describe('docs/configuration.md', () => {
   it('documents every setting of the schema', () => {

@@ -43,7 +43,7 @@ function signerAt(overrides: Partial<IdentitySignerOptions> = {}) {
 }
 
 describe('createIdentitySigner', () => {
-  it('signs the caller\'s claims, with alg, kid and typ in the header', async () => {
+  it("signs the caller's claims, with alg, kid and typ in the header", async () => {
     const { signer } = signerAt();
     const token = await signer.tokenFor(acme);
     expect(decodeProtectedHeader(token)).toEqual({ alg: 'EdDSA', kid: ed25519.kid, typ: 'JWT' });

@@ -25,7 +25,7 @@ describe('createJwks', () => {
     expect(jwks.document()).toEqual({ keys: [current.publicJwk, previous.publicJwk] });
   });
 
-  it('drops the previous key from the overlap\'s end on, without a restart', () => {
+  it("drops the previous key from the overlap's end on, without a restart", () => {
     const clock = fixedClock(OVERLAP_END.getTime() - 1);
     const jwks = createJwks({ current, previous: { key: previous, until: OVERLAP_END }, clock });
     expect(jwks.document().keys.map((key) => key.kid)).toEqual([current.kid, previous.kid]);

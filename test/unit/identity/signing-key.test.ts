@@ -20,7 +20,13 @@ const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 
 /** RFC 7638, computed by hand: SHA-256 of the required members in lexical order, no whitespace. */
 function thumbprint(members: Record<string, string>): string {
-  const canonical = JSON.stringify(Object.fromEntries(Object.keys(members).sort().map((name) => [name, members[name]])));
+  const canonical = JSON.stringify(
+    Object.fromEntries(
+      Object.keys(members)
+        .sort()
+        .map((name) => [name, members[name]]),
+    ),
+  );
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
@@ -61,11 +67,36 @@ describe('loadSigningKey', () => {
   const refusals: Array<[string, () => string, SigningKeyError['code'], RegExp]> = [
     ['a missing file', () => join(dir, 'missing.pem'), 'unreadable', /could not be read: ENOENT/],
     ['a directory', () => dir, 'unreadable', /could not be read: EISDIR/],
-    ['a public key', () => keyFile('public.pem', ed25519.publicKey.export({ type: 'spki', format: 'pem' }) as string), 'public_key', /holds a public key or certificate; the gateway needs the private key/],
-    ['an RSA key', () => keyFile('rsa.pem', generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string), 'unsupported_key_type', /is a key of type rsa; use an Ed25519 or P-256 key \(npm run identity-key -- generate\)$/],
-    ['a P-384 key', () => keyFile('p384.pem', generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string), 'unsupported_key_type', /is an EC key on curve secp384r1; use an Ed25519 or P-256 key/],
-    ['an Ed448 key', () => keyFile('ed448.pem', generateKeyPairSync('ed448').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string), 'unsupported_key_type', /is a key of type ed448;/],
-    ['an encrypted key', () => keyFile('encrypted.pem', ed25519.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }) as string), 'encrypted', /is an encrypted private key/],
+    [
+      'a public key',
+      () => keyFile('public.pem', ed25519.publicKey.export({ type: 'spki', format: 'pem' }) as string),
+      'public_key',
+      /holds a public key or certificate; the gateway needs the private key/,
+    ],
+    [
+      'an RSA key',
+      () => keyFile('rsa.pem', generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string),
+      'unsupported_key_type',
+      /is a key of type rsa; use an Ed25519 or P-256 key \(npm run identity-key -- generate\)$/,
+    ],
+    [
+      'a P-384 key',
+      () => keyFile('p384.pem', generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string),
+      'unsupported_key_type',
+      /is an EC key on curve secp384r1; use an Ed25519 or P-256 key/,
+    ],
+    [
+      'an Ed448 key',
+      () => keyFile('ed448.pem', generateKeyPairSync('ed448').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string),
+      'unsupported_key_type',
+      /is a key of type ed448;/,
+    ],
+    [
+      'an encrypted key',
+      () => keyFile('encrypted.pem', ed25519.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }) as string),
+      'encrypted',
+      /is an encrypted private key/,
+    ],
     ['text that is no key', () => keyFile('garbage.pem', 'not a key\n'), 'not_a_private_key', /is not a PEM private key/],
     ['an empty file', () => keyFile('empty.pem', ''), 'not_a_private_key', /is not a PEM private key/],
   ];
@@ -79,7 +110,7 @@ describe('loadSigningKey', () => {
     expect((refusal as Error).message).toMatch(reason);
   });
 
-  it('names the previous key\'s own setting when that one is refused', async () => {
+  it("names the previous key's own setting when that one is refused", async () => {
     const path = keyFile('previous-public.pem', p256.publicKey.export({ type: 'spki', format: 'pem' }) as string);
     await expect(loadSigningKey(path, PREVIOUS_KEY_FILE_SETTING)).rejects.toThrow(
       `UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE (upstreamIdentity.previousKeyFile): ${path} holds a public key`,

@@ -18,5 +18,4 @@ describe('accessLogLevel', () => {
   ])('%i is logged at %s', (status, level) => {
     expect(accessLogLevel(status)).toBe(level);
   });
-
 });

@@ -49,17 +49,20 @@ describe('a fresh registry', () => {
     expect(series.get(metric('key_cache_lookups_total', { result: 'miss' }))).toBe(0);
   });
 
-  it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open'])(
-    'has %s at 0',
-    async (name) => {
-      expect((await freshExposition()).get(metric(name))).toBe(0);
-    },
-  );
+  it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open'])('has %s at 0', async (name) => {
+    expect((await freshExposition()).get(metric(name))).toBe(0);
+  });
 
   it('reads in_flight_requests and dependency_up when scraped, from what the composition root hands it', async () => {
     const metrics = createMetrics({ environment, version: 't', sunsets: [], processMetrics: false });
     let inFlight = 3;
-    metrics.readAtScrape({ inFlight: () => inFlight, dependencies: [{ name: 'redis', check: async () => false }, { name: 'upstream', check: async () => true }] });
+    metrics.readAtScrape({
+      inFlight: () => inFlight,
+      dependencies: [
+        { name: 'redis', check: async () => false },
+        { name: 'upstream', check: async () => true },
+      ],
+    });
     const first = await metrics.registry.metrics();
     inFlight = 0;
     const second = await metrics.registry.metrics();
@@ -93,7 +96,15 @@ describe('a fresh registry', () => {
 
 describe('deprecated operations', () => {
   const deprecated = (browned: Set<string>) =>
-    createMetrics({ environment, version: 't', sunsets: [], operations: OPERATIONS, deprecatedOperations: ['getPet'], brownoutActive: (operation) => browned.has(operation), processMetrics: false });
+    createMetrics({
+      environment,
+      version: 't',
+      sunsets: [],
+      operations: OPERATIONS,
+      deprecatedOperations: ['getPet'],
+      brownoutActive: (operation) => browned.has(operation),
+      processMetrics: false,
+    });
 
   it.each(['sunset', 'brownout'])('have deprecated_refusals_total{reason="%s"} at 0 from the start', async (reason) => {
     const series = parseExposition(await deprecated(new Set()).registry.metrics());
@@ -124,7 +135,10 @@ describe('operations marked experimental or beta', () => {
       version: 't',
       sunsets: [],
       operations: OPERATIONS,
-      markedOperations: [{ operation: 'createPet', stability: 'experimental' }, { operation: 'listPets', stability: 'beta' }],
+      markedOperations: [
+        { operation: 'createPet', stability: 'experimental' },
+        { operation: 'listPets', stability: 'beta' },
+      ],
       processMetrics: false,
     });
 

@@ -14,10 +14,12 @@ function run(stages: RequestHandler[]): Promise<unknown> {
   return new Promise((resolve) => inOrder(stages)(req, res, ((error?: unknown) => resolve(error)) as NextFunction));
 }
 
-const record = (ran: string[], name: string): RequestHandler => (_req, _res, next) => {
-  ran.push(name);
-  next();
-};
+const record =
+  (ran: string[], name: string): RequestHandler =>
+  (_req, _res, next) => {
+    ran.push(name);
+    next();
+  };
 
 /** Runs synchronous stages and returns every call of the app's `next`, in order. */
 function reachedApp(stages: RequestHandler[]): unknown[] {

@@ -3,7 +3,13 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { completedStatus, type RequestRecord } from '../../../src/pipeline/request-record.ts';
 
-const record = (upstream?: RequestRecord['upstream']): RequestRecord => ({ requestId: 'r', startedAt: 0n, path: '/v1/pets', query: '', ...(upstream ? { upstream } : {}) });
+const record = (upstream?: RequestRecord['upstream']): RequestRecord => ({
+  requestId: 'r',
+  startedAt: 0n,
+  path: '/v1/pets',
+  query: '',
+  ...(upstream ? { upstream } : {}),
+});
 const response = (writableFinished: boolean, statusCode: number) => ({ writableFinished, statusCode }) as ServerResponse;
 
 describe('completedStatus', () => {

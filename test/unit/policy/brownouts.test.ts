@@ -73,7 +73,7 @@ describe('list', () => {
     expect(brownouts.list(T + HOUR)).toEqual([]);
   });
 
-  it('shows an operator\'s brownout', () => {
+  it("shows an operator's brownout", () => {
     const brownouts = board([]);
     brownouts.setOverride('getPet', { kind: 'started', start: T, end: T + HOUR });
     expect(brownouts.list(T)).toEqual([{ operation: 'getPet', start: T, end: T + HOUR, source: 'operator', state: 'active' }]);

@@ -28,7 +28,7 @@ describe('reportStoreFailures', () => {
     expect(counted.failures).toBe(3);
   });
 
-  it('logs an outage once, with Redis\'s error, however many failures it brings within 10 s', () => {
+  it("logs an outage once, with Redis's error, however many failures it brings within 10 s", () => {
     const { report, clock, lines } = reporter();
     report(failure);
     clock.set(T + 5000);

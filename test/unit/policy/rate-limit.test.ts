@@ -105,7 +105,7 @@ describe('a store that cannot count, with onStoreError deny', () => {
     });
   });
 
-  it('keeps the store failure as the refusal\'s cause', async () => {
+  it("keeps the store failure as the refusal's cause", async () => {
     const store = new FakeStore();
     const failure = storeDown();
     store.failure = failure;

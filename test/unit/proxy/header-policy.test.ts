@@ -43,11 +43,14 @@ describe('what the upstream may receive', () => {
     expect(policy.forwarded.has('authorization')).toBe(false);
   });
 
-  it.each(['Host', 'X-Forwarded-For', 'Content-Length', 'X-Consumer-Id', 'Connection'])('refuses a header parameter named %s, which the gateway never forwards', (name) => {
-    expect(() => policyOf({ parameters: [{ name, in: 'header', schema: { type: 'string' } }] })).toThrow(
-      `interface document: paths./things.get.parameters[0].name ${name} is a header the gateway sets itself or never forwards`,
-    );
-  });
+  it.each(['Host', 'X-Forwarded-For', 'Content-Length', 'X-Consumer-Id', 'Connection'])(
+    'refuses a header parameter named %s, which the gateway never forwards',
+    (name) => {
+      expect(() => policyOf({ parameters: [{ name, in: 'header', schema: { type: 'string' } }] })).toThrow(
+        `interface document: paths./things.get.parameters[0].name ${name} is a header the gateway sets itself or never forwards`,
+      );
+    },
+  );
 
   it('refuses a cookie parameter', () => {
     expect(() => policyOf({ parameters: [{ name: 'sid', in: 'cookie', schema: { type: 'string' } }] })).toThrow(
@@ -112,7 +115,9 @@ describe('what the client may see of an answer', () => {
 
   it('refuses a cycle of references', () => {
     const cyclic = { responses: { A: { $ref: '#/components/responses/B' }, B: { $ref: '#/components/responses/A' } } };
-    expect(() => policyOf({ responses: { '200': { $ref: '#/components/responses/A' } } }, cyclic)).toThrow('paths./things.get.responses.200.$ref is part of a cycle');
+    expect(() => policyOf({ responses: { '200': { $ref: '#/components/responses/A' } } }, cyclic)).toThrow(
+      'paths./things.get.responses.200.$ref is part of a cycle',
+    );
   });
 });
 

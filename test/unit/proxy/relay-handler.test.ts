@@ -205,7 +205,7 @@ describe('the total timer', () => {
     expect(res.destroyed).toBe(true);
   });
 
-  it('runs from the exchange\'s start: a request still waiting for a connection fails with total_timeout, and is never sent', async () => {
+  it("runs from the exchange's start: a request still waiting for a connection fails with total_timeout, and is never sent", async () => {
     const { handler, controller, state } = exchange();
     await pass(TOTAL_MS - 1);
     expect(state.settled).toBeUndefined();
@@ -244,7 +244,7 @@ describe('a slow client', () => {
     expect(state.settled).toEqual(cutShortBy('idle_timeout'));
   });
 
-  it('does not stop the total timer: an answer the client stalls past totalTimeoutMs is ended as the client\'s doing', async () => {
+  it("does not stop the total timer: an answer the client stalls past totalTimeoutMs is ended as the client's doing", async () => {
     const { handler, controller, state, head, chunk, res } = exchange();
     handler.onRequestStart(controller);
     head();

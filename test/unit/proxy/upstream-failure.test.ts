@@ -49,17 +49,16 @@ describe('upstream failures', () => {
     expect(classifyUpstreamFailure(new UpstreamFailure('headers_timeout', 'silent'))).toBe('headers_timeout');
   });
 
-  it.each(UPSTREAM_FAILURE_KINDS.map((kind) => [kind, kind.endsWith('_timeout') ? 504 : 502, kind.endsWith('_timeout') ? 'gateway_timeout' : 'bad_gateway'] as const))(
-    '%s is answered %i %s',
-    (kind, status, code) => {
-      const cause = new Error('why');
-      const error = upstreamFailureError(kind, cause);
-      expect(error.status).toBe(status);
-      expect(error.code).toBe(code);
-      expect(error.message).toMatch(/^The pet store backend /);
-      expect(error.cause).toBe(cause);
-    },
-  );
+  it.each(
+    UPSTREAM_FAILURE_KINDS.map((kind) => [kind, kind.endsWith('_timeout') ? 504 : 502, kind.endsWith('_timeout') ? 'gateway_timeout' : 'bad_gateway'] as const),
+  )('%s is answered %i %s', (kind, status, code) => {
+    const cause = new Error('why');
+    const error = upstreamFailureError(kind, cause);
+    expect(error.status).toBe(status);
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(/^The pet store backend /);
+    expect(error.cause).toBe(cause);
+  });
 
   it('describes a parser error without the raw bytes it carries', () => {
     const error = Object.assign(new Error('Parse Error: Expected HTTP/'), { code: 'HPE_INVALID_CONSTANT', rawPacket: Buffer.from('secret bytes') });

@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { upstreamHeaders, type ForwardingFacts } from '../../../src/proxy/upstream-headers.ts';
 
 const FORWARDED = new Set(['accept', 'content-type', 'if-none-match', 'x-trace']);
-const FACTS: ForwardingFacts = { requestId: 'req-1', peer: '192.0.2.7', proto: 'http', upstreamHost: 'backend:8080', bodyLength: undefined, methodTakesBody: false };
+const FACTS: ForwardingFacts = {
+  requestId: 'req-1',
+  peer: '192.0.2.7',
+  proto: 'http',
+  upstreamHost: 'backend:8080',
+  bodyLength: undefined,
+  methodTakesBody: false,
+};
 
 /** The gateway's own headers for a client that sent only `Host: gw.example`. */
 const STATED = {
@@ -21,8 +28,13 @@ describe('upstreamHeaders', () => {
   it.each<[string, IncomingHttpHeaders, Partial<ForwardingFacts>, Record<string, string | undefined>]>([
     ['states its own headers', {}, {}, {}],
     ['forwards what the policy allows, and nothing else', { accept: 'application/json', cookie: 'a=1', 'x-other': '1' }, {}, { accept: 'application/json' }],
-    ['removes what the client\'s Connection lists', { connection: 'close, X-Trace', 'x-trace': 't', accept: '*/*' }, {}, { accept: '*/*' }],
-    ['keeps Content-Type even when Connection lists it', { connection: 'content-type', 'content-type': 'application/json' }, {}, { 'content-type': 'application/json' }],
+    ["removes what the client's Connection lists", { connection: 'close, X-Trace', 'x-trace': 't', accept: '*/*' }, {}, { accept: '*/*' }],
+    [
+      'keeps Content-Type even when Connection lists it',
+      { connection: 'content-type', 'content-type': 'application/json' },
+      {},
+      { 'content-type': 'application/json' },
+    ],
     ['declares the body it sends', { 'content-length': '99' }, { bodyLength: 12 }, { 'content-length': '12' }],
     ['declares an empty body of a POST as 0', {}, { methodTakesBody: true }, { 'content-length': '0' }],
     ['states X-Request-Id and X-Real-IP itself, whatever the client sent', { 'x-request-id': 'forged', 'x-real-ip': '10.0.0.1' }, {}, {}],

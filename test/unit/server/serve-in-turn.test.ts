@@ -55,7 +55,7 @@ describe('serveInTurn', () => {
     expect(served).toEqual(['/1', '/2', '/3']);
   });
 
-  it('reads another connection\'s request while a pipelined flood on one connection is being answered', async () => {
+  it("reads another connection's request while a pipelined flood on one connection is being answered", async () => {
     const served: string[] = [];
     const port = await answeringServer(served);
     const flooding = await connected(port);
@@ -105,7 +105,7 @@ describe('serveInTurn between two turns (a response closed, the next waiting req
     return { admission, socket, handled, second };
   }
 
-  it('answers a parser error only after the waiting request, never as if it were that request\'s answer', async () => {
+  it("answers a parser error only after the waiting request, never as if it were that request's answer", async () => {
     const { admission, socket, handled } = twoPipelined();
     const refusals: string[] = [];
     expect(admission.answerInTurn(socket as unknown as Socket, () => refusals.push('400'))).toBe(true);
