@@ -210,6 +210,7 @@ export async function composeRedisGateway(
         onRateLimitStoreError: metrics.rateLimitStoreError,
         pepperFingerprint: parts.hashKey.pepperFingerprint,
         onPepperChecked: metrics.pepperChecked,
+        redisCommand: metrics.redisCommand,
       });
       return {
         redis,
