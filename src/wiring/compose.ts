@@ -99,6 +99,10 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     deprecatedOperations: brownouts.operations,
     markedOperations: operations.flatMap(({ id, stability }) => (stability ? [{ operation: id, stability }] : [])),
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
+    resources: {
+      cpuRequestCores: config.resources.cpuRequestMillicores === null ? null : config.resources.cpuRequestMillicores / 1000,
+      memoryLimitBytes: config.resources.memoryLimitBytes,
+    },
   });
   const stores = parts.stores(metrics, brownouts);
   const deprecatedCallStore = stores.deprecatedCalls ?? new MemoryDeprecatedCallStore();
