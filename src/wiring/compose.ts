@@ -148,7 +148,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     onShed: metrics.shed,
     onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
   });
-  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks] });
+  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
 
   let closing: Promise<void> | undefined;
   const close = () =>
