@@ -28,6 +28,8 @@ export const ENV_KEYS = {
   RATE_LIMIT_SYNC_MS: ['rateLimit', 'syncMs'],
   SHUTDOWN_GRACE_PERIOD_MS: ['shutdown', 'gracePeriodMs'],
   SHUTDOWN_DRAIN_DELAY_MS: ['shutdown', 'drainDelayMs'],
+  GATEWAY_CPU_REQUEST_MILLICORES: ['resources', 'cpuRequestMillicores'],
+  GATEWAY_MEMORY_LIMIT_BYTES: ['resources', 'memoryLimitBytes'],
   DEPRECATION_REPORT_FLUSH_MS: ['deprecationReport', 'flushIntervalMs'],
   UPSTREAM_IDENTITY_KEY_FILE: ['upstreamIdentity', 'keyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE: ['upstreamIdentity', 'previousKeyFile'],

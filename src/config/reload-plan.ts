@@ -7,7 +7,7 @@ import type { GatewayConfig } from './schema.ts';
 /**
  * Settings a running process cannot take up: its listeners, its Redis connections and the stores
  * built on them, the key cache, the upstream addresses its pools and readiness checks were built for,
- * and what it reads only at start or at shutdown. Everything else (rate limits, deprecations and
+ * what it reads only at start or at shutdown, and the pod's resources (a pod restarts to change them). Everything else (rate limits, deprecations and
  * brownouts, stability access, request limits, upstream timeouts and breaker, header lists, identity
  * keys, log level, the documents' contents) is taken up by the next request after a reload.
  */
@@ -22,6 +22,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'rateLimit.syncMs',
   'deprecationReport',
   'shutdown',
+  'resources',
 ];
 
 /** Whether the config key `key` (dotted) is, or lies under, a setting only a restart changes. */

@@ -200,6 +200,18 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * What the pod gave the gateway's container, for the saturation metrics (CPU against its request,
+     * memory against its limit): the Kubernetes manifests set them from the Downward API. null: not told,
+     * and the gauges have no series.
+     */
+    resources: z
+      .object({
+        cpuRequestMillicores: z.coerce.number().int().positive().nullable().default(null),
+        memoryLimitBytes: z.coerce.number().int().positive().nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     redis: z
       .object({
         /** redis://[:password@]host:port/db, or rediss:// for TLS. */

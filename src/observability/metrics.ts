@@ -4,6 +4,8 @@ import type { AuthRefusalReason } from '../auth/authenticate.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
+import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
+import { createSaturationMetrics, type PodResources, type UpstreamPoolReading } from './saturation-metrics.ts';
 
 export const METRIC_PREFIX = 'petstore_gateway_';
 
@@ -48,6 +50,8 @@ export interface MetricsOptions {
   markedOperations?: ReadonlyArray<{ operation: string; stability: StabilityMarker }>;
   /** Collect Node's process metrics (off in unit tests that assert exact output). */
   processMetrics?: boolean;
+  /** The CPU request and memory limit the pod gave this container, when it was told them. */
+  resources?: PodResources;
 }
 
 export interface CompletedRequest {
@@ -65,6 +69,8 @@ export interface ScrapedState {
   inFlight(): number;
   /** Probes of Redis and the upstream. */
   dependencies: ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
+  /** The upstream pools' use, per version; absent, no pool gauges have series. */
+  upstreamPools?: () => readonly UpstreamPoolReading[];
 }
 
 export interface GatewayMetrics {
@@ -94,6 +100,8 @@ export interface GatewayMetrics {
   pepperChecked(matches: boolean): void;
   /** The deprecated operations and sunsets of the documents a reload put in force. */
   deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
+  /** The observer of one kind of Redis command (latency and errors), for the store that sends it. */
+  redisCommand(kind: RedisCommandKind): RedisCommandObserver;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -282,6 +290,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
+  const saturation = createSaturationMetrics({ registers, environment, name, resources: options.resources });
+
   /** Read from the request tracker and probes when scraped: no per-request gauge updates on the hot path. */
   function readAtScrape(state: ScrapedState): void {
     new Gauge({
@@ -305,6 +315,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
         for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
       },
     });
+    saturation.readPools(state.upstreamPools ?? (() => []));
   }
 
   // Label children are cached per combination: prom-client would otherwise hash the label object on
@@ -385,5 +396,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       const tracked = trackedConsumers.has(keyId);
       deprecatedRequests.inc({ operation, key_id: tracked ? keyId : 'other', consumer: tracked ? consumer : 'other', environment });
     },
+    redisCommand: saturation.redisCommand,
   };
 }

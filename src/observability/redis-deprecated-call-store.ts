@@ -1,4 +1,5 @@
 // The deprecated-call counts of every replica, added up in Redis: one transaction per flush, whatever the batch holds.
+import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { DeprecatedCallCount, DeprecatedCallStore } from './deprecated-calls.ts';
 
@@ -21,10 +22,13 @@ function scores(flat: readonly string[]): Map<string, number> {
 export class RedisDeprecatedCallStore implements DeprecatedCallStore {
   readonly #redis: RedisClient;
   readonly #layout: ReturnType<typeof deprecatedCallLayout>;
+  readonly #observe: RedisCommandObserver | undefined;
 
-  constructor(redis: RedisClient, keyPrefix: string) {
+  /** `observe` is told how each flush's transaction went (the Redis command metrics); reads for the report are not timed. */
+  constructor(redis: RedisClient, keyPrefix: string, observe?: RedisCommandObserver) {
     this.#redis = redis;
     this.#layout = deprecatedCallLayout(keyPrefix);
+    this.#observe = observe;
   }
 
   async add(batch: readonly DeprecatedCallCount[]): Promise<void> {
@@ -38,9 +42,12 @@ export class RedisDeprecatedCallStore implements DeprecatedCallStore {
         .zadd(layout.firstSeen(count.operation), 'LT', count.firstSeen, count.keyId)
         .zadd(layout.lastSeen(count.operation), 'GT', count.lastSeen, count.keyId);
     }
-    const results = await transaction.exec();
-    const failed = results?.find(([error]) => error);
-    if (!results || failed) throw new Error(`deprecated-call counts were not written${failed ? `: ${String(failed[0])}` : ''}`);
+    // A command refused inside the transaction fails the flush as much as Redis not answering: timed together.
+    await timed(this.#observe, async () => {
+      const results = await transaction.exec();
+      const failed = results?.find(([error]) => error);
+      if (!results || failed) throw new Error(`deprecated-call counts were not written${failed ? `: ${String(failed[0])}` : ''}`);
+    });
   }
 
   async read(operations: readonly string[]): Promise<DeprecatedCallCount[]> {

@@ -1,5 +1,6 @@
 // Rate-limit counters kept in process and synchronised with Redis in batches, as Kong's `sync_rate` does.
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
+import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
@@ -14,6 +15,8 @@ export interface LocalFirstRateLimitStoreOptions {
    * waits on one, so no request fails with it: this is the only place it is seen.
    */
   onError?: (failure: RateLimitStoreUnavailableError) => void;
+  /** Told how each key's synchronisation command went (the Redis command metrics). */
+  observe?: RedisCommandObserver;
 }
 
 /** Adds a replica's new hits and keeps the key expiring; answers the replicas' total. */
@@ -53,6 +56,7 @@ export class LocalFirstRateLimitStore implements Store {
   readonly #redis: RedisWithAdd;
   readonly #clock: Clock;
   readonly #onError: LocalFirstRateLimitStoreOptions['onError'];
+  readonly #observe: RedisCommandObserver | undefined;
   readonly #counters = new Map<string, Counter>();
   readonly #timer: NodeJS.Timeout;
   #windowMs = 60_000;
@@ -64,6 +68,7 @@ export class LocalFirstRateLimitStore implements Store {
     this.prefix = options.prefix;
     this.#clock = options.clock;
     this.#onError = options.onError;
+    this.#observe = options.observe;
     this.#timer = setInterval(() => void this.sync(), options.syncMs);
     this.#timer.unref();
   }
@@ -127,7 +132,8 @@ export class LocalFirstRateLimitStore implements Store {
         try {
           // Kept a window past its end, so a replica whose clock lags a little still finds it; relative,
           // so that it holds whatever Redis's own clock says.
-          const total = await this.#redis.rateLimitAdd(redisKey, String(hits), String(counter.windowStart + 2 * this.#windowMs - now));
+          const ttlMs = String(counter.windowStart + 2 * this.#windowMs - now);
+          const total = await timed(this.#observe, () => this.#redis.rateLimitAdd(redisKey, String(hits), ttlMs));
           counter.pending = Math.max(0, counter.pending - hits);
           counter.synced = total;
         } catch (error) {

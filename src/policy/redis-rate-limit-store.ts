@@ -1,5 +1,6 @@
 // A fixed-window counter in Redis shared by every gateway replica, as an express-rate-limit Store.
 import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
+import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
@@ -25,6 +26,8 @@ type RedisWithIncrement = RedisClient & { rateLimitIncrement(key: string, window
 export interface RedisRateLimitStoreOptions {
   prefix: string;
   clock: Clock;
+  /** Told how each batch's command went (the Redis command metrics): one per key per event-loop turn, not one per request. */
+  observe?: RedisCommandObserver;
 }
 
 /** A request waiting for its count. */
@@ -45,6 +48,7 @@ export class RedisRateLimitStore implements Store {
   readonly localKeys = false;
   readonly #redis: RedisWithIncrement;
   readonly #clock: Clock;
+  readonly #observe: RedisCommandObserver | undefined;
   #windowMs = 60_000;
   /** This turn's requests by Redis key, in arrival order; sent when the turn's I/O callbacks are done (setImmediate). */
   #pending = new Map<string, Waiting[]>();
@@ -54,6 +58,7 @@ export class RedisRateLimitStore implements Store {
     this.#redis = redis as RedisWithIncrement;
     this.prefix = options.prefix;
     this.#clock = options.clock;
+    this.#observe = options.observe;
   }
 
   init(options: Options): void {
@@ -71,9 +76,9 @@ export class RedisRateLimitStore implements Store {
   readonly #send = (): void => {
     const batch = this.#pending;
     this.#pending = new Map();
+    const windowMs = String(this.#windowMs);
     for (const [redisKey, waiting] of batch) {
-      this.#redis
-        .rateLimitIncrement(redisKey, String(this.#windowMs), String(waiting.length))
+      timed(this.#observe, () => this.#redis.rateLimitIncrement(redisKey, windowMs, String(waiting.length)))
         .then(([total, ttlMs]) => {
           const resetTime = new Date(this.#clock.now() + ttlMs);
           const first = total - waiting.length;

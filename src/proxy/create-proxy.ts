@@ -3,7 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
 import type { GuardedExchange } from './circuit-breaker.ts';
-import { createUpstream, type UpstreamOptions, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
+import { createUpstream, type UpstreamOptions, type UpstreamPoolStats, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
 import { UpstreamFailure, upstreamFailureError } from './upstream-failure.ts';
@@ -23,6 +23,8 @@ export interface UpstreamProxy {
   handler: RequestHandler;
   /** Closes pooled upstream connections (on shutdown). */
   close(): Promise<void>;
+  /** The upstream pool's use now (read at scrape time). */
+  stats(): UpstreamPoolStats;
 }
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
@@ -94,5 +96,6 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       }
     },
     close: () => upstream.close(),
+    stats: () => upstream.stats(),
   };
 }

@@ -73,12 +73,26 @@ export type Exchange = (request: UpstreamRequest, res: ServerResponse, onSettled
  */
 export type ExchangeObserver = (slice: UpstreamSlice) => void;
 
+/** An upstream pool's use at one moment, from undici's pool stats. */
+export interface UpstreamPoolStats {
+  /** Connections open. */
+  connected: number;
+  /** Open connections carrying no request. */
+  free: number;
+  /** Requests sent on a connection, not yet answered. */
+  running: number;
+  /** Requests waiting for a connection (every one allowed is busy). */
+  queued: number;
+}
+
 export interface Upstream {
   exchange: Exchange;
   /** host[:port], as the Host header the upstream expects. */
   host: string;
   /** Closes pooled connections (on shutdown). */
   close(): Promise<void>;
+  /** The pool's use now (read at scrape time). */
+  stats(): UpstreamPoolStats;
 }
 
 export function createUpstream(options: UpstreamOptions): Upstream {
@@ -120,5 +134,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     exchange,
     host: target.host,
     close: () => pool.destroy(),
+    stats() {
+      const { connected, free, running, queued } = pool.stats;
+      return { connected, free, running, queued };
+    },
   };
 }

@@ -99,6 +99,10 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     deprecatedOperations: brownouts.operations,
     markedOperations: operations.flatMap(({ id, stability }) => (stability ? [{ operation: id, stability }] : [])),
     brownoutActive: (operation) => brownouts.active(operation, parts.clock.now()) !== undefined,
+    resources: {
+      cpuRequestCores: config.resources.cpuRequestMillicores === null ? null : config.resources.cpuRequestMillicores / 1000,
+      memoryLimitBytes: config.resources.memoryLimitBytes,
+    },
   });
   const stores = parts.stores(metrics, brownouts);
   const deprecatedCallStore = stores.deprecatedCalls ?? new MemoryDeprecatedCallStore();
@@ -144,7 +148,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     onShed: metrics.shed,
     onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
   });
-  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks] });
+  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -210,6 +214,7 @@ export async function composeRedisGateway(
         onRateLimitStoreError: metrics.rateLimitStoreError,
         pepperFingerprint: parts.hashKey.pepperFingerprint,
         onPepperChecked: metrics.pepperChecked,
+        redisCommand: metrics.redisCommand,
       });
       return {
         redis,

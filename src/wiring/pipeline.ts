@@ -5,7 +5,9 @@ import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
+import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
+import type { UpstreamPoolStats } from '../proxy/exchange.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
 /**
@@ -21,6 +23,8 @@ export interface Pipeline {
   handle: RequestListener;
   /** Closes the upstream pools once this generation's requests are all answered (at the latest after `graceMs`). */
   retire(graceMs: number): Promise<void>;
+  /** Each version's upstream pool now. */
+  upstreamPools(): UpstreamPoolReading[];
 }
 
 /** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
@@ -68,6 +72,8 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
       }
       await closePools();
     },
+    upstreamPools: () =>
+      served.map((version) => ({ basePath: version.contract.basePath, stats: version.proxy.stats(), maxConnections: config.upstream.maxSockets })),
   };
 }
 
@@ -81,6 +87,12 @@ export interface LivePipeline {
   swap(next: Pipeline): void;
   /** Closes every generation's pools (shutdown, after the listeners drained). */
   close(): Promise<void>;
+  /**
+   * Each version's upstream pools now: the current generation's and those of retired generations still
+   * finishing their requests, added up (their connections are open all the same); the most connections
+   * allowed is the current configuration's.
+   */
+  upstreamPools(): UpstreamPoolReading[];
 }
 
 /** `graceFor` says how long a retired generation's requests may still take (its own timeouts). */
@@ -88,12 +100,17 @@ export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline
   let current = first;
   let closed = false;
   const retiring = new Set<Promise<void>>();
+  const retiringGenerations = new Set<Pipeline>();
   function retire(generation: Pipeline, graceMs: number): void {
     const retired = generation
       .retire(graceMs)
       .catch((error: unknown) => logger.warn({ err: error }, "closing a retired configuration's upstream connections failed"));
     retiring.add(retired);
-    void retired.finally(() => retiring.delete(retired));
+    retiringGenerations.add(generation);
+    void retired.finally(() => {
+      retiring.delete(retired);
+      retiringGenerations.delete(generation);
+    });
   }
   return {
     get current() {
@@ -114,5 +131,20 @@ export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline
       retire(current, 0);
       await Promise.all(retiring);
     },
+    upstreamPools() {
+      const byBasePath = new Map<string, UpstreamPoolReading>();
+      // A Set: on shutdown the current generation is also a retiring one.
+      for (const generation of new Set([current, ...retiringGenerations])) {
+        for (const reading of generation.upstreamPools()) {
+          const seen = byBasePath.get(reading.basePath);
+          byBasePath.set(reading.basePath, seen ? { ...seen, stats: addedUp(seen.stats, reading.stats) } : reading);
+        }
+      }
+      return [...byBasePath.values()];
+    },
   };
+}
+
+function addedUp(a: UpstreamPoolStats, b: UpstreamPoolStats): UpstreamPoolStats {
+  return { connected: a.connected + b.connected, free: a.free + b.free, running: a.running + b.running, queued: a.queued + b.queued };
 }

@@ -13,6 +13,7 @@ import type { BrownoutBoard } from '../policy/brownouts.ts';
 import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
 import { reportStoreFailures } from '../policy/rate-limit-store-failure.ts';
+import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { createRedisClient, pingRedis } from '../redis/connect.ts';
 
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
@@ -61,12 +62,15 @@ export function createRedisStores(
     pepperFingerprint: string;
     /** Told at every check whether Redis's fingerprint matches (the pepper gauge). */
     onPepperChecked?: (matches: boolean) => void;
+    /** The observer of each kind of command the stores send (the Redis command metrics). */
+    redisCommand?: (kind: RedisCommandKind) => RedisCommandObserver;
   },
 ): RedisStores {
   const { logger, clock } = options;
   const redis = createRedisClient(config.redis, { role: 'request-path', name: 'petstore-gateway', logger });
   const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'petstore-gateway-events', logger });
-  const keyStore = new CachedKeyStore(new RedisKeyStore(redis, config.redis.keyPrefix), {
+  const observe = (kind: RedisCommandKind) => (options.redisCommand ? { observe: options.redisCommand(kind) } : {});
+  const keyStore = new CachedKeyStore(new RedisKeyStore(redis, config.redis.keyPrefix, options.redisCommand?.('key_lookup')), {
     ...config.auth.cache,
     clock,
     ...(options.onLookup ? { onLookup: options.onLookup } : {}),
@@ -77,6 +81,7 @@ export function createRedisStores(
           prefix: `${config.redis.keyPrefix}rate:`,
           clock,
           syncMs: config.rateLimit.syncMs,
+          ...observe('rate_limit_increment'),
           onError: reportStoreFailures({
             logger,
             clock,
@@ -85,7 +90,7 @@ export function createRedisStores(
             policy: config.rateLimit.onStoreError,
           }),
         })
-      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock });
+      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, ...observe('rate_limit_increment') });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
   followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
     logger.error({ err: error }, 'could not subscribe to key events'),
@@ -104,7 +109,7 @@ export function createRedisStores(
   return {
     keyStore,
     rateLimitStore,
-    deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix),
+    deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix, options.redisCommand?.('report_flush')),
     ...(brownouts ? { brownouts } : {}),
     readiness: { name: 'redis', critical: false, check: () => pingRedis(redis) },
     pepper: pepper.readiness,

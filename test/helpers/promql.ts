@@ -7,12 +7,15 @@ import { PROJECT_ROOT } from './start-gateway-process.ts';
 export interface Query {
   where: string;
   expr: string;
+  /** A dashboard panel's unit (`percentunit` for a ratio panel); absent for alert rules. */
+  unit?: string;
 }
 
 interface Panel {
   title: string;
   targets?: Array<{ expr?: string }>;
   panels?: Panel[];
+  fieldConfig?: { defaults?: { unit?: string } };
 }
 
 /** Grafana variables replaced by what Grafana would send, so the text is plain PromQL. */
@@ -29,7 +32,9 @@ export function dashboardQueries(): Query[] {
       templating: { list: Array<{ name: string; definition?: string }> };
     };
     const visit = (panel: Panel) => {
-      for (const target of panel.targets ?? []) if (target.expr) queries.push({ where: `${file}: ${panel.title}`, expr: target.expr });
+      const unit = panel.fieldConfig?.defaults?.unit;
+      for (const target of panel.targets ?? [])
+        if (target.expr) queries.push({ where: `${file}: ${panel.title}`, expr: target.expr, ...(unit ? { unit } : {}) });
       for (const inner of panel.panels ?? []) visit(inner);
     };
     dashboard.panels.forEach(visit);

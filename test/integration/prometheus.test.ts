@@ -1,4 +1,4 @@
-// A real Prometheus scrapes a live gateway under traffic; every dashboard panel query must return data.
+// A real Prometheus scrapes live gateways under traffic; every dashboard panel query must return data, and ratio panels a number on a healthy one.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
@@ -14,8 +14,11 @@ const PEPPER = 'prometheus-test-pepper-01';
 let redis: PrivateRedis;
 let upstream: ScriptedUpstream;
 let gateway: GatewayProcess;
+/** A gateway (staging) whose traffic is all answered 200, by a backend that never fails it. */
+let healthy: GatewayProcess;
 let prometheus: PrivatePrometheus;
 let traffic: NodeJS.Timeout;
+let healthyTraffic: NodeJS.Timeout;
 
 /** An upstream that answers like the pet store, and resets the connection for limit=13. */
 function petStoreThatSometimesFails(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) {
@@ -30,13 +33,23 @@ function petStoreThatSometimesFails(req: import('node:http').IncomingMessage, re
 beforeAll(async () => {
   redis = await startRedis();
   upstream = await startScriptedUpstream(petStoreThatSometimesFails);
-  gateway = await startGatewayProcess({ REDIS_URL: redis.url, UPSTREAM_URL: upstream.baseUrl, GATEWAY_ENVIRONMENT: 'production', API_KEY_PEPPER: PEPPER });
+  gateway = await startGatewayProcess({
+    REDIS_URL: redis.url,
+    UPSTREAM_URL: upstream.baseUrl,
+    GATEWAY_ENVIRONMENT: 'production',
+    API_KEY_PEPPER: PEPPER,
+    // As the Downward API sets them in the pod (deploy/kubernetes/base/deployment.yaml).
+    GATEWAY_CPU_REQUEST_MILLICORES: '1000',
+    GATEWAY_MEMORY_LIMIT_BYTES: String(512 * 1024 ** 2),
+  });
+  healthy = await startGatewayProcess({ REDIS_URL: redis.url, UPSTREAM_URL: upstream.baseUrl, GATEWAY_ENVIRONMENT: 'staging', API_KEY_PEPPER: PEPPER });
   const adminRedis = new Redis(redis.url);
   const admin = new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock });
   const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
   const revoked = await admin.create({ consumer: 'old', environments: ['production'] });
   const throttled = await admin.create({ consumer: 'eager', environments: ['production'], rateLimitPerMinute: 1 });
   await admin.revoke(revoked.record.id);
+  const staging = await admin.create({ consumer: 'calm', environments: ['staging'] });
   adminRedis.disconnect();
 
   const base = `http://127.0.0.1:${gateway.port}/v1`;
@@ -60,7 +73,14 @@ beforeAll(async () => {
         () => undefined,
       );
   }, 50);
-  prometheus = await startPrometheus([`127.0.0.1:${gateway.adminPort}`], 'an-operator-chosen-job-name');
+  // listPets only, within staging's rate limit: no 4xx or 5xx, no deprecated call.
+  healthyTraffic = setInterval(() => {
+    void fetch(`http://127.0.0.1:${healthy.port}/v1/pets?limit=5`, { headers: { Authorization: `Bearer ${staging.key}` } }).then(
+      (res) => res.arrayBuffer(),
+      () => undefined,
+    );
+  }, 250);
+  prometheus = await startPrometheus([`127.0.0.1:${gateway.adminPort}`, `127.0.0.1:${healthy.adminPort}`], 'an-operator-chosen-job-name');
   // rate() over the panels' 15 s windows needs a handful of scrapes.
   await waitFor(
     async () => {
@@ -74,8 +94,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   clearInterval(traffic);
+  clearInterval(healthyTraffic);
   await prometheus?.stop();
   await gateway?.stop();
+  await healthy?.stop();
   await upstream?.close();
   await redis?.stop();
 });
@@ -86,8 +108,28 @@ describe('every dashboard query against a real Prometheus', () => {
     expect(result.length).toBeGreaterThan(0);
   });
 
+  const ratios = dashboardQueries().filter((query) => query.unit === 'percentunit');
+
+  it.each(ratios.map((query) => [query.where, query.expr]))('%s reads a number on a healthy gateway, not "No data"', async (_where, expr) => {
+    const result = await prometheus.query(substituteGrafanaVariables(expr, 'staging').replaceAll('[1m]', '[15s]'));
+    expect(result).toHaveLength(1);
+    expect(Number.isFinite(Number(result[0]!.value[1]))).toBe(true);
+  });
+
+  it('finds the ratio panels (5xx, key cache hits, deprecated share), and reads 0 errors on the healthy gateway', async () => {
+    expect(ratios.map((query) => query.where.split(': ')[1]).sort()).toEqual(['5xx ratio', 'Key cache hit ratio', 'Share of traffic on deprecated operations']);
+    const fiveXx = ratios.find((query) => query.where.endsWith(': 5xx ratio'))!;
+    const [healthyRatio] = await prometheus.query(substituteGrafanaVariables(fiveXx.expr, 'staging').replaceAll('[1m]', '[15s]'));
+    expect(healthyRatio!.value[1]).toBe('0');
+  });
+
+  it.each(['key_lookup', 'rate_limit_increment', 'report_flush'])('times the %s Redis commands the traffic sends', async (command) => {
+    const [count] = await prometheus.query(`sum(petstore_gateway_redis_command_duration_seconds_count{command="${command}",environment="production"})`);
+    expect(Number(count!.value[1])).toBeGreaterThan(0);
+  });
+
   it("sees the job name only in Prometheus' own labels, never needed by a panel", async () => {
-    const [series] = await prometheus.query('petstore_gateway_build_info');
+    const [series] = await prometheus.query('petstore_gateway_build_info{environment="production"}');
     expect(series!.metric).toMatchObject({ job: 'an-operator-chosen-job-name', environment: 'production' });
     expect(dashboardQueries().some((query) => query.expr.includes('job'))).toBe(false);
   });

@@ -1,4 +1,4 @@
-// Every alert links to its runbook in docs/operations.md, the gateway going unscraped alerts, and the overview shows the failure policies.
+// Every alert links to its runbook in docs/operations.md, the gateway going unscraped alerts, and the overview shows the failure policies and saturation.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -44,6 +44,15 @@ describe('grafana/dashboards/gateway-overview.json', () => {
     ['the circuit breaker state', 'petstore_gateway_upstream_circuit_open'],
     ['rate-limit store failures', 'petstore_gateway_rate_limit_store_errors_total'],
     ['requests let through unchecked', 'petstore_gateway_rate_limit_passed_total'],
+    ['CPU used per replica', 'petstore_gateway_process_cpu_seconds_total'],
+    ["the pod's CPU request", 'petstore_gateway_resource_cpu_request_cores'],
+    ['event-loop delay', 'petstore_gateway_nodejs_eventloop_lag_p99_seconds'],
+    ['heap in use', 'petstore_gateway_nodejs_heap_size_used_bytes'],
+    ["the container's memory limit", 'petstore_gateway_resource_memory_limit_bytes'],
+    ['Redis command latency', 'petstore_gateway_redis_command_duration_seconds_bucket'],
+    ['Redis errors', 'petstore_gateway_redis_errors_total'],
+    ['busy upstream connections', 'petstore_gateway_upstream_pool_connections'],
+    ['requests queued for an upstream connection', 'petstore_gateway_upstream_pool_requests'],
   ])('has a panel for %s', (_what, metric) => {
     expect(overview.filter((query) => query.expr.includes(metric)).map((query) => query.where)).toHaveLength(1);
   });

@@ -32,6 +32,18 @@ const SECRET_VALUES: Record<string, string> = { 'redis-url': 'redis://redis:6379
 
 const config = loadConfig({});
 
+/** A resource quantity (`1`, `500m`, `512Mi`, `1Gi`) as a number of `divisor` (`1m`, or `1` when absent): what the Downward API sets. */
+function quantityIn(quantity: string, divisor = '1'): number {
+  const units: Record<string, number> = { '': 1, m: 0.001, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+  const value = (text: string) => {
+    const match = /^(\d+)(m|Ki|Mi|Gi)?$/.exec(text);
+    if (match === null) throw new Error(`unexpected quantity ${text}`);
+    return Number(match[1]) * units[match[2] ?? '']!;
+  };
+  // Kubernetes rounds up to a whole number of the divisor.
+  return Math.ceil(value(quantity) / value(divisor));
+}
+
 /**
  * Every way the rendered objects ask Prometheus to scrape: ServiceMonitors and PodMonitors (Prometheus
  * Operator), and objects or pod templates annotated prometheus.io/… (annotation-based discovery).
@@ -61,6 +73,21 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
   const pod = (): IPodSpec => deployment().spec!.template.spec!;
   const gateway = (): IContainer => pod().containers.find((container) => container.name === 'gateway')!;
   const podLabels = () => deployment().spec!.template.metadata!.labels!;
+  /** The gateway's environment as the pod gets it: stand-ins for the secret's values, the Downward API's resources. */
+  const podEnv = (): Record<string, string | undefined> =>
+    Object.fromEntries(
+      gateway().env!.map((variable) => {
+        const field = variable.valueFrom?.resourceFieldRef;
+        if (field) {
+          const [kind, resource] = field.resource.split('.') as ['requests' | 'limits', 'cpu' | 'memory'];
+          return [
+            variable.name,
+            String(quantityIn(String(gateway().resources![kind]![resource]), field.divisor === undefined ? undefined : String(field.divisor))),
+          ];
+        }
+        return [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]];
+      }),
+    );
 
   it('renders the gateway, its services, identity, budget, autoscaler, network policy and scrape config, in its namespace', () => {
     expect(
@@ -142,14 +169,20 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
   });
 
   it(`configures the ${overlay.environment} gateway, with ${overlay.redis} Redis`, () => {
-    const env = Object.fromEntries(gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]));
+    const env = podEnv();
     const podConfig = loadConfig(env);
     expect(podConfig.environment).toBe(overlay.environment);
     expect(redisTopology(podConfig.redis)).toBe(overlay.redis);
   });
 
+  it("tells the gateway its container's CPU request and memory limit (the saturation gauges), from the Downward API", () => {
+    const refs = gateway().env!.flatMap((variable) => (variable.valueFrom?.resourceFieldRef ? [variable.valueFrom.resourceFieldRef] : []));
+    expect(refs.map((ref) => ref.containerName)).toEqual(['gateway', 'gateway']);
+    expect(loadConfig(podEnv()).resources).toEqual({ cpuRequestMillicores: 1000, memoryLimitBytes: 512 * 1024 ** 2 });
+  });
+
   it("opens the admin listener on the pod's interfaces, where the kubelet's probes and Prometheus connect (the gateway's default is loopback)", () => {
-    const env = Object.fromEntries(gateway().env!.map((variable) => [variable.name, variable.value ?? SECRET_VALUES[variable.valueFrom!.secretKeyRef!.key]]));
+    const env = podEnv();
     expect(config.listen.adminHost).toBe('127.0.0.1');
     expect(loadConfig(env).listen.adminHost).toBe('0.0.0.0');
   });
