@@ -47,8 +47,8 @@ function arrive(): { req: Req; res: Res; record: RequestRecord } {
     startedAt: process.hrtime.bigint(),
     path: '/v1/pets',
     query: 'limit=20',
-    route: { operation: { id: 'listPets' }, pathParams: {} } as unknown as RequestRecord['route'],
-    caller: { keyId: 'k_7f3a9c', name: 'bench' } as RequestRecord['caller'],
+    route: { operation: { id: 'listPets' }, pathParams: {} } as unknown as NonNullable<RequestRecord['route']>,
+    caller: { keyId: 'k_7f3a9c', name: 'bench' } as NonNullable<RequestRecord['caller']>,
     upstream: { status: 200, ms: 1.237 },
   };
   res.locals = { gateway: record };
@@ -84,7 +84,11 @@ function pinoHttpAccessLog(pinoHttp: ReturnType<typeof loadPinoHttp>, logger: Lo
     logger,
     genReqId: (_req: Req, res: Res) => res.locals.gateway.requestId,
     serializers: {
-      req: (req: { method: string; url: string; raw: Req }) => ({ method: req.method, path: req.url.split('?')[0], remoteAddress: req.raw.socket?.remoteAddress }),
+      req: (req: { method: string; url: string; raw: Req }) => ({
+        method: req.method,
+        path: req.url.split('?')[0],
+        remoteAddress: req.raw.socket?.remoteAddress,
+      }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
     customSuccessObject: (_req: Req, res: Res, line: object) => ({ ...line, ...outcomeOf(res) }),
@@ -219,4 +223,9 @@ for (const [index, row] of rows.entries()) {
     ].join(' ') + '\n',
   );
 }
-process.stdout.write(`\nThe lines written:\n${lines.slice(1).map((line, index) => `${variants[index + 1]!.name}: ${line}`).join('\n')}\n`);
+process.stdout.write(
+  `\nThe lines written:\n${lines
+    .slice(1)
+    .map((line, index) => `${variants[index + 1]!.name}: ${line}`)
+    .join('\n')}\n`,
+);

@@ -47,7 +47,15 @@ function run(imports: string[]): Sample {
 }
 
 buildGateway();
-const same = execFileSync(process.execPath, ['--input-type=module', '-e', "const a = (await import('undici')).Pool; const b = (await import('undici/lib/dispatcher/pool.js')).default; process.stdout.write(String(a === b));"], { cwd: ROOT, encoding: 'utf8' });
+const same = execFileSync(
+  process.execPath,
+  [
+    '--input-type=module',
+    '-e',
+    "const a = (await import('undici')).Pool; const b = (await import('undici/lib/dispatcher/pool.js')).default; process.stdout.write(String(a === b));",
+  ],
+  { cwd: ROOT, encoding: 'utf8' },
+);
 
 const samples = variants.map((): Sample[] => []);
 for (let round = 0; round < RUNS; round++) for (const [index, variant] of variants.entries()) samples[index]!.push(run(variant.imports));
@@ -70,7 +78,12 @@ for (const [index, row] of rows.entries()) {
     `${variants[index]!.name.padEnd(width)} ${row.ms.toFixed(1).padStart(10)} ${row.cpuMs.toFixed(1).padStart(7)} ${row.rss.toFixed(1).padStart(9)} ${row.heap.toFixed(2).padStart(8)} ${String(row.files).padStart(13)}\n`,
   );
 }
-const delta = (a: number, b: number) => ({ ms: rows[b]!.ms - rows[a]!.ms, cpuMs: rows[b]!.cpuMs - rows[a]!.cpuMs, rss: rows[b]!.rss - rows[a]!.rss, heap: rows[b]!.heap - rows[a]!.heap });
+const delta = (a: number, b: number) => ({
+  ms: rows[b]!.ms - rows[a]!.ms,
+  cpuMs: rows[b]!.cpuMs - rows[a]!.cpuMs,
+  rss: rows[b]!.rss - rows[a]!.rss,
+  heap: rows[b]!.heap - rows[a]!.heap,
+});
 const alone = delta(1, 2);
 const inGateway = delta(3, 4);
 process.stdout.write(

@@ -17,7 +17,12 @@ type Variant = keyof typeof VARIANTS;
 const STAGES = 7;
 
 /** listPets' answer as the bench backend gives it, built once: the cost measured is the shell's. */
-const BODY = Buffer.from(JSON.stringify([{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Mittens', categoryId: 2, status: 'pending' }]));
+const BODY = Buffer.from(
+  JSON.stringify([
+    { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+    { id: 2, name: 'Mittens', categoryId: 2, status: 'pending' },
+  ]),
+);
 function answer(_req: IncomingMessage, res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': BODY.length });
   res.end(BODY);
@@ -130,7 +135,9 @@ async function main(): Promise<void> {
     targets.push({ name, url: `http://127.0.0.1:${server.port}/v1/pets?limit=20`, pid: server.pid });
   }
   const runs = await rounds(targets);
-  process.stdout.write(`${header(`A fixed ${BODY.length}-byte JSON answer; ${STAGES} stages that only call next()`)}\n${table(targets, runs)}\n${inProcessTable}`);
+  process.stdout.write(
+    `${header(`A fixed ${BODY.length}-byte JSON answer; ${STAGES} stages that only call next()`)}\n${table(targets, runs)}\n${inProcessTable}`,
+  );
   process.exit(0);
 }
 

@@ -67,7 +67,9 @@ async function main(): Promise<void> {
     targets.push({ name, url: `http://127.0.0.1:${server.port}/v1/pets?limit=20`, pid: server.pid });
   }
   const runs = await rounds(targets);
-  process.stdout.write(`${header('GET /v1/pets?limit=20 through a node:http server to the bench backend (backend on the servers\' CPU too)')}\n${table(targets, runs)}`);
+  process.stdout.write(
+    `${header("GET /v1/pets?limit=20 through a node:http server to the bench backend (backend on the servers' CPU too)")}\n${table(targets, runs)}`,
+  );
   process.exit(0);
 }
 

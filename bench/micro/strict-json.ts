@@ -58,7 +58,11 @@ function nsPerOp(forward: Forward, body: Buffer): number {
 }
 
 const columns = Object.entries(bodies).flatMap(([body, bytes]) =>
-  (['parseOnly', 'withSchema'] as const).map((kind) => ({ label: `${body} (${bytes.length} B)${kind === 'withSchema' ? ' + schema' : ''}`, body: bytes, kind })),
+  (['parseOnly', 'withSchema'] as const).map((kind) => ({
+    label: `${body} (${bytes.length} B)${kind === 'withSchema' ? ' + schema' : ''}`,
+    body: bytes,
+    kind,
+  })),
 );
 const samples = checks.map(() => columns.map((): number[] => []));
 for (const check of checks) for (const column of columns) nsPerOp(check[column.kind], column.body); // warm-up
@@ -92,6 +96,8 @@ const shown = (sent: Buffer | undefined) => (sent === undefined ? '400' : sent.t
 process.stdout.write('\nSent upstream (400: refused by the gateway)\n| body | gateway | re-serialised |\n|---|---|---|\n');
 for (const text of cases) {
   const bytes = Buffer.from(text);
-  process.stdout.write(`| \`${text}\` | ${shown(checks[0]!.withSchema(bytes)) === text ? 'as received' : shown(checks[0]!.withSchema(bytes))} | \`${shown(checks[1]!.withSchema(bytes))}\` |\n`);
+  process.stdout.write(
+    `| \`${text}\` | ${shown(checks[0]!.withSchema(bytes)) === text ? 'as received' : shown(checks[0]!.withSchema(bytes))} | \`${shown(checks[1]!.withSchema(bytes))}\` |\n`,
+  );
 }
 if (sink === 0) process.stdout.write('\n');
