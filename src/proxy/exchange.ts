@@ -1,11 +1,12 @@
 // The upstream exchange as one function: send the request, relay the answer, resolve with what happened.
 // Built on undici's dispatcher: its handler callbacks are the exchange's events, with no stream or
-// ClientRequest between the upstream's socket and the client's response (docs/decisions/ and
-// docs/performance.md, "The request path", give what that saves).
+// ClientRequest between the upstream's socket and the client's response (what that saves:
+// docs/decisions/0002-exchange-on-undici.md).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-// undici's index loads all of undici (fetch, WebSocket, caches, mocks: twice the heap and code of its Pool
-// alone); the exchange needs the Pool only. Typed in undici-pool.d.ts. The path is undici's own layout, not
-// a public entry point, so package.json pins undici's exact version: an upgrade is a change the tests run.
+// undici's index loads all of undici (fetch, WebSocket, caches, mocks); the exchange needs the Pool only
+// (what the index would cost: docs/decisions/0004-undici-pool-deep-import.md). Typed in undici-pool.d.ts.
+// The path is undici's own layout, not a public entry point, so package.json pins undici's exact version:
+// an upgrade is a change the tests run.
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { RelayHandler } from './relay-handler.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';
