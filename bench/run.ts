@@ -13,6 +13,7 @@ import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
 import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
+import { privateRedisArgs } from '../test/helpers/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
@@ -128,18 +129,7 @@ async function startServer(name: string, args: string[], env: Record<string, str
 
 async function startRedis(): Promise<{ url: string; pid: number }> {
   const port = await freePort();
-  const [command, argv] = pinned(REDIS_CPU, 'redis-server', [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    workDir,
-  ]);
+  const [command, argv] = pinned(REDIS_CPU, 'redis-server', privateRedisArgs(port, workDir));
   const child = track(spawn(command, argv, { stdio: 'ignore' }), 'redis-server');
   // The offline queue holds the PING until redis-server accepts connections.
   const client = new Redis({ port, retryStrategy: () => 50, maxRetriesPerRequest: null });

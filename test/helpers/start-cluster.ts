@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from './start-gateway-process.ts';
+import { privateRedisArgs } from './start-redis.ts';
 import { unusedPorts } from './start-upstream.ts';
 
 const run = promisify(execFile);
@@ -21,24 +22,7 @@ export async function startCluster(): Promise<PrivateCluster> {
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--cluster-node-timeout',
-        '2000',
-      ],
+      [...privateRedisArgs(port, dir), '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000'],
       { stdio: 'ignore' },
     ),
   );

@@ -20,6 +20,14 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
+/**
+ * A private redis-server's arguments: loopback only, on `port`, nothing written to disk but into `dir`
+ * (a cluster's node file). Tests, the bench and the soak start every server with these.
+ */
+export function privateRedisArgs(port: number, dir: string): string[] {
+  return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+}
+
 async function waitForPing(port: number, password: string | undefined, deadlineMs = 5000): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
@@ -39,25 +47,7 @@ async function waitForPing(port: number, password: string | undefined, deadlineM
 }
 
 function launch(port: number, dir: string, password: string | undefined): ChildProcess {
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--logfile',
-      '',
-      ...(password ? ['--requirepass', password] : []),
-    ],
-    { stdio: 'ignore' },
-  );
+  const child = spawn('redis-server', [...privateRedisArgs(port, dir), '--logfile', '', ...(password ? ['--requirepass', password] : [])], { stdio: 'ignore' });
   child.on('error', (error) => {
     throw new Error(`could not start redis-server (is it installed?): ${error.message}`);
   });

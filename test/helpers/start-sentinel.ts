@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from './start-gateway-process.ts';
+import { privateRedisArgs } from './start-redis.ts';
 import { unusedPorts } from './start-upstream.ts';
 
 export interface PrivateSentinels {
@@ -43,22 +44,7 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
     children.push(child);
     return child;
   };
-  const server = (port: number, extra: string[] = []) =>
-    run('redis-server', [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--repl-diskless-sync-delay',
-      '0',
-      ...extra,
-    ]);
+  const server = (port: number, extra: string[] = []) => run('redis-server', [...privateRedisArgs(port, dir), '--repl-diskless-sync-delay', '0', ...extra]);
 
   // Five servers on five different ports (a port released can be handed out again).
   const [primaryPort, replicaPort, ...sentinelPortList] = (await unusedPorts(5)) as [number, number, ...number[]];
