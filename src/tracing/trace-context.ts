@@ -34,8 +34,27 @@ export function remoteParent(headers: IncomingHttpHeaders): RemoteParent | undef
  */
 function checkedTraceState(header: string | string[] | undefined): string | undefined {
   if (header === undefined || header === '') return undefined;
-  const serialized = new TraceState(Array.isArray(header) ? header.join(',') : header).serialize();
+  const value = Array.isArray(header) ? header.join(',') : header;
+  if (isCanonicalTraceState(value)) return value;
+  const serialized = new TraceState(value).serialize();
   return serialized === '' ? undefined : serialized;
+}
+
+/** §3.3.1.3 key (simple or multi-tenant) and value, as core's validators read them. */
+const KEY = '(?:[a-z][_0-9a-z\\-*/]{0,255}|[a-z0-9][_0-9a-z\\-*/]{0,240}@[a-z][_0-9a-z\\-*/]{0,13})';
+const VALUE = '[\\x20-\\x2b\\x2d-\\x3c\\x3e-\\x7e]{0,255}[\\x21-\\x2b\\x2d-\\x3c\\x3e-\\x7e]';
+const CANONICAL_LIST = new RegExp(`^${KEY}=${VALUE}(?:,${KEY}=${VALUE}){0,31}$`);
+
+/**
+ * The common case, a list TraceState would serialize unchanged (every member valid, no spaces around
+ * commas, no key twice, within 512 characters), is passed on as it came: TraceState's parse and
+ * serialization cost about 1.3 µs a request, a regular expression a tenth of that (docs/decisions/0007).
+ */
+function isCanonicalTraceState(value: string): boolean {
+  if (value.length > 512 || !CANONICAL_LIST.test(value)) return false;
+  if (!value.includes(',')) return true;
+  const keys = value.split(',').map((member) => member.slice(0, member.indexOf('=')));
+  return new Set(keys).size === keys.length;
 }
 
 /** The `traceparent` the upstream receives: version 00, the trace, the gateway's span as its parent, sampled or not. */
