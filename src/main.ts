@@ -7,6 +7,8 @@ import { startupFailureMessage } from './startup-failure.ts';
 import { systemClock } from './time/clock.ts';
 import { createLogDestination } from './observability/log-destination.ts';
 import { createLogger } from './observability/logger.ts';
+import { tracingFromEnvironment } from './tracing/from-environment.ts';
+import packageJson from '../package.json' with { type: 'json' };
 
 /** Log lines are written in batches of at least this many bytes (and at shutdown). */
 const LOG_BATCH_BYTES = 32 * 1024;
@@ -33,6 +35,12 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logging.level, logStream);
   const clock = systemClock;
   const hashKey = createKeyHasher(loadPepper(config));
+  // The OpenTelemetry SDK reads its own standard variables (OTEL_*), not the gateway's configuration.
+  const { tracing, summary: tracingSummary } = tracingFromEnvironment(process.env, { name: 'petstore-gateway', version: packageJson.version });
+  logger.info(
+    { tracing: tracingSummary },
+    tracingSummary.exporting ? 'tracing on: spans exported over OTLP' : 'tracing: trace context propagated, no spans exported',
+  );
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
   process.on('uncaughtException', (error) => {
@@ -47,6 +55,7 @@ async function main(): Promise<void> {
     logger,
     clock,
     hashKey,
+    tracing,
     reloadConfig: () => loadConfig(),
     shadowedSettings: () => shadowedByEnvironment(),
   });

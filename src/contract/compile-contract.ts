@@ -59,6 +59,7 @@ export function compileContract(document: unknown): Contract {
 
   const resolveRef = createRefResolver(root);
 
+  const basePath = basePathOf(root.servers);
   const operations: Operation[] = [];
   for (const [pathTemplate, pathItemValue] of Object.entries(asObject(root.paths, 'paths'))) {
     if (!pathTemplate.startsWith('/')) throw new Error(`interface document: path ${pathTemplate} must start with /`);
@@ -87,6 +88,7 @@ export function compileContract(document: unknown): Contract {
         id: operation.operationId,
         method,
         pathTemplate,
+        route: basePath + pathTemplate,
         parameters,
         queryParameters: parameters.filter((parameter) => parameter.in === 'query'),
         requestHeaders,
@@ -139,7 +141,7 @@ export function compileContract(document: unknown): Contract {
 
   return {
     title: String(info.title),
-    basePath: basePathOf(root.servers),
+    basePath,
     version: String(info.version),
     operations,
     byId,

@@ -33,6 +33,8 @@ export interface Operation {
   method: HttpMethod;
   /** The path template relative to the base address, e.g. `/pets/{petId}`. */
   pathTemplate: string;
+  /** The template below the document's base path, e.g. `/v1/pets/{petId}`: its span's name and `http.route`. */
+  route: string;
   parameters: readonly ParameterSpec[];
   /** The query parameters among them, found once at compile time for the per-request check. */
   queryParameters: readonly ParameterSpec[];

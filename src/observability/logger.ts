@@ -42,7 +42,7 @@ export function accessLogLevel(statusCode: number): Level {
 const toMicroseconds = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 /**
- * One JSON line per request: request id, operation, status, durations, the consumer (key id and
+ * One JSON line per request: request id, trace and span ids (W3C, the names OpenTelemetry's log data model uses), operation, status, durations, the consumer (key id and
  * name, never the key). The query string is left out: a client may put a secret there by mistake.
  * A plain pino call with a literal object: no child logger, serializer or wrapper per request.
  */
@@ -58,6 +58,8 @@ export function createAccessLog(logger: Logger, environment: string): (req: Inco
     accessLog[level](
       {
         reqId: record.requestId,
+        trace_id: record.trace.traceId,
+        span_id: record.trace.spanId,
         req: { method: req.method, path: record.path, remoteAddress: req.socket.remoteAddress },
         res: { statusCode },
         responseTime: toMicroseconds(Number(process.hrtime.bigint() - record.startedAt) / 1e6),

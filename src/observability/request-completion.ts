@@ -1,8 +1,9 @@
-// The one completion hook: when a response is done, whoever answered it, metrics and the access log read its record.
+// The one completion hook: when a response is done, whoever answered it, metrics, the request's span and the access log read its record.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
 import { refusesTheGateway } from '../proxy/upstream-response.ts';
+import type { Tracing } from '../tracing/tracer.ts';
 import { createAccessLog } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
@@ -15,16 +16,19 @@ export function createRequestCompletion(
   metrics: GatewayMetrics,
   logger: Logger,
   environment: string,
+  tracing: Tracing,
   onDeprecatedCall?: DeprecatedCallHook,
 ): RequestCompletion {
   const logRequest = createAccessLog(logger, environment);
   return function completeRequest(req, res, record, shed) {
     const operation = record.route?.operation;
     const upstreamMs = record.upstream?.ms;
+    const statusCode = completedStatus(res, record);
+    const method = req.method ?? 'UNKNOWN';
     metrics.requestCompleted({
       operation: operation?.id,
-      method: req.method ?? 'UNKNOWN',
-      statusCode: completedStatus(res, record),
+      method,
+      statusCode,
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
     });
@@ -38,6 +42,15 @@ export function createRequestCompletion(
     if (operation?.deprecation && record.caller) {
       metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
       onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);
+    }
+    if (record.trace.span !== undefined) {
+      tracing.end(record.trace, method, {
+        statusCode,
+        route: operation?.route,
+        operationId: operation?.id,
+        keyId: record.caller?.keyId,
+        errorCode: record.error?.code,
+      });
     }
     // Shed requests are counted, not logged one by one: at capacity, a log line each would add to the load.
     if (!shed) logRequest(req, res, record);

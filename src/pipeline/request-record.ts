@@ -5,6 +5,7 @@ import type { Consumer } from '../auth/key-store.ts';
 import type { RouteSlice } from '../contract/operations.ts';
 import type { GatewayError } from '../errors/gateway-error.ts';
 import type { UpstreamSlice } from '../proxy/exchange.ts';
+import type { TraceSlice } from '../tracing/tracer.ts';
 
 export interface RequestRecord {
   readonly requestId: string;
@@ -14,6 +15,8 @@ export interface RequestRecord {
   readonly path: string;
   /** The query string without its `?`; empty when there is none. */
   readonly query: string;
+  /** The request's trace and the gateway's span in it, decided on arrival (src/tracing/tracer.ts). */
+  readonly trace: TraceSlice;
   route?: RouteSlice;
   /** A path of the document asked with a method it does not serve: the 405 the match decided, raised after authentication. */
   routeRefusal?: GatewayError;
@@ -42,16 +45,18 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
-/** The caller's X-Request-Id when it is well-formed, a new UUID otherwise. */
-export function createRecord(req: IncomingMessage): RequestRecord {
+/** The caller's X-Request-Id when it is well-formed, a new UUID otherwise; `startTrace` continues or starts its trace. */
+export function createRecord(req: IncomingMessage, startTrace: (req: IncomingMessage, path: string) => TraceSlice): RequestRecord {
   const offered = req.headers[REQUEST_ID_HEADER];
   const url = req.url ?? '/';
   const questionMark = url.indexOf('?');
+  const path = questionMark === -1 ? url : url.slice(0, questionMark);
   return {
     requestId: typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID(),
     startedAt: process.hrtime.bigint(),
-    path: questionMark === -1 ? url : url.slice(0, questionMark),
+    path,
     query: questionMark === -1 ? '' : url.slice(questionMark + 1),
+    trace: startTrace(req, path),
   };
 }
 

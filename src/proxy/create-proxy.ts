@@ -2,6 +2,7 @@
 import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
+import type { TraceSlice, Tracing } from '../tracing/tracer.ts';
 import type { GuardedExchange } from './circuit-breaker.ts';
 import { createUpstream, type UpstreamOptions, type UpstreamPoolStats, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
@@ -17,6 +18,8 @@ export interface ProxyOptions extends UpstreamOptions {
   operations: readonly Operation[];
   /** The config's additions to the header allow-lists (config `headers`). */
   headers: HeaderListExtensions;
+  /** The exchange's span, and the `traceparent` the upstream receives. */
+  tracing: Tracing;
 }
 
 export interface UpstreamProxy {
@@ -33,6 +36,7 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 interface ForwardedRecord {
   requestId: string;
   query: string;
+  trace: TraceSlice;
   route?: RouteSlice;
   caller?: Consumer;
   body?: Buffer;
@@ -54,6 +58,8 @@ function canonicalPath(route: RouteSlice, query: string): string {
 export function createProxy(options: ProxyOptions): UpstreamProxy {
   const upstream = createUpstream(options);
   const guarded = options.breaker;
+  const { tracing } = options;
+  const upstreamBase = options.baseUrl.replace(/\/$/, '');
   const policies = new Map<string, OperationHeaderPolicy>();
   for (const operation of options.operations) policies.set(operation.id, compileHeaderPolicy(operation, options.headers));
 
@@ -69,6 +75,7 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       upstreamHost: upstream.host,
       bodyLength: record.body?.length,
       methodTakesBody: METHODS_WITH_BODY.has(req.method),
+      traceState: record.trace.traceState,
     });
     // Mostly a cached token (re-signed in the background before it ages); the client's own never passes.
     const identity = await options.identityHeaders({ keyId: caller.keyId, consumer: caller.name, operationId: route.operation.id });
@@ -89,7 +96,19 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       try {
         // The exchange writes its slice of the record as it settles, before the response's close: the
         // completion hook counts and logs what the upstream did from there.
-        await guarded(() => upstream.exchange(request, res, (slice) => (record.upstream = slice)));
+        await guarded(() => {
+          // Begun as the request is sent (after the identity token, before a connection is waited for):
+          // the circuit breaker's refusals make no exchange, and no span.
+          const span = tracing.startExchange(record.trace, request.method, upstreamBase + request.path);
+          request.headers.traceparent = span.traceparent;
+          const exchanged = upstream.exchange(request, res, (slice) => {
+            record.upstream = slice;
+            span.end(slice);
+          });
+          // The client gone before anything was sent: the exchange settles without a slice.
+          if (tracing.recording) void exchanged.finally(() => span.end(undefined)).catch(() => undefined);
+          return exchanged;
+        });
       } catch (error) {
         if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
         throw error;

@@ -34,7 +34,11 @@ export const STANDARD_FORWARDED: readonly string[] = [
   'user-agent',
 ];
 
-/** W3C Trace Context and Baggage: a trace that starts at the client goes on through the backend. */
+/**
+ * W3C Trace Context and Baggage: never copied as the client sent them, whatever a document or the config
+ * lists. The gateway states them itself (upstreamHeaders, the proxy stage): `traceparent` names the
+ * gateway's span as the parent, `tracestate` goes with a valid `traceparent` only, `baggage` is bounded.
+ */
 export const TRACE_CONTEXT: readonly string[] = ['traceparent', 'tracestate', 'baggage'];
 
 /**
@@ -88,7 +92,8 @@ const RANGE_KEY = /^([1-5])XX$/;
  * lookup per header, and finds the set for a status with one Map lookup.
  */
 export function compileHeaderPolicy(operation: Operation, extensions: HeaderListExtensions): OperationHeaderPolicy {
-  const forwarded = new Set([...STANDARD_FORWARDED, ...TRACE_CONTEXT, ...operation.requestHeaders, ...extensions.forwardToUpstream]);
+  const forwarded = new Set([...STANDARD_FORWARDED, ...operation.requestHeaders, ...extensions.forwardToUpstream]);
+  for (const name of TRACE_CONTEXT) forwarded.delete(name);
 
   const always = [...STANDARD_RELAYED, ...extensions.relayToClient];
   const relayed = (declared: readonly string[]): ReadonlySet<string> => new Set([...always, ...declared.filter((name) => !GATEWAY_OWNED_RESPONSE.has(name))]);

@@ -1,5 +1,6 @@
 // The headers the upstream receives: the client's headers its operation's policy allows, and the ones the gateway states itself.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { boundedBaggage } from '../tracing/trace-context.ts';
 import { isForwardedValue } from './forwarded.ts';
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */
@@ -16,6 +17,8 @@ export interface ForwardingFacts {
   bodyLength: number | undefined;
   /** Whether the method carries a body by definition (POST, PUT, PATCH): an empty one is declared as 0. */
   methodTakesBody: boolean;
+  /** The client's `tracestate` as the trace slice kept it (only with a valid `traceparent`, checked). */
+  traceState: string | undefined;
 }
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
@@ -42,7 +45,8 @@ function joined(value: string | string[] | undefined): string | undefined {
 /**
  * Builds the upstream's request headers: of the client's, only those in `forwarded` (the operation's
  * allow-list, see compileHeaderPolicy) and not listed in its `Connection:`; then Host, Content-Length,
- * X-Request-Id and the forwarding chain, which are the gateway's. The chain is appended to, as
+ * X-Request-Id, the trace context and the forwarding chain, which are the gateway's (`traceparent` is
+ * set by the proxy stage, once the exchange's span exists). The chain is appended to, as
  * X-Forwarded-For always was: the last element is the one this gateway saw on the socket, the only one
  * a backend may trust.
  */
@@ -54,6 +58,9 @@ export function upstreamHeaders(client: IncomingHttpHeaders, forwarded: Readonly
     const value = client[name];
     if (value !== undefined) headers[name] = value;
   }
+  if (facts.traceState !== undefined) headers.tracestate = facts.traceState;
+  const baggage = removed.has('baggage') ? undefined : boundedBaggage(client.baggage);
+  if (baggage !== undefined) headers.baggage = baggage;
   headers.host = facts.upstreamHost;
   if (facts.bodyLength !== undefined) headers['content-length'] = String(facts.bodyLength);
   else if (facts.methodTakesBody) headers['content-length'] = '0';

@@ -3,6 +3,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
 import { createRecord, type RequestRecord } from '../pipeline/request-record.ts';
+import type { Tracing } from '../tracing/tracer.ts';
 
 export interface RequestTrackerOptions {
   /** The pipeline; it finds the record in `res.locals.gateway`. */
@@ -13,6 +14,8 @@ export interface RequestTrackerOptions {
   onComplete(req: IncomingMessage, res: ServerResponse, record: RequestRecord, shed: boolean): void;
   /** Told of every shed request. */
   onShed?: () => void;
+  /** Continues or starts each request's trace on arrival. */
+  tracing: Tracing;
 }
 
 export interface RequestTracker {
@@ -28,11 +31,12 @@ const AT_CAPACITY = new GatewayError('service_unavailable', 'The gateway is at c
 
 export function createRequestTracker(options: RequestTrackerOptions): RequestTracker {
   const { app, maxInFlight, onComplete, onShed } = options;
+  const startTrace = options.tracing.begin;
   let inFlight = 0;
 
   return {
     listener(req, res) {
-      const record = createRecord(req);
+      const record = createRecord(req, startTrace);
       // Express keeps locals it finds; every stage reads and writes this one record.
       (res as ServerResponse & { locals?: { gateway: RequestRecord } }).locals = { gateway: record };
       res.setHeader('X-Request-Id', record.requestId);

@@ -14,6 +14,8 @@ import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
+import { registerTraceExportMetrics } from '../observability/trace-export-metrics.ts';
+import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
@@ -48,6 +50,11 @@ export interface GatewayParts<S extends Stores = Stores> {
   stores: (metrics: GatewayMetrics, brownouts: BrownoutBoard) => S;
   /** Who called, asserted to the upstream (loaded at start-up by `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
+  /**
+   * The gateway's part in traces: spans recorded and exported (`tracingFromEnvironment`, from OTEL_*), or
+   * trace context only propagated, which is what happens when absent.
+   */
+  tracing?: Tracing;
   /** Released after everything else, on shutdown (the demo's backend). */
   onClosed?: () => Promise<void> | void;
   /**
@@ -104,6 +111,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       memoryLimitBytes: config.resources.memoryLimitBytes,
     },
   });
+  const tracing = parts.tracing ?? propagationOnly();
+  registerTraceExportMetrics(metrics.registry, tracing, config.environment);
   const stores = parts.stores(metrics, brownouts);
   const deprecatedCallStore = stores.deprecatedCalls ?? new MemoryDeprecatedCallStore();
   // Counted in process and written in batches: the report costs the request path no Redis round trip.
@@ -124,6 +133,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     logger,
     metrics,
     breakers: new CircuitBreakers(metrics.upstreamCircuit),
+    tracing,
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
   // A retired generation's requests may still wait for their body, then for the upstream.
@@ -146,7 +156,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     app: live.handle,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
-    onComplete: createRequestCompletion(metrics, logger, config.environment, deprecatedCalls.record),
+    tracing,
+    onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record),
   });
   metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
 
@@ -156,6 +167,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       await live.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
+      // Every request's span has ended: what is queued is sent (within the exporter's timeout).
+      await tracing.shutdown();
       await stores.close?.();
       await parts.onClosed?.();
     })());

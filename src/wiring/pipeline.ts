@@ -8,13 +8,14 @@ import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
+import type { Tracing } from '../tracing/tracer.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
 /**
  * What every generation shares: the app's long-lived dependencies (the stores and their connections, the
  * clock, the brownout board, logs and metrics) and the circuit breakers.
  */
-export type PipelineShared = Omit<AppDependencies, 'config' | 'versions'> & { breakers: CircuitBreakers };
+export type PipelineShared = Omit<AppDependencies, 'config' | 'versions'> & { breakers: CircuitBreakers; tracing: Tracing };
 
 export interface Pipeline {
   readonly config: GatewayConfig;
@@ -29,11 +30,12 @@ export interface Pipeline {
 
 /** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
 export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, shared: PipelineShared): Pipeline {
-  const { breakers, ...dependencies } = shared;
+  const { breakers, tracing, ...dependencies } = shared;
   const served: ServedVersion[] = createVersionProxies(versions, {
     config,
     identityHeaders: identity.headersFor,
     breakers,
+    tracing,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
   let app: ReturnType<typeof createApp>;

@@ -14,6 +14,7 @@ import type { GatewayMetrics } from '../../src/observability/metrics.ts';
 import type { RunningGateway } from '../../src/server/server.ts';
 import { buildGateway, type Gateway } from '../../src/wiring/compose.ts';
 import type { UpstreamIdentity } from '../../src/identity/upstream-identity.ts';
+import type { Tracing } from '../../src/tracing/tracer.ts';
 
 /** 2026-11-21T12:00:00Z: after the deprecation date, well before the sunset. */
 export const TEST_NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -30,6 +31,8 @@ export interface TestGatewayOptions {
   identity?: UpstreamIdentity;
   /** What a reload reads: the overrides then in force (laid over the file as at start, with the same env). */
   reloadOverrides?: () => Record<string, unknown>;
+  /** Spans recorded and exported (`tracingFromEnvironment`); trace context only propagated when absent. */
+  tracing?: Tracing;
 }
 
 export interface TestGateway {
@@ -103,6 +106,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     stores: () => ({ keyStore: options.keyStore ?? keyStore, ...(options.rateLimitStore ? { rateLimitStore: options.rateLimitStore } : {}), checks: [] }),
     reloadConfig: () => read(options.reloadOverrides ? options.reloadOverrides() : options.overrides),
     ...(options.identity ? { identity: options.identity } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   return {
     app: gateway.handler,

@@ -7,6 +7,7 @@ const operation = (id: string, deprecation?: Operation['deprecation']): Operatio
     id,
     method: 'GET',
     pathTemplate: `/${id}`,
+    route: `/v1/${id}`,
     parameters: [],
     queryParameters: [],
     requestHeaders: [],

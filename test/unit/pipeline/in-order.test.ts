@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createErrorHandler } from '../../../src/errors/error-handler.ts';
 import { inOrder, NEXT_CALLED_TWICE } from '../../../src/pipeline/in-order.ts';
 import { createRecord } from '../../../src/pipeline/request-record.ts';
+import { propagationOnly } from '../../../src/tracing/tracer.ts';
 
 const req = {} as Request;
 const res = {} as Response;
@@ -141,7 +142,7 @@ describe('inOrder', () => {
       };
       const app = express();
       app.use((incoming, response, next) => {
-        response.locals.gateway = createRecord(incoming);
+        response.locals.gateway = createRecord(incoming, propagationOnly().begin);
         next();
       });
       app.use(inOrder([twice, answersLater]));

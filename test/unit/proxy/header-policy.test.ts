@@ -24,8 +24,13 @@ function policyOf(operation: Record<string, unknown>, components?: Record<string
 const sorted = (names: Iterable<string>) => [...names].sort();
 
 describe('what the upstream may receive', () => {
-  it('is the standard set and the trace context when the document declares no header parameter', () => {
-    expect(sorted(policyOf({}).forwarded)).toEqual(sorted([...STANDARD_FORWARDED, ...TRACE_CONTEXT]));
+  it('is the standard set when the document declares no header parameter', () => {
+    expect(sorted(policyOf({}).forwarded)).toEqual(sorted(STANDARD_FORWARDED));
+  });
+
+  it('never copies the trace context, which the gateway states itself, even when the config lists it', () => {
+    const policy = policyOf({}, {}, { forwardToUpstream: [...TRACE_CONTEXT], relayToClient: [] });
+    expect(TRACE_CONTEXT.filter((name) => policy.forwarded.has(name))).toEqual([]);
   });
 
   it("adds the operation's header parameters, lower case", () => {

@@ -11,6 +11,7 @@ const FACTS: ForwardingFacts = {
   upstreamHost: 'backend:8080',
   bodyLength: undefined,
   methodTakesBody: false,
+  traceState: undefined,
 };
 
 /** The gateway's own headers for a client that sent only `Host: gw.example`. */

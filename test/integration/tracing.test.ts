@@ -1,0 +1,222 @@
+// The gateway in a trace: W3C trace context continued to a real upstream, the access log's ids, and the
+// spans the OpenTelemetry SDK exports to a real OTLP/HTTP receiver (JSON and protobuf).
+import type { IncomingHttpHeaders } from 'node:http';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
+import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../helpers/start-upstream.ts';
+
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const CLIENT_SPAN = 'b7ad6b7169203331';
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
+const SERVER = 2;
+const CLIENT = 3;
+const ERROR = 2;
+
+let gateway: TestGateway | undefined;
+let upstream: ScriptedUpstream | undefined;
+let receiver: OtlpReceiver | undefined;
+/** The headers of every request the upstream received. */
+let received: IncomingHttpHeaders[] = [];
+afterEach(async () => {
+  await gateway?.close();
+  await upstream?.close();
+  await receiver?.close();
+  gateway = upstream = receiver = undefined;
+  received = [];
+});
+
+async function start(env?: Record<string, string>): Promise<TestGateway> {
+  upstream = await startScriptedUpstream((req, res) => {
+    received.push(req.headers);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+  });
+  const tracing = env && tracingFromEnvironment(env, { name: 'petstore-gateway', version: '1.0.0' }).tracing;
+  gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, ...(tracing ? { tracing } : {}) });
+  return gateway;
+}
+
+function accessLine(requestId: string): Record<string, unknown> {
+  const lines = gateway!.logs.filter((entry) => entry.reqId === requestId && entry.res !== undefined);
+  expect(lines).toHaveLength(1);
+  return lines[0]!;
+}
+
+function upstreamParent(): { traceId: string; spanId: string; flags: string } {
+  expect(received).toHaveLength(1);
+  const [, traceId, spanId, flags] = TRACEPARENT.exec(String(received[0]!.traceparent))!;
+  return { traceId: traceId!, spanId: spanId!, flags: flags! };
+}
+
+const listPets = (headers: Record<string, string>) => {
+  let call = request(gateway!.app).get('/v1/pets').set('Authorization', `Bearer ${gateway!.apiKey}`);
+  for (const [name, value] of Object.entries(headers)) call = call.set(name, value);
+  return call;
+};
+
+describe('trace context without an exporter', () => {
+  it("continues a valid traceparent: same trace, the gateway's span as parent, sampled flag kept", async () => {
+    await start();
+    const res = await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, 'X-Request-Id': 'trace-continue-1' });
+    expect(res.status).toBe(200);
+    const parent = upstreamParent();
+    expect(parent.traceId).toBe(TRACE_ID);
+    expect(parent.spanId).not.toBe(CLIENT_SPAN);
+    expect(parent.flags).toBe('01');
+    // Without spans, the access log's span is the one the upstream names: a backend's log line joins the gateway's.
+    expect(accessLine('trace-continue-1')).toMatchObject({ trace_id: TRACE_ID, span_id: parent.spanId });
+  });
+
+  it('keeps an unsampled flag unsampled', async () => {
+    await start();
+    await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-00` });
+    expect(upstreamParent()).toMatchObject({ traceId: TRACE_ID, flags: '00' });
+  });
+
+  it('passes tracestate on with a valid traceparent, its malformed members dropped', async () => {
+    await start();
+    await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7,Bad Key=1' });
+    expect(received[0]!.tracestate).toBe('congo=t61rcWkgMzE,rojo=00f067aa0ba902b7');
+  });
+
+  it.each([
+    ['upper-case hex', `00-${TRACE_ID.toUpperCase()}-${CLIENT_SPAN}-01`],
+    ['an all-zero trace id', `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01`],
+    ['an all-zero span id', `00-${TRACE_ID}-${'0'.repeat(16)}-01`],
+    ['version ff', `ff-${TRACE_ID}-${CLIENT_SPAN}-01`],
+    ['trailing data on version 00', `00-${TRACE_ID}-${CLIENT_SPAN}-01-extra`],
+    ['garbage', 'not a traceparent'],
+  ])('starts a new trace for a traceparent with %s, and drops its tracestate', async (_case, traceparent) => {
+    await start();
+    await listPets({ traceparent, tracestate: 'congo=t61rcWkgMzE', 'X-Request-Id': 'trace-invalid-1' });
+    const parent = upstreamParent();
+    expect(parent.traceId).not.toBe(TRACE_ID);
+    expect(parent.traceId).not.toBe('0'.repeat(32));
+    expect(parent.flags).toBe('00');
+    expect(received[0]!.tracestate).toBeUndefined();
+    expect(accessLine('trace-invalid-1')).toMatchObject({ trace_id: parent.traceId, span_id: parent.spanId });
+  });
+
+  it('starts a new trace when there is no traceparent, and logs its ids on a refusal too', async () => {
+    await start();
+    const res = await request(gateway!.app).get('/v1/pets').set('X-Request-Id', 'trace-refused-1');
+    expect(res.status).toBe(401);
+    const line = accessLine('trace-refused-1');
+    expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(line.span_id).toMatch(/^[0-9a-f]{16}$/);
+    expect(received).toHaveLength(0);
+  });
+
+  it('passes baggage on, bounded to 64 whole members', async () => {
+    await start();
+    const members = Array.from({ length: 80 }, (_, index) => `k${index}=v${index}`);
+    await listPets({ baggage: members.join(',') });
+    expect(received[0]!.baggage).toBe(members.slice(0, 64).join(','));
+  });
+
+  it('passes baggage on, bounded to 8192 bytes of whole members', async () => {
+    await start();
+    const members = Array.from({ length: 5 }, (_, index) => `k${index}=${'x'.repeat(2000)}`);
+    await listPets({ baggage: members.join(',') });
+    expect(received[0]!.baggage).toBe(members.slice(0, 4).join(','));
+  });
+});
+
+describe('spans exported over OTLP/HTTP', () => {
+  /** OTEL_* for a receiver: batches sent at once, so a test waits for an event, not a timer. */
+  const exporting = (protocol: string, extra: Record<string, string> = {}) => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver!.endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+    OTEL_SERVICE_NAME: 'gateway-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
+    OTEL_BSP_SCHEDULE_DELAY: '10',
+    ...extra,
+  });
+
+  it.each([
+    ['http/json', 'application/json'],
+    ['http/protobuf', 'application/x-protobuf'],
+  ])('%s: a SERVER span continuing the client and a CLIENT span the upstream names as its parent', async (protocol, contentType) => {
+    receiver = await startOtlpReceiver();
+    await start(exporting(protocol));
+    const res = await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'congo=t61rcWkgMzE', 'X-Request-Id': 'trace-export-1' });
+    expect(res.status).toBe(200);
+    const spans = await receiver.waitForSpans(2);
+    expect(receiver.contentTypes[0]).toBe(contentType);
+    const server = spans.find((span) => span.kind === SERVER)!;
+    const client = spans.find((span) => span.kind === CLIENT)!;
+    expect(server).toMatchObject({ traceId: TRACE_ID, parentSpanId: CLIENT_SPAN, name: 'GET /v1/pets', traceState: 'congo=t61rcWkgMzE' });
+    expect(server.attributes).toEqual({
+      'http.request.method': 'GET',
+      'url.scheme': 'http',
+      'url.path': '/v1/pets',
+      'server.address': '127.0.0.1',
+      'server.port': expect.any(Number),
+      'http.route': '/v1/pets',
+      'http.response.status_code': 200,
+      'gateway.operation': 'listPets',
+      'gateway.key_id': 'key_primary',
+    });
+    expect(server.resource).toMatchObject({ 'service.name': 'gateway-under-test', 'deployment.environment.name': 'test' });
+    expect(client).toMatchObject({ traceId: TRACE_ID, parentSpanId: server.spanId, name: 'GET' });
+    expect(client.attributes).toMatchObject({ 'http.request.method': 'GET', 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
+    expect(upstreamParent()).toEqual({ traceId: TRACE_ID, spanId: client.spanId, flags: '01' });
+    expect(accessLine('trace-export-1')).toMatchObject({ trace_id: TRACE_ID, span_id: server.spanId });
+  });
+
+  it('exports a refusal as a SERVER span with its Error code, and no CLIENT span', async () => {
+    receiver = await startOtlpReceiver();
+    await start(exporting('http/json'));
+    const res = await request(gateway!.app).get('/v1/pets').set('Authorization', 'Bearer nope').set('traceparent', `00-${TRACE_ID}-${CLIENT_SPAN}-01`);
+    expect(res.status).toBe(401);
+    await gateway!.close();
+    expect(receiver.spans).toHaveLength(1);
+    expect(receiver.spans[0]).toMatchObject({ kind: SERVER, name: 'GET /v1/pets', status: { code: 0 } });
+    expect(receiver.spans[0]!.attributes).toMatchObject({ 'http.response.status_code': 401, 'gateway.error_code': 'unauthorized' });
+    expect(receiver.spans[0]!.attributes).not.toHaveProperty('gateway.key_id');
+  });
+
+  it('marks the CLIENT and SERVER spans as errors when the upstream cannot be reached', async () => {
+    receiver = await startOtlpReceiver();
+    const tracing = tracingFromEnvironment(exporting('http/json'), { name: 'petstore-gateway', version: '1.0.0' }).tracing;
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1`, tracing });
+    const res = await listPets({});
+    expect(res.status).toBe(502);
+    const spans = await receiver.waitForSpans(2);
+    const client = spans.find((span) => span.kind === CLIENT)!;
+    expect(client.status.code).toBe(ERROR);
+    expect(client.attributes['error.type']).toBe('refused');
+    const server = spans.find((span) => span.kind === SERVER)!;
+    expect(server).toMatchObject({ status: { code: ERROR } });
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 502, 'error.type': '502', 'gateway.error_code': 'bad_gateway' });
+  });
+
+  it('honours an unsampled parent: nothing exported, the upstream told 00', async () => {
+    receiver = await startOtlpReceiver();
+    await start(exporting('http/json'));
+    await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-00` });
+    await gateway!.close();
+    expect(receiver.spans).toEqual([]);
+    expect(upstreamParent()).toMatchObject({ traceId: TRACE_ID, flags: '00' });
+  });
+
+  it('with the collector down, answers as fast as ever, shuts down, and counts the dropped spans', async () => {
+    const port = await unusedPort();
+    await start({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '300',
+      OTEL_BSP_SCHEDULE_DELAY: '10',
+    });
+    for (let index = 0; index < 3; index++) {
+      const started = performance.now();
+      expect((await listPets({})).status).toBe(200);
+      // In process, against a local upstream: a request that waited on the collector would take its timeout.
+      expect(performance.now() - started).toBeLessThan(250);
+    }
+    await gateway!.close();
+    expect(await gateway!.scrape()).toMatch(/^petstore_gateway_trace_spans_dropped_total\{environment="production"\} 6$/m);
+  });
+});
