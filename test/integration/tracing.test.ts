@@ -3,6 +3,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createAdminApp } from '../../src/admin/admin-app.ts';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
 import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
@@ -324,5 +325,47 @@ describe('child spans of the stages', () => {
     const [limit] = named('rate_limit');
     expect(limit).toMatchObject({ kind: INTERNAL, status: { code: ERROR } });
     expect(limit!.attributes).toEqual({ 'gateway.rate_limit.decision': 'store_unavailable', 'gateway.rate_limit.on_store_error': onStoreError });
+  });
+});
+
+describe('exemplars on the latency histograms', () => {
+  const OPENMETRICS = 'application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2';
+  const scrape = (accept?: string) => {
+    const call = request(createAdminApp({ ...gateway!.admin, isAcceptingTraffic: () => true })).get('/metrics');
+    return accept === undefined ? call : call.set('Accept', accept);
+  };
+  const exemplars = (text: string) =>
+    [...text.matchAll(/^(petstore_gateway_\w+)_bucket\{[^}]*\} \d+ # \{trace_id="([0-9a-f]{32})"\} /gm)].map((match) => [match[1], match[2]]);
+
+  it("an OpenMetrics scrape shows a sampled request's trace id on its latency buckets; a plain scrape is unchanged", async () => {
+    receiver = await startOtlpReceiver();
+    await start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '10' });
+    expect((await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` })).status).toBe(200);
+    // Not sampled: counted, with no exemplar.
+    expect((await listPets({ traceparent: `00-${'1'.repeat(32)}-${CLIENT_SPAN}-00` })).status).toBe(200);
+    const open = await scrape(OPENMETRICS);
+    expect(open.status).toBe(200);
+    expect(open.headers['content-type']).toBe('application/openmetrics-text; version=1.0.0; charset=utf-8');
+    expect(open.headers.vary).toBe('Accept');
+    expect(open.text.endsWith('# EOF\n')).toBe(true);
+    expect(exemplars(open.text)).toEqual([
+      ['petstore_gateway_request_duration_seconds', TRACE_ID],
+      ['petstore_gateway_upstream_duration_seconds', TRACE_ID],
+      ['petstore_gateway_overhead_seconds', TRACE_ID],
+    ]);
+    for (const accept of [undefined, '*/*', 'text/plain']) {
+      const plain = await scrape(accept);
+      expect(plain.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      expect(plain.text).not.toContain('# {');
+      expect(plain.text).toMatch(/^petstore_gateway_requests_total\{operation="listPets",method="GET",status_code="200",environment="production"\} 2$/m);
+    }
+  });
+
+  it('no exemplar without an exporter, even for a sampled client', async () => {
+    await start();
+    expect((await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` })).status).toBe(200);
+    const open = await scrape(OPENMETRICS);
+    expect(open.headers['content-type']).toMatch(/^application\/openmetrics-text/);
+    expect(exemplars(open.text)).toEqual([]);
   });
 });
