@@ -15,8 +15,11 @@ export interface AdminAppOptions {
   /** False once shutdown has begun. */
   isAcceptingTraffic: () => boolean;
   checks: readonly ReadinessCheck[];
-  /** Renders the metrics exposition; absent until metrics are wired. */
-  metrics?: { contentType: string; render(): Promise<string> };
+  /**
+   * Renders the metrics exposition; absent until metrics are wired. `openMetrics`, when given, is served
+   * to a scrape whose Accept asks for OpenMetrics first (Prometheus's does): the format with exemplars.
+   */
+  metrics?: { contentType: string; render(): Promise<string>; openMetrics?: { contentType: string; render(): Promise<string> } };
   /** The public keys of the identity signer (RFC 7517); undefined while nothing is signed (404). */
   jwks?: () => object | undefined;
   /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
@@ -33,6 +36,22 @@ async function runCheck(check: ReadinessCheck): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Whether a scrape's Accept header asks for OpenMetrics before the Prometheus text format (as Prometheus's own does). */
+export function prefersOpenMetrics(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  let openMetrics = 0;
+  let text = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
+    const qualityParameter = parameters.find((parameter) => parameter.startsWith('q='));
+    const quality = qualityParameter === undefined ? 1 : Number(qualityParameter.slice(2));
+    if (!Number.isFinite(quality)) continue;
+    if (type === 'application/openmetrics-text') openMetrics = Math.max(openMetrics, quality);
+    else if (type === 'text/plain' || type === 'text/*' || type === '*/*') text = Math.max(text, quality);
+  }
+  return openMetrics > 0 && openMetrics >= text;
 }
 
 export function createAdminApp(options: AdminAppOptions): Express {
@@ -60,8 +79,11 @@ export function createAdminApp(options: AdminAppOptions): Express {
 
   const { metrics } = options;
   if (metrics) {
-    app.get('/metrics', async function exposeMetrics(_req, res) {
-      res.set('Content-Type', metrics.contentType).send(await metrics.render());
+    const { openMetrics } = metrics;
+    app.get('/metrics', async function exposeMetrics(req, res) {
+      const format = openMetrics !== undefined && prefersOpenMetrics(req.headers.accept) ? openMetrics : metrics;
+      if (openMetrics !== undefined) res.vary('Accept');
+      res.set('Content-Type', format.contentType).send(await format.render());
     });
   }
 

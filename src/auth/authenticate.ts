@@ -1,12 +1,14 @@
 // Authenticates the bearer API key: every request on /v1 passes here before anything else is decided.
-import type { RequestHandler } from 'express';
+import { type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { NextFunction, RequestHandler } from 'express';
 import type { Environment } from '../config/schema.ts';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
 import { hasApiKeyShape } from './api-key.ts';
 import { readBearer } from './bearer.ts';
 import type { KeyHasher } from './key-hash.ts';
-import type { KeyRecord, KeyStore } from './key-store.ts';
+import type { Consumer, KeyRecord, KeyStore } from './key-store.ts';
+import { STAGE_ATTRIBUTES, startChildSpan, type TraceSlice } from '../tracing/tracer.ts';
 
 export type AuthRefusalReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_environment';
 
@@ -40,24 +42,37 @@ function refusalFor(record: KeyRecord | undefined, environment: Environment, now
   return undefined;
 }
 
+/** The request record's part authentication reads and writes. */
+interface AuthenticatedRecord {
+  readonly trace: TraceSlice;
+  caller?: Consumer;
+}
+
 /** Creates the authentication stage. Fails closed: a key store that cannot answer gives 503, never a pass. */
 export function createAuthenticate(options: AuthenticateOptions): RequestHandler {
   const { keyStore, hashKey, environment, clock, onRefusal } = options;
 
-  function refuse(reason: AuthRefusalReason): GatewayError {
+  function refuse(reason: AuthRefusalReason, span: Span | undefined): GatewayError {
     onRefusal?.(reason);
+    span?.setAttribute(STAGE_ATTRIBUTES.authResult, reason);
     const error = reason === 'missing' ? CHALLENGE : `${CHALLENGE}, error="${reason === 'malformed' ? 'invalid_request' : 'invalid_token'}"`;
     return new GatewayError('unauthorized', MESSAGES[reason], { headers: { 'WWW-Authenticate': error } });
   }
 
-  return async function authenticate(req, res, next) {
-    const bearer = readBearer(req.headers.authorization);
-    if (bearer.kind !== 'token') throw refuse(bearer.kind);
-    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown');
+  /**
+   * Sets the caller the bearer key names, then calls `next` when given; or throws the refusal. `span` (the
+   * request's spans recorded) is told how it went.
+   */
+  async function identify(authorization: string | undefined, request: AuthenticatedRecord, span: Span | undefined, next?: NextFunction): Promise<void> {
+    const bearer = readBearer(authorization);
+    if (bearer.kind !== 'token') throw refuse(bearer.kind, span);
+    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', span);
     let record: KeyRecord | undefined;
     try {
-      record = await keyStore.findByHash(hashKey(bearer.token));
+      record = await (span === undefined ? keyStore.findByHash(hashKey(bearer.token)) : tracedLookup(hashKey(bearer.token), request.trace, span));
     } catch (cause) {
+      span?.setAttribute(STAGE_ATTRIBUTES.authResult, 'store_unavailable');
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: 'API keys cannot be checked' });
       // Whatever went wrong, the key was not checked: fail closed.
       throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
         cause,
@@ -65,13 +80,52 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
       });
     }
     const reason = refusalFor(record, environment, clock.now());
-    if (reason || !record) throw refuse(reason ?? 'unknown');
-    res.locals.gateway.caller = {
+    if (reason || !record) throw refuse(reason ?? 'unknown', span);
+    span?.setAttribute(STAGE_ATTRIBUTES.authResult, 'ok');
+    request.caller = {
       keyId: record.id,
       name: record.consumer,
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
       ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn }),
     };
-    next();
+    next?.();
+  }
+
+  /** The lookup with its cache outcome on the `authenticate` span, and a CLIENT `redis` span for a miss (the store asked). */
+  async function tracedLookup(keyHash: string, trace: TraceSlice, span: Span): Promise<KeyRecord | undefined> {
+    let lookup: Span | undefined;
+    const found = keyStore.findByHash(keyHash, (outcome) => {
+      span.setAttribute(STAGE_ATTRIBUTES.keyCache, outcome);
+      if (outcome === 'miss') {
+        lookup = startChildSpan(trace, 'redis', { 'db.system.name': 'redis', [STAGE_ATTRIBUTES.redisCommand]: 'key_lookup' }, SpanKind.CLIENT, span);
+      }
+    });
+    try {
+      return await found;
+    } catch (error) {
+      lookup?.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
+      lookup?.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      lookup?.end();
+    }
+  }
+
+  return function authenticate(req, res, next) {
+    const record = res.locals.gateway;
+    // Spans not recorded: the stage as it always was, nothing made for a trace.
+    if (record.trace.span === undefined) return identify(req.headers.authorization, record, undefined, next);
+    return traced(req.headers.authorization, record, next);
   };
+
+  /** The stage as an `authenticate` span, ended before the next stage runs. */
+  async function traced(authorization: string | undefined, record: AuthenticatedRecord, next: NextFunction): Promise<void> {
+    const span = startChildSpan(record.trace, 'authenticate');
+    try {
+      await identify(authorization, record, span);
+    } finally {
+      span.end();
+    }
+    next();
+  }
 }

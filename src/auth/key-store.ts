@@ -36,7 +36,14 @@ export class KeyStoreUnavailableError extends Error {
   override name = 'KeyStoreUnavailableError';
 }
 
+/**
+ * Told, for one lookup, whether a cache answered it (`hit`) or the store behind was asked (`miss`), before
+ * the lookup's promise is returned; a store without a cache never calls it. Authentication passes one only
+ * when the request's spans are recorded.
+ */
+export type KeyLookupObserver = (outcome: 'hit' | 'miss') => void;
+
 export interface KeyStore {
   /** The record stored under this key hash, or undefined when there is none. Throws KeyStoreUnavailableError. */
-  findByHash(keyHash: string): Promise<KeyRecord | undefined>;
+  findByHash(keyHash: string, observe?: KeyLookupObserver): Promise<KeyRecord | undefined>;
 }

@@ -1,10 +1,11 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
+import { renderOpenMetrics } from './open-metrics.ts';
 import { createSaturationMetrics, type PodResources, type UpstreamPoolReading } from './saturation-metrics.ts';
 
 export const METRIC_PREFIX = 'petstore_gateway_';
@@ -61,7 +62,12 @@ export interface CompletedRequest {
   durationSeconds: number;
   /** Upstream exchange time, when the request was proxied. */
   upstreamSeconds?: number;
+  /** The request's trace, when its spans were recorded and sampled: the latency histograms' exemplar. */
+  traceId?: string | undefined;
 }
+
+/** The exemplar label of a latency observation: Grafana's default for a link to the trace. */
+export const EXEMPLAR_TRACE_LABEL = 'trace_id';
 
 /** What the gauges read when scraped, from parts built after the metrics (which report into them). */
 export interface ScrapedState {
@@ -75,6 +81,8 @@ export interface ScrapedState {
 
 export interface GatewayMetrics {
   registry: Registry;
+  /** The registry as OpenMetrics (with the latency histograms' exemplars); `registry.metrics()` stays the Prometheus text format. */
+  openMetrics(): Promise<string>;
   /** Registers the gauges read at scrape time (once: a second call throws, as the names are taken). */
   readAtScrape(state: ScrapedState): void;
   requestCompleted(request: CompletedRequest): void;
@@ -123,22 +131,32 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     help: 'Time from a request entering the gateway to its response being written.',
     labelNames: ['operation', 'method', 'status_code', 'environment'] as const,
     buckets: LATENCY_BUCKETS,
-    registers,
+    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
+    enableExemplars: true,
+    registers: [],
   });
   const upstreamDuration = new Histogram({
     name: name('upstream_duration_seconds'),
     help: 'Time from sending a request upstream to the end of the upstream response.',
     labelNames: ['operation', 'environment'] as const,
     buckets: LATENCY_BUCKETS,
-    registers,
+    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
+    enableExemplars: true,
+    registers: [],
   });
   const overhead = new Histogram({
     name: name('overhead_seconds'),
     help: "The gateway's own time on a proxied request: its total duration less the upstream exchange.",
     labelNames: ['operation', 'environment'] as const,
     buckets: LATENCY_BUCKETS,
-    registers,
+    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
+    enableExemplars: true,
+    registers: [],
   });
+  // prom-client refuses a histogram with exemplars in the constructor's `registers` of a registry of the
+  // Prometheus text format (which never writes them); registered here, they are written in both formats,
+  // their exemplars in the OpenMetrics one only (renderOpenMetrics).
+  for (const histogram of [requestDuration, upstreamDuration, overhead]) registry.registerMetric(histogram);
   const upstreamErrors = new Counter({
     name: name('upstream_errors_total'),
     help: `Failed upstream exchanges by operation and kind (${UPSTREAM_FAILURE_KINDS.join(', ')}).`,
@@ -320,14 +338,14 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   // Label children are cached per combination: prom-client would otherwise hash the label object on
   // every observation, on the path of every request.
-  const completedSeries = new Map<string, { count: Counter.Internal; duration: Histogram.Internal<string> }>();
-  const proxiedSeries = new Map<string, { upstream: Histogram.Internal<string>; overhead: Histogram.Internal<string> }>();
+  const completedSeries = new Map<string, { labels: LabelValues<string>; count: Counter.Internal; duration: Histogram.Internal<string> }>();
+  const proxiedSeries = new Map<string, { labels: LabelValues<string>; upstream: Histogram.Internal<string>; overhead: Histogram.Internal<string> }>();
   function seriesFor(operation: string, method: string, statusCode: number) {
     const key = `${operation} ${method} ${statusCode}`;
     let series = completedSeries.get(key);
     if (!series) {
       const labels = { operation, method, status_code: String(statusCode), environment };
-      series = { count: requests.labels(labels), duration: requestDuration.labels(labels) };
+      series = { labels, count: requests.labels(labels), duration: requestDuration.labels(labels) };
       completedSeries.set(key, series);
     }
     return series;
@@ -336,10 +354,15 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     let series = proxiedSeries.get(operation);
     if (!series) {
       const labels = { operation, environment };
-      series = { upstream: upstreamDuration.labels(labels), overhead: overhead.labels(labels) };
+      series = { labels, upstream: upstreamDuration.labels(labels), overhead: overhead.labels(labels) };
       proxiedSeries.set(operation, series);
     }
     return series;
+  }
+
+  /** A sampled request's observation, with its trace id as the bucket's exemplar (by label: only sampled requests pay for it). */
+  function observeSampled(histogram: Histogram, labels: LabelValues<string>, value: number, traceId: string): void {
+    histogram.observe({ labels, value, exemplarLabels: { [EXEMPLAR_TRACE_LABEL]: traceId } });
   }
 
   // Bound per operation, not looked up by label: a backend that adds a header of its own to every answer makes this hot.
@@ -361,15 +384,24 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   return {
     registry,
     readAtScrape,
+    openMetrics: () => renderOpenMetrics(registry),
     requestCompleted(request) {
       // Methods and status codes are bounded by Node's HTTP parser; operations by the document.
       const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);
       series.count.inc();
-      series.duration.observe(request.durationSeconds);
+      const { traceId } = request;
+      if (traceId === undefined) series.duration.observe(request.durationSeconds);
+      else observeSampled(requestDuration, series.labels, request.durationSeconds, traceId);
       if (request.upstreamSeconds !== undefined && request.operation !== undefined) {
         const proxied = proxiedFor(request.operation);
-        proxied.upstream.observe(request.upstreamSeconds);
-        proxied.overhead.observe(Math.max(0, request.durationSeconds - request.upstreamSeconds));
+        const gatewaySeconds = Math.max(0, request.durationSeconds - request.upstreamSeconds);
+        if (traceId === undefined) {
+          proxied.upstream.observe(request.upstreamSeconds);
+          proxied.overhead.observe(gatewaySeconds);
+        } else {
+          observeSampled(upstreamDuration, proxied.labels, request.upstreamSeconds, traceId);
+          observeSampled(overhead, proxied.labels, gatewaySeconds, traceId);
+        }
       }
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),

@@ -31,6 +31,8 @@ export function createRequestCompletion(
       statusCode,
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
+      // A sampled request whose spans are exported: its trace is there to be linked to from the latency buckets.
+      ...(record.trace.span !== undefined && record.trace.sampled ? { traceId: record.trace.traceId } : {}),
     });
     const upstream = record.upstream;
     if (operation && upstream) {

@@ -1,9 +1,11 @@
 // Per-key rate limits: counted by key id and operation, shared by every replica through the store; what a failing store means is decided here.
-import type { RequestHandler } from 'express';
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import type { NextFunction, RequestHandler } from 'express';
 import { rateLimit, type Logger as LibraryLogger, type Store } from 'express-rate-limit';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
+import { STAGE_ATTRIBUTES, startChildSpan } from '../tracing/tracer.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
@@ -70,16 +72,39 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },
   });
+  /** What the policy does once the limiter decided: `error` is the limiter's (a refusal, the store's failure) or none. */
+  function decided(error: unknown, next: NextFunction): void {
+    if (!(error instanceof RateLimitStoreUnavailableError)) {
+      next(error);
+      return;
+    }
+    onStoreUnavailable?.(error);
+    if (onStoreError === 'deny') {
+      next(new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause: error, headers: RETRY_SOON }));
+      return;
+    }
+    // Let through before any RateLimit field was set: none tells a quota that was not checked.
+    onPassedUnlimited?.();
+    next();
+  }
+
+  /** The decision on the request's `rate_limit` span, ended before the next stage runs. */
+  function traced(span: Span, error: unknown, next: NextFunction): void {
+    if (error === undefined) span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'allowed');
+    else if (error instanceof RateLimitStoreUnavailableError) {
+      span.setAttributes({ [STAGE_ATTRIBUTES.rateLimitDecision]: 'store_unavailable', [STAGE_ATTRIBUTES.rateLimitOnStoreError]: onStoreError });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the rate-limit store cannot count' });
+    } else if (error instanceof GatewayError && error.code === 'rate_limited') span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'limited');
+    else span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    decided(error, next);
+  }
+
   return function limitRate(req, res, next) {
-    return limiter(req, res, (error?: unknown) => {
-      if (!(error instanceof RateLimitStoreUnavailableError)) return next(error);
-      onStoreUnavailable?.(error);
-      if (onStoreError === 'deny') {
-        return next(new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause: error, headers: RETRY_SOON }));
-      }
-      // Let through before any RateLimit field was set: none tells a quota that was not checked.
-      onPassedUnlimited?.();
-      next();
-    });
+    const trace = res.locals.gateway.trace;
+    // Spans not recorded: the limiter as it always was, nothing made for a trace.
+    if (trace.span === undefined) return limiter(req, res, (error?: unknown) => decided(error, next));
+    const span = startChildSpan(trace, 'rate_limit');
+    return limiter(req, res, (error?: unknown) => traced(span, error, next));
   };
 }

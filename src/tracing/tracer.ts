@@ -1,6 +1,6 @@
 // The gateway's part in a trace: its span for each request and for the upstream exchange, recorded or only propagated.
 import type { IncomingMessage } from 'node:http';
-import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace, TraceFlags } from '@opentelemetry/api';
+import { type Attributes, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace, TraceFlags } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace';
 import {
@@ -26,6 +26,20 @@ export interface TraceSlice {
   readonly traceState: string | undefined;
   /** The SERVER span, when spans are recorded (an exporter is configured); the completion hook ends it. */
   readonly span: Span | undefined;
+  /** What makes the SERVER span's children (startChildSpan); present with `span`. */
+  readonly tracer?: Tracer;
+}
+
+/** Not recorded, for a slice without a tracer (never met when `span` is defined). */
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * A child of the request's SERVER span (or of `parent`, itself one), for a stage's own work: INTERNAL unless
+ * told. Call it only once `slice.span` is defined, so that a request whose spans are not recorded pays nothing.
+ */
+export function startChildSpan(slice: TraceSlice, name: string, attributes?: Attributes, kind: SpanKind = SpanKind.INTERNAL, parent = slice.span): Span {
+  if (slice.tracer === undefined || parent === undefined) return NO_SPAN;
+  return slice.tracer.startSpan(name, { kind, ...(attributes === undefined ? {} : { attributes }) }, trace.setSpan(ROOT_CONTEXT, parent));
 }
 
 /** What the completion hook knows of a finished request, for its span. */
@@ -93,6 +107,20 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set(['CONNECT', 'DELETE', 'GET', 
 /** Attribute names of the gateway's own facts on its SERVER span (the access log's `operation`, `keyId`, `errorCode`). */
 export const GATEWAY_ATTRIBUTES = { operation: 'gateway.operation', keyId: 'gateway.key_id', errorCode: 'gateway.error_code' } as const;
 
+/** Attribute names on the stages' child spans (`authenticate`, its `redis` lookup, `rate_limit`). */
+export const STAGE_ATTRIBUTES = {
+  /** `hit` or `miss`: whether the key cache answered (absent for a store without a cache). */
+  keyCache: 'gateway.auth.key_cache',
+  /** `ok`, or why the key was refused (`missing`, `unknown`, `revoked`, ...), or `store_unavailable`. */
+  authResult: 'gateway.auth.result',
+  /** What the store's command did for the gateway (`key_lookup`). */
+  redisCommand: 'gateway.redis.command',
+  /** `allowed`, `limited` or `store_unavailable`. */
+  rateLimitDecision: 'gateway.rate_limit.decision',
+  /** With `store_unavailable`: what the policy did, `allow` (let through unlimited) or `deny` (503). */
+  rateLimitOnStoreError: 'gateway.rate_limit.on_store_error',
+} as const;
+
 /** Spans recorded with `tracer` (an SDK tracer whose provider exports them); `shutdown` flushes the provider. */
 export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
   return {
@@ -127,7 +155,7 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
         context,
       );
       const own = span.spanContext();
-      return { traceId: own.traceId, spanId: own.spanId, sampled: (own.traceFlags & TraceFlags.SAMPLED) !== 0, traceState: parent?.traceState, span };
+      return { traceId: own.traceId, spanId: own.spanId, sampled: (own.traceFlags & TraceFlags.SAMPLED) !== 0, traceState: parent?.traceState, span, tracer };
     },
     startExchange(slice, method, url) {
       const parent = slice.span === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, slice.span);

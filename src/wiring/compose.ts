@@ -13,6 +13,7 @@ import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api
 import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
+import { OPENMETRICS_CONTENT_TYPE } from '../observability/open-metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
 import { registerTraceExportMetrics } from '../observability/trace-export-metrics.ts';
 import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
@@ -180,7 +181,11 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     tracker,
     admin: {
       checks: [...conditions, ...checks, ...upstreamChecks],
-      metrics: { contentType: metrics.registry.contentType, render: () => metrics.registry.metrics() },
+      metrics: {
+        contentType: metrics.registry.contentType,
+        render: () => metrics.registry.metrics(),
+        openMetrics: { contentType: OPENMETRICS_CONTENT_TYPE, render: () => metrics.openMetrics() },
+      },
       deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
       // The running generation's keys: a reload can rotate them, or turn signing on or off.
       jwks: () => live.current.identity.jwks?.document(),

@@ -54,6 +54,8 @@ export interface TestGateway {
   metrics: GatewayMetrics;
   /** The Prometheus exposition, as /metrics serves it. */
   scrape(): Promise<string>;
+  /** What the admin listener is built from (`createAdminApp`), as the server builds it. */
+  admin: Gateway['admin'];
   /** Starts the real listeners (public and admin) on the configured ports; their shutdown closes the gateway. */
   listen(): Promise<RunningGateway>;
   /** A configuration reload, as SIGHUP does it: reads `reloadOverrides` (or the start's overrides again). */
@@ -121,6 +123,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     rawLogs: () => raw.join(''),
     metrics: gateway.metrics,
     scrape: () => gateway.metrics.registry.metrics(),
+    admin: gateway.admin,
     listen: () => gateway.listen(),
     reload: () => gateway.reload(),
     close: () => gateway.close(),

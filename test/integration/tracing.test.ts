@@ -3,14 +3,20 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createAdminApp } from '../../src/admin/admin-app.ts';
+import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
+import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
+import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
+import { fixedClock } from '../../src/time/clock.ts';
 import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
-import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import { buildTestGateway, TEST_NOW, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../helpers/start-upstream.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_SPAN = 'b7ad6b7169203331';
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
+const INTERNAL = 1;
 const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
@@ -28,13 +34,13 @@ afterEach(async () => {
   received = [];
 });
 
-async function start(env?: Record<string, string>): Promise<TestGateway> {
+async function start(env?: Record<string, string>, options: Partial<TestGatewayOptions> = {}): Promise<TestGateway> {
   upstream = await startScriptedUpstream((req, res) => {
     received.push(req.headers);
     res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
   });
   const tracing = env && tracingFromEnvironment(env, { name: 'petstore-gateway', version: '1.0.0' }).tracing;
-  gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, ...(tracing ? { tracing } : {}) });
+  gateway = buildTestGateway({ ...options, upstreamUrl: upstream.baseUrl, ...(tracing ? { tracing } : {}) });
   return gateway;
 }
 
@@ -143,7 +149,8 @@ describe('spans exported over OTLP/HTTP', () => {
     await start(exporting(protocol));
     const res = await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'congo=t61rcWkgMzE', 'X-Request-Id': 'trace-export-1' });
     expect(res.status).toBe(200);
-    const spans = await receiver.waitForSpans(2);
+    // SERVER, CLIENT, and the stages' children (authenticate, rate_limit).
+    const spans = await receiver.waitForSpans(4);
     expect(receiver.contentTypes[0]).toBe(contentType);
     const server = spans.find((span) => span.kind === SERVER)!;
     const client = spans.find((span) => span.kind === CLIENT)!;
@@ -172,10 +179,12 @@ describe('spans exported over OTLP/HTTP', () => {
     const res = await request(gateway!.app).get('/v1/pets').set('Authorization', 'Bearer nope').set('traceparent', `00-${TRACE_ID}-${CLIENT_SPAN}-01`);
     expect(res.status).toBe(401);
     await gateway!.close();
-    expect(receiver.spans).toHaveLength(1);
-    expect(receiver.spans[0]).toMatchObject({ kind: SERVER, name: 'GET /v1/pets', status: { code: 0 } });
-    expect(receiver.spans[0]!.attributes).toMatchObject({ 'http.response.status_code': 401, 'gateway.error_code': 'unauthorized' });
-    expect(receiver.spans[0]!.attributes).not.toHaveProperty('gateway.key_id');
+    // The SERVER span and its authenticate child (see "child spans of the stages").
+    expect(receiver.spans.map((span) => span.name)).toEqual(['authenticate', 'GET /v1/pets']);
+    const server = receiver.spans[1]!;
+    expect(server).toMatchObject({ kind: SERVER, status: { code: 0 } });
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 401, 'gateway.error_code': 'unauthorized' });
+    expect(server.attributes).not.toHaveProperty('gateway.key_id');
   });
 
   it('marks the CLIENT and SERVER spans as errors when the upstream cannot be reached', async () => {
@@ -184,7 +193,7 @@ describe('spans exported over OTLP/HTTP', () => {
     gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1`, tracing });
     const res = await listPets({});
     expect(res.status).toBe(502);
-    const spans = await receiver.waitForSpans(2);
+    const spans = await receiver.waitForSpans(4);
     const client = spans.find((span) => span.kind === CLIENT)!;
     expect(client.status.code).toBe(ERROR);
     expect(client.attributes['error.type']).toBe('refused');
@@ -217,6 +226,146 @@ describe('spans exported over OTLP/HTTP', () => {
       expect(performance.now() - started).toBeLessThan(250);
     }
     await gateway!.close();
-    expect(await gateway!.scrape()).toMatch(/^petstore_gateway_trace_spans_dropped_total\{environment="production"\} 6$/m);
+    // SERVER, CLIENT, authenticate and rate_limit for each.
+    expect(await gateway!.scrape()).toMatch(/^petstore_gateway_trace_spans_dropped_total\{environment="production"\} 12$/m);
+  });
+});
+
+describe('child spans of the stages', () => {
+  const exporting = () => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver!.endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_BSP_SCHEDULE_DELAY: '10',
+  });
+  /** The production arrangement: the key cache in front of the store (here the test gateway's memory store). */
+  const cachedKeys = () =>
+    new CachedKeyStore(
+      { findByHash: (hash) => gateway!.keyStore.findByHash(hash) },
+      { maxEntries: 10, ttlMs: 60_000, negativeTtlMs: 60_000, clock: fixedClock(TEST_NOW) },
+    );
+  const named = (name: string) => receiver!.spans.filter((span) => span.name === name);
+  const serverSpans = () => receiver!.spans.filter((span) => span.kind === SERVER);
+
+  it('authenticate (a cache miss with its redis lookup, then a hit) and rate_limit, children of the SERVER span', async () => {
+    receiver = await startOtlpReceiver();
+    await start(exporting(), { keyStore: cachedKeys() });
+    expect((await listPets({})).status).toBe(200);
+    expect((await listPets({})).status).toBe(200);
+    await gateway!.close();
+    const [first, second] = serverSpans();
+    const [miss, hit] = named('authenticate');
+    expect(miss).toMatchObject({ kind: INTERNAL, traceId: first!.traceId, parentSpanId: first!.spanId, status: { code: 0 } });
+    expect(miss!.attributes).toEqual({ 'gateway.auth.key_cache': 'miss', 'gateway.auth.result': 'ok' });
+    expect(hit).toMatchObject({ kind: INTERNAL, traceId: second!.traceId, parentSpanId: second!.spanId });
+    expect(hit!.attributes).toEqual({ 'gateway.auth.key_cache': 'hit', 'gateway.auth.result': 'ok' });
+    // Only the miss asked the store.
+    const lookups = named('redis');
+    expect(lookups).toHaveLength(1);
+    expect(lookups[0]).toMatchObject({ kind: CLIENT, traceId: first!.traceId, parentSpanId: miss!.spanId });
+    expect(lookups[0]!.attributes).toEqual({ 'db.system.name': 'redis', 'gateway.redis.command': 'key_lookup' });
+    const limits = named('rate_limit');
+    expect(limits.map((span) => [span.kind, span.parentSpanId, span.attributes])).toEqual([
+      [INTERNAL, first!.spanId, { 'gateway.rate_limit.decision': 'allowed' }],
+      [INTERNAL, second!.spanId, { 'gateway.rate_limit.decision': 'allowed' }],
+    ]);
+  });
+
+  it('a 401: the authenticate span says why, and no rate_limit span', async () => {
+    receiver = await startOtlpReceiver();
+    await start(exporting());
+    expect((await request(gateway!.app).get('/v1/pets')).status).toBe(401);
+    expect((await request(gateway!.app).get('/v1/pets').set('Authorization', 'Bearer nope')).status).toBe(401);
+    await gateway!.close();
+    const [missing, unknown] = serverSpans();
+    expect(named('authenticate').map((span) => [span.parentSpanId, span.attributes])).toEqual([
+      [missing!.spanId, { 'gateway.auth.result': 'missing' }],
+      [unknown!.spanId, { 'gateway.auth.result': 'unknown' }],
+    ]);
+    expect(named('rate_limit')).toEqual([]);
+  });
+
+  it('a 429: the rate_limit span is marked limited', async () => {
+    receiver = await startOtlpReceiver();
+    await start(exporting(), { overrides: { rateLimit: { windowMs: 60_000, limits: { production: { default: 1 }, staging: { default: 1 } } } } });
+    expect((await listPets({})).status).toBe(200);
+    expect((await listPets({})).status).toBe(429);
+    await gateway!.close();
+    const limited = serverSpans().find((span) => span.attributes['http.response.status_code'] === 429)!;
+    const decisions = named('rate_limit').map((span) => [span.parentSpanId === limited.spanId, span.attributes['gateway.rate_limit.decision']]);
+    expect(decisions).toEqual([
+      [false, 'allowed'],
+      [true, 'limited'],
+    ]);
+  });
+
+  it('a store that cannot answer: the authenticate span and its redis lookup are errors', async () => {
+    receiver = await startOtlpReceiver();
+    const down = { findByHash: () => Promise.reject(new KeyStoreUnavailableError('connect ECONNREFUSED')) };
+    const keyStore = new CachedKeyStore(down, { maxEntries: 10, ttlMs: 60_000, negativeTtlMs: 60_000, clock: fixedClock(TEST_NOW) });
+    await start(exporting(), { keyStore });
+    expect((await listPets({})).status).toBe(503);
+    await gateway!.close();
+    const [authenticate] = named('authenticate');
+    expect(authenticate).toMatchObject({ status: { code: ERROR } });
+    expect(authenticate!.attributes).toEqual({ 'gateway.auth.key_cache': 'miss', 'gateway.auth.result': 'store_unavailable' });
+    expect(named('redis')[0]).toMatchObject({ kind: CLIENT, parentSpanId: authenticate!.spanId, status: { code: ERROR } });
+    expect(named('redis')[0]!.attributes).toMatchObject({ 'error.type': 'KeyStoreUnavailableError' });
+  });
+
+  it.each(['allow', 'deny'] as const)('a rate-limit store that cannot count (onStoreError %s): the span says store_unavailable', async (onStoreError) => {
+    receiver = await startOtlpReceiver();
+    const rateLimitStore = {
+      increment: () => Promise.reject(new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits')),
+      decrement: () => undefined,
+      resetKey: () => undefined,
+    };
+    await start(exporting(), { rateLimitStore, overrides: { rateLimit: { onStoreError } } });
+    expect((await listPets({})).status).toBe(onStoreError === 'allow' ? 200 : 503);
+    await gateway!.close();
+    const [limit] = named('rate_limit');
+    expect(limit).toMatchObject({ kind: INTERNAL, status: { code: ERROR } });
+    expect(limit!.attributes).toEqual({ 'gateway.rate_limit.decision': 'store_unavailable', 'gateway.rate_limit.on_store_error': onStoreError });
+  });
+});
+
+describe('exemplars on the latency histograms', () => {
+  const OPENMETRICS = 'application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2';
+  const scrape = (accept?: string) => {
+    const call = request(createAdminApp({ ...gateway!.admin, isAcceptingTraffic: () => true })).get('/metrics');
+    return accept === undefined ? call : call.set('Accept', accept);
+  };
+  const exemplars = (text: string) =>
+    [...text.matchAll(/^(petstore_gateway_\w+)_bucket\{[^}]*\} \d+ # \{trace_id="([0-9a-f]{32})"\} /gm)].map((match) => [match[1], match[2]]);
+
+  it("an OpenMetrics scrape shows a sampled request's trace id on its latency buckets; a plain scrape is unchanged", async () => {
+    receiver = await startOtlpReceiver();
+    await start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '10' });
+    expect((await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` })).status).toBe(200);
+    // Not sampled: counted, with no exemplar.
+    expect((await listPets({ traceparent: `00-${'1'.repeat(32)}-${CLIENT_SPAN}-00` })).status).toBe(200);
+    const open = await scrape(OPENMETRICS);
+    expect(open.status).toBe(200);
+    expect(open.headers['content-type']).toBe('application/openmetrics-text; version=1.0.0; charset=utf-8');
+    expect(open.headers.vary).toBe('Accept');
+    expect(open.text.endsWith('# EOF\n')).toBe(true);
+    expect(exemplars(open.text)).toEqual([
+      ['petstore_gateway_request_duration_seconds', TRACE_ID],
+      ['petstore_gateway_upstream_duration_seconds', TRACE_ID],
+      ['petstore_gateway_overhead_seconds', TRACE_ID],
+    ]);
+    for (const accept of [undefined, '*/*', 'text/plain']) {
+      const plain = await scrape(accept);
+      expect(plain.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      expect(plain.text).not.toContain('# {');
+      expect(plain.text).toMatch(/^petstore_gateway_requests_total\{operation="listPets",method="GET",status_code="200",environment="production"\} 2$/m);
+    }
+  });
+
+  it('no exemplar without an exporter, even for a sampled client', async () => {
+    await start();
+    expect((await listPets({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` })).status).toBe(200);
+    const open = await scrape(OPENMETRICS);
+    expect(open.headers['content-type']).toMatch(/^application\/openmetrics-text/);
+    expect(exemplars(open.text)).toEqual([]);
   });
 });

@@ -1,0 +1,40 @@
+// The one registry's metrics in the OpenMetrics text format too (the format that carries exemplars), the Prometheus text format left as it is.
+import { type Metric, type OpenMetricsContentType, Registry } from 'prom-client';
+
+/** The Content-Type of renderOpenMetrics's text. */
+export const OPENMETRICS_CONTENT_TYPE: string = Registry.OPENMETRICS_CONTENT_TYPE;
+
+/** What prom-client reads from a metric to write it: the values of getForPromString (histograms), else of get. */
+interface Renderable {
+  name: string;
+  get(): Promise<{ name: string; type: string }>;
+  getForPromString?(): Promise<{ name: string; type: string }>;
+}
+
+/**
+ * Renders `registry`'s metrics as OpenMetrics 1.0 (`# EOF`, counters as `<family>` with `_total`
+ * samples, exemplars after the buckets they fell in). Neither `setContentType` on the registry (shared
+ * by concurrent scrapes of either format) nor a second registry holding the same metrics will do:
+ * prom-client's OpenMetrics rendering renames every counter it writes (drops `_total` from its name), so
+ * the next Prometheus scrape would lose it. Here each scrape gets a registry of its own, of views that
+ * read the metrics and hand prom-client the family name: the metrics themselves are never changed.
+ */
+export function renderOpenMetrics(registry: Registry): Promise<string> {
+  const scrape = new Registry<OpenMetricsContentType>();
+  // This scrape's own registry: setting its content type races with nothing.
+  scrape.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+  for (const metric of registry.getMetricsAsArray() as unknown as Renderable[]) {
+    const read = metric.getForPromString === undefined ? () => metric.get() : () => metric.getForPromString!();
+    const view = {
+      // No `type`: the registry renames a counter it sees by its type; the family name is the view's to give.
+      name: metric.name,
+      get: async () => {
+        const data = await read();
+        return data.type === 'counter' ? { ...data, name: data.name.replace(/_total$/, '') } : data;
+      },
+    };
+    // prom-client writes any object with a name and get(); its types name only its own metric classes.
+    scrape.registerMetric(view as unknown as Metric);
+  }
+  return scrape.metrics();
+}
