@@ -1,6 +1,6 @@
 // npm run bench: listPets through every target in one run: the backend directly, nginx (when installed),
 // a bare Express + http-proxy-middleware proxy, and the gateway with every feature on (exact rate limits, then
-// local-first ones). Load from wrk.
+// local-first ones, then exact ones with every request traced and its spans exported over OTLP). Load from wrk.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -39,6 +39,22 @@ const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
  * request is reported apart. BENCH_REDIS_CPU='' leaves it unpinned.
  */
 const REDIS_CPU = process.env.BENCH_REDIS_CPU ?? LOAD_CPU;
+/**
+ * The OTLP collector (bench/otlp-sink.ts) of the traced gateway shares the load generator's core too, for
+ * redis-server's reason: a collector is another process, on another host or a node agent; on the servers'
+ * core its CPU would come out of the traced gateway's share, work the untraced gateway does not compete
+ * with. It counts spans without decoding them, so it takes little from wrk. Its own CPU per request is
+ * reported apart. BENCH_SINK_CPU='' leaves it unpinned.
+ */
+const SINK_CPU = process.env.BENCH_SINK_CPU ?? LOAD_CPU;
+/** Spans the gateway records per proxied request: its SERVER span and the CLIENT span of the upstream call. */
+const SPANS_PER_REQUEST = 2;
+/**
+ * BENCH_PREVIOUS_GATEWAY: a checkout of an earlier commit (its node_modules installed, `npm run build` run),
+ * whose gateway joins the run as one more target, started as this one is: "tracing off" against the build
+ * before tracing, in the same run (docs/performance.md#benchmark).
+ */
+const PREVIOUS_CHECKOUT = process.env.BENCH_PREVIOUS_GATEWAY || undefined;
 const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
 
 /** Logs, nginx's prefix and Redis's dir; removed after a run that went well or was interrupted. */
@@ -108,23 +124,55 @@ function pinned(cpu: string, command: string, args: string[]): [string, string[]
  * Output goes to a file, as a container runtime would collect it: the gateway pays for writing its
  * access log, and no reader process competes with the servers for their core.
  */
-async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<{ port: number; pid: number }> {
-  const [command, argv] = pinned(SERVER_CPU, process.execPath, args);
+async function startServer(
+  name: string,
+  args: string[],
+  env: Record<string, string> = {},
+  { cpu = SERVER_CPU, cwd = ROOT }: { cpu?: string; cwd?: string } = {},
+): Promise<{ port: number; pid: number; adminPort: number | undefined }> {
+  const [command, argv] = pinned(cpu, process.execPath, args);
   const logFile = join(workDir, `${name}.log`);
   const log = openSync(logFile, 'a');
-  const child = track(spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', log, log] }), `${name}, log in ${logFile}`);
+  const child = track(spawn(command, argv, { cwd, env: { ...untracedEnv(), ...env }, stdio: ['ignore', log, log] }), `${name}, log in ${logFile}`);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
     for (const line of readFileSync(logFile, 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
-      const parsed = JSON.parse(line) as { port?: number; msg?: string };
+      const parsed = JSON.parse(line) as { port?: number; adminPort?: number; msg?: string };
       // taskset execs the server, so the child's pid is the server's own.
-      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening')) return { port: parsed.port, pid: child.pid ?? 0 };
+      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening'))
+        return { port: parsed.port, pid: child.pid ?? 0, adminPort: parsed.adminPort };
     }
     await sleep(20);
   }
   throw new Error(`${name} did not start; see ${logFile}`);
+}
+
+/**
+ * The bench's own environment without OTEL_*: a target traces only when the bench says so (an endpoint
+ * exported in the shell would otherwise turn tracing on in every gateway, the "tracing off" one included).
+ */
+function untracedEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')));
+}
+
+/** The sink's counts so far (bench/otlp-sink.ts). */
+async function sinkStats(port: number): Promise<{ exports: number; spans: number; bytes: number; rejected: number }> {
+  const response = await fetch(`http://127.0.0.1:${port}/stats`);
+  return (await response.json()) as { exports: number; spans: number; bytes: number; rejected: number };
+}
+
+/** petstore_gateway_trace_spans_dropped_total from a gateway's admin /metrics (NaN when it cannot be read). */
+async function droppedSpans(adminPort: number | undefined): Promise<number> {
+  if (adminPort === undefined) return Number.NaN;
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    const match = /^petstore_gateway_trace_spans_dropped_total(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 async function startRedis(): Promise<{ url: string; pid: number }> {
@@ -261,6 +309,8 @@ function rssMb(pid: number): number {
 
 interface Target {
   name: string;
+  /** Its name in the per-round progress lines. */
+  short: string;
   url: string;
   headers: Record<string, string>;
   /** The process whose CPU and memory are the target's own (nginx: its worker). */
@@ -290,6 +340,8 @@ interface Result {
   cpuUsPerRequest: number;
   /** redis-server's CPU microseconds per request in the same run. */
   redisCpuUsPerRequest: number;
+  /** The OTLP sink's CPU microseconds per request in the same run. */
+  sinkCpuUsPerRequest: number;
   /** Latencies in milliseconds. */
   p50: number;
   p99: number;
@@ -320,21 +372,29 @@ function wrk(target: Target, mode: Mode): Promise<WrkReport> {
   });
 }
 
-async function measure(target: Target, mode: Mode, redisPid: number): Promise<Result & { report: WrkReport }> {
+async function measure(
+  target: Target,
+  mode: Mode,
+  side: { redisPid: number; sinkPid: number },
+  load: (target: Target, mode: Mode) => Promise<WrkReport>,
+): Promise<Result & { report: WrkReport }> {
   const before = cpuSeconds(target.pid);
-  const redisBefore = cpuSeconds(redisPid);
+  const redisBefore = cpuSeconds(side.redisPid);
+  const sinkBefore = cpuSeconds(side.sinkPid);
   let rss = Number.NaN;
   // Memory under sustained load: sampled just before the load stops.
   const sampler = setTimeout(() => (rss = rssMb(target.pid)), Math.max(0, mode.durationS * 1000 - 250));
-  const report = await wrk(target, mode).finally(() => clearTimeout(sampler));
+  const report = await load(target, mode).finally(() => clearTimeout(sampler));
   const cpu = cpuSeconds(target.pid) - before;
-  const redisCpu = cpuSeconds(redisPid) - redisBefore;
+  const redisCpu = cpuSeconds(side.redisPid) - redisBefore;
+  const sinkCpu = cpuSeconds(side.sinkPid) - sinkBefore;
   const served = report.requests;
   return {
     report,
     rps: served / (report.durationUs / 1e6),
     cpuUsPerRequest: served > 0 ? (cpu * 1e6) / served : 0,
     redisCpuUsPerRequest: served > 0 ? (redisCpu * 1e6) / served : 0,
+    sinkCpuUsPerRequest: served > 0 ? (sinkCpu * 1e6) / served : 0,
     p50: report.p50 / 1000,
     p99: report.p99 / 1000,
     p999: report.p999 / 1000,
@@ -349,6 +409,7 @@ function median(results: Result[]): Result {
     rps: middle(results.map((result) => result.rps)),
     cpuUsPerRequest: middle(results.map((result) => result.cpuUsPerRequest)),
     redisCpuUsPerRequest: middle(results.map((result) => result.redisCpuUsPerRequest)),
+    sinkCpuUsPerRequest: middle(results.map((result) => result.sinkCpuUsPerRequest)),
     p50: middle(results.map((result) => result.p50)),
     p99: middle(results.map((result) => result.p99)),
     p999: middle(results.map((result) => result.p999)),
@@ -369,8 +430,8 @@ async function preflight(target: Target): Promise<void> {
 }
 
 /** `undefined`: the figure was not measured as the target defines it (a baseline's paced run missed its rate). */
-function verdict(pass: boolean | undefined): string {
-  if (pass === undefined) return 'NOT MEASURED (off pace)';
+function verdict(pass: boolean | undefined, why = 'off pace'): string {
+  if (pass === undefined) return `NOT MEASURED (${why})`;
   return pass ? 'PASS' : 'MISS';
 }
 
@@ -402,6 +463,20 @@ try {
   // The same gateway with rate limits counted in process and synchronised in batches (rateLimit.mode):
   // no Redis round trip on the request path, at the accuracy docs/reference.md states.
   const localFirstServer = await startServer('gateway-local-first', [...START_ARGS], { ...gatewayEnv, RATE_LIMIT_MODE: 'local-first' });
+  // The first gateway again, every request traced (always_on: a root sampled whatever the client says) and
+  // its SERVER and CLIENT spans exported over OTLP/HTTP, protobuf, with the SDK's batch defaults, to a
+  // collector that answers at once.
+  const sink = await startServer('otlp-sink', ['bench/otlp-sink.ts', '0'], {}, { cpu: SINK_CPU });
+  const tracedServer = await startServer('gateway-traced', [...START_ARGS], {
+    ...gatewayEnv,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_TRACES_SAMPLER: 'always_on',
+  });
+  if (PREVIOUS_CHECKOUT !== undefined && !existsSync(join(PREVIOUS_CHECKOUT, 'dist/main.js')))
+    throw new Error(`BENCH_PREVIOUS_GATEWAY: no dist/main.js in ${PREVIOUS_CHECKOUT} (run npm run build there)`);
+  const previousServer =
+    PREVIOUS_CHECKOUT === undefined ? undefined : await startServer('gateway-previous', [...START_ARGS], gatewayEnv, { cwd: PREVIOUS_CHECKOUT });
   const adminRedis = new Redis(redis.url);
   const { key } = await new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create(
     {
@@ -413,34 +488,76 @@ try {
   );
   adminRedis.disconnect();
 
+  const bareTarget: Target = {
+    name: 'bare express proxy',
+    short: 'bare',
+    url: `http://127.0.0.1:${bareProxy.port}${PATH_AND_QUERY}`,
+    headers: {},
+    pid: bareProxy.pid,
+  };
+  const gatewayTarget: Target = {
+    name: 'gateway (all features)',
+    short: 'gateway',
+    url: `http://127.0.0.1:${gatewayServer.port}${PATH_AND_QUERY}`,
+    headers: { Authorization: `Bearer ${key}` },
+    pid: gatewayServer.pid,
+  };
+  const localFirstTarget: Target = {
+    name: 'local-first gateway',
+    short: 'local-first',
+    url: `http://127.0.0.1:${localFirstServer.port}${PATH_AND_QUERY}`,
+    headers: { Authorization: `Bearer ${key}` },
+    pid: localFirstServer.pid,
+  };
+  const tracedTarget: Target = {
+    name: 'gateway, tracing 100%',
+    short: 'traced',
+    url: `http://127.0.0.1:${tracedServer.port}${PATH_AND_QUERY}`,
+    headers: { Authorization: `Bearer ${key}` },
+    pid: tracedServer.pid,
+  };
   const targets: Target[] = [
-    { name: 'backend direct', url: `http://127.0.0.1:${backendPort}${PATH_AND_QUERY}`, headers: {}, pid: backend.pid },
+    { name: 'backend direct', short: 'backend', url: `http://127.0.0.1:${backendPort}${PATH_AND_QUERY}`, headers: {}, pid: backend.pid },
     ...(nginx === undefined
       ? []
-      : [{ name: 'nginx (keepalive upstream)', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
-    { name: 'bare express proxy', url: `http://127.0.0.1:${bareProxy.port}${PATH_AND_QUERY}`, headers: {}, pid: bareProxy.pid },
-    {
-      name: 'gateway (all features)',
-      url: `http://127.0.0.1:${gatewayServer.port}${PATH_AND_QUERY}`,
-      headers: { Authorization: `Bearer ${key}` },
-      pid: gatewayServer.pid,
-    },
-    {
-      name: 'local-first gateway',
-      url: `http://127.0.0.1:${localFirstServer.port}${PATH_AND_QUERY}`,
-      headers: { Authorization: `Bearer ${key}` },
-      pid: localFirstServer.pid,
-    },
+      : [{ name: 'nginx (keepalive upstream)', short: 'nginx', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
+    bareTarget,
+    gatewayTarget,
+    localFirstTarget,
+    tracedTarget,
+    ...(previousServer === undefined
+      ? []
+      : [
+          {
+            name: 'gateway, previous build',
+            short: 'previous',
+            url: `http://127.0.0.1:${previousServer.port}${PATH_AND_QUERY}`,
+            headers: { Authorization: `Bearer ${key}` },
+            pid: previousServer.pid,
+          },
+        ]),
   ];
-  const BARE = targets.length - 3;
-  const GATEWAY = targets.length - 2;
-  const LOCAL_FIRST = targets.length - 1;
+  const BARE = targets.indexOf(bareTarget);
+  const GATEWAY = targets.indexOf(gatewayTarget);
+  const LOCAL_FIRST = targets.indexOf(localFirstTarget);
+  const TRACED = targets.indexOf(tracedTarget);
+  const PREVIOUS = previousServer === undefined ? undefined : targets.length - 1;
+  const side = { redisPid: redis.pid, sinkPid: sink.pid };
+  // Every request the traced gateway answers (preflight, warm-ups, measured runs), for spans per request at the end.
+  let tracedRequests = 0;
+  const load = async (target: Target, mode: Mode) => {
+    const report = await wrk(target, mode);
+    if (target === tracedTarget) tracedRequests += report.requests;
+    return report;
+  };
   for (const target of targets) await preflight(target);
+  tracedRequests += 1;
 
   process.stdout.write(
     `GET ${PATH_AND_QUERY}; servers on CPU ${SERVER_CPU}, wrk (1 thread) on CPU ${LOAD_CPU}, redis-server on ${REDIS_CPU === '' ? 'any CPU' : `CPU ${REDIS_CPU}`}; ` +
       `${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, targets in turn, medians\n` +
-      `saturating: ${CONNECTIONS} connections, ${DURATION_S} s per run; paced: ${RATE} req/s over ${PACED_CONNECTIONS} connections (bench/wrk/paced.lua), ${DURATION_S} s per run\n`,
+      `saturating: ${CONNECTIONS} connections, ${DURATION_S} s per run; paced: ${RATE} req/s over ${PACED_CONNECTIONS} connections (bench/wrk/paced.lua), ${DURATION_S} s per run\n` +
+      `traced gateway: OTEL_TRACES_SAMPLER=always_on, OTLP/HTTP protobuf to bench/otlp-sink.ts on ${SINK_CPU === '' ? 'any CPU' : `CPU ${SINK_CPU}`}\n`,
   );
   if (nginx === undefined)
     process.stdout.write(
@@ -458,18 +575,18 @@ try {
   // warm-up it was round 1 that paid for it.
   const throughputRuns: Result[][] = targets.map(() => []);
   const pacedRuns: (Result & { report: WrkReport })[][] = targets.map(() => []);
-  const firstWord = (target: Target) => target.name.split(' ')[0];
-  for (const target of targets) await wrk(target, { kind: 'throughput', durationS: WARM_UP_S });
+  const firstWord = (target: Target) => target.short;
+  for (const target of targets) await load(target, { kind: 'throughput', durationS: WARM_UP_S });
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, target] of targets.entries())
-      throughputRuns[index]!.push(await measure(target, { kind: 'throughput', durationS: DURATION_S }, redis.pid));
+      throughputRuns[index]!.push(await measure(target, { kind: 'throughput', durationS: DURATION_S }, side, load));
     process.stdout.write(
       `round ${round + 1}: ${targets.map((target, index) => `${firstWord(target)} ${throughputRuns[index]!.at(-1)!.rps.toFixed(0)}`).join(', ')} req/s\n`,
     );
   }
-  for (const target of targets) await wrk(target, { kind: 'paced', durationS: PACED_WARM_UP_S });
+  for (const target of targets) await load(target, { kind: 'paced', durationS: PACED_WARM_UP_S });
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [index, target] of targets.entries()) pacedRuns[index]!.push(await measure(target, { kind: 'paced', durationS: DURATION_S }, redis.pid));
+    for (const [index, target] of targets.entries()) pacedRuns[index]!.push(await measure(target, { kind: 'paced', durationS: DURATION_S }, side, load));
     process.stdout.write(
       `paced round ${round + 1}: p99 ${targets.map((target, index) => `${firstWord(target)} ${pacedRuns[index]!.at(-1)!.p99.toFixed(2)}`).join(', ')} ms\n`,
     );
@@ -487,7 +604,8 @@ try {
     );
   }
   process.stdout.write(
-    `(redis-server: ${throughput[GATEWAY]!.redisCpuUsPerRequest.toFixed(1)} CPU µs per gateway request, ${throughput[LOCAL_FIRST]!.redisCpuUsPerRequest.toFixed(1)} per local-first gateway request)\n`,
+    `(redis-server: ${throughput[GATEWAY]!.redisCpuUsPerRequest.toFixed(1)} CPU µs per gateway request, ${throughput[LOCAL_FIRST]!.redisCpuUsPerRequest.toFixed(1)} per local-first gateway request, ` +
+      `${throughput[TRACED]!.redisCpuUsPerRequest.toFixed(1)} per traced gateway request; OTLP sink: ${throughput[TRACED]!.sinkCpuUsPerRequest.toFixed(1)} CPU µs per traced request, not counted in the gateway's)\n`,
   );
 
   const paced = pacedRuns.map(median);
@@ -551,6 +669,47 @@ try {
       `  for reference: bare/direct throughput ${(bareT.rps / throughput[0]!.rps).toFixed(2)}` +
       (nginx === undefined ? '' : `, nginx/direct ${(throughput[1]!.rps / throughput[0]!.rps).toFixed(2)}`) +
       `, gateway/direct ${(throughput[GATEWAY]!.rps / throughput[0]!.rps).toFixed(2)}, local-first gateway/direct ${(throughput[LOCAL_FIRST]!.rps / throughput[0]!.rps).toFixed(2)}\n`,
+  );
+
+  // Tracing: what the traced gateway costs over the same gateway with tracing off, and whether it did the
+  // whole job (every request's spans delivered: a span the batch processor drops is export work not paid).
+  // The batch processor exports a partial batch every 5 s: the tail of the last run arrives after it.
+  const expectedSpans = tracedRequests * SPANS_PER_REQUEST;
+  let received = await sinkStats(sink.port);
+  for (const deadline = Date.now() + 8000; received.spans < expectedSpans && Date.now() < deadline; ) {
+    await sleep(250);
+    received = await sinkStats(sink.port);
+  }
+  const dropped = await droppedSpans(tracedServer.adminPort);
+  const spansPerRequest = received.spans / tracedRequests;
+  const delivered = spansPerRequest >= SPANS_PER_REQUEST * 0.99 && dropped === 0 && received.rejected === 0;
+  const offT = throughput[GATEWAY]!;
+  const tracedT = throughput[TRACED]!;
+  const tracedCpuRatio = tracedT.cpuUsPerRequest / offT.cpuUsPerRequest;
+  const reference = (label: string, value: string) => `  ${label.padEnd(52)} ${value.padStart(9)}   (for reference)\n`;
+  const tracedAddedP99 = paced[TRACED]!.p99 - paced[GATEWAY]!.p99;
+  process.stdout.write(
+    '\nTracing: the gateway with every feature on, every request traced (always_on) and exported (OTLP/HTTP protobuf),\n' +
+      'against the same gateway with tracing off (no OTEL_* endpoint: trace context propagated, no spans)\n' +
+      `  spans received per traced request: ${spansPerRequest.toFixed(3)} (expected ${SPANS_PER_REQUEST}: SERVER + CLIENT; ${received.spans} spans in ` +
+      `${received.exports} exports, ${(received.bytes / Math.max(1, received.spans)).toFixed(0)} bytes a span, for ${tracedRequests} requests); ` +
+      `dropped by the gateway (petstore_gateway_trace_spans_dropped_total): ${Number.isNaN(dropped) ? 'unread' : dropped}` +
+      `${received.rejected > 0 ? `; ${received.rejected} exports the sink could not read` : ''}\n` +
+      `  ${'tracing 100% / tracing off CPU per request'.padEnd(52)} ${tracedCpuRatio.toFixed(2).padStart(9)}   ${'<= 1.15'.padEnd(10)} ` +
+      `${verdict(delivered ? tracedCpuRatio <= 1.15 : undefined, 'spans not all delivered')}\n` +
+      reference('tracing 100% / tracing off throughput', (tracedT.rps / offT.rps).toFixed(2)) +
+      reference(`tracing 100% / off CPU per request at ${RATE} req/s`, (paced[TRACED]!.cpuUsPerRequest / paced[GATEWAY]!.cpuUsPerRequest).toFixed(2)) +
+      reference(`tracing 100% p99 - off p99 at ${RATE} req/s`, `${tracedAddedP99 >= 0 ? '+' : ''}${tracedAddedP99.toFixed(2)} ms`) +
+      (PREVIOUS === undefined
+        ? '  tracing off / the build before tracing: not measured in this run (BENCH_PREVIOUS_GATEWAY; docs/performance.md#benchmark)\n'
+        : (() => {
+            const previousT = throughput[PREVIOUS]!;
+            const offCpuRatio = offT.cpuUsPerRequest / previousT.cpuUsPerRequest;
+            return (
+              `  ${'tracing off / previous build CPU per request'.padEnd(52)} ${offCpuRatio.toFixed(2).padStart(9)}   ${'<= 1.03'.padEnd(10)} ${verdict(offCpuRatio <= 1.03)}\n` +
+              reference('tracing off / previous build throughput', (offT.rps / previousT.rps).toFixed(2))
+            );
+          })()),
   );
 
   const failures = [...throughputRuns.flat(), ...pacedRuns.flat()].reduce((sum, result) => sum + result.failed, 0);
