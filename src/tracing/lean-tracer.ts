@@ -61,15 +61,21 @@ function timeInputMs(input: TimeInput | undefined, clock: Clock): number {
   return input[0] * 1000 + input[1] / 1e6;
 }
 
+const NO_LINKS: Link[] = [];
+const NO_EVENTS: TimedEvent[] = [];
+const NOT_ENDED: HrTime = [0, 0];
+const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
+
 /** A recorded span: the API's Span for the stages, the SDK's ReadableSpan for the exporter. */
 class LeanSpan implements Span, ReadableSpan {
   readonly attributes: Attributes;
-  readonly links: Link[] = [];
-  readonly events: TimedEvent[] = [];
+  // Shared empty lists and status until a span has its own: most spans never do, and every object a span
+  // holds is kept until its batch is exported (allocation and GC are most of tracing's cost).
+  links: Link[] = NO_LINKS;
+  events: TimedEvent[] = NO_EVENTS;
   readonly startTime: HrTime;
-  endTime: HrTime = [0, 0];
-  duration: HrTime = [0, 0];
-  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  endTime: HrTime = NOT_ENDED;
+  status: SpanStatus = UNSET;
   ended = false;
   readonly droppedAttributesCount = 0;
   readonly droppedEventsCount = 0;
@@ -80,6 +86,7 @@ class LeanSpan implements Span, ReadableSpan {
   private readonly context: SpanContext;
   private readonly owner: LeanTracer;
   private readonly startMs: number;
+  private endMs = 0;
 
   constructor(name: string, kind: SpanKind, context: SpanContext, parent: SpanContext | undefined, attributes: Attributes, owner: LeanTracer) {
     this.name = name;
@@ -90,6 +97,10 @@ class LeanSpan implements Span, ReadableSpan {
     this.attributes = attributes;
     this.startMs = owner.clock.nowMs();
     this.startTime = hrTime(this.startMs);
+  }
+
+  get duration(): HrTime {
+    return this.ended ? hrTime(this.endMs - this.startMs) : NOT_ENDED;
   }
 
   get resource(): Resource {
@@ -119,12 +130,15 @@ class LeanSpan implements Span, ReadableSpan {
     const timeGiven = typeof attributesOrTime === 'number' || attributesOrTime instanceof Date || Array.isArray(attributesOrTime);
     const attributes = timeGiven ? {} : ((attributesOrTime as SpanAttributes | undefined) ?? {});
     const at = timeInputMs(timeGiven ? (attributesOrTime as TimeInput) : time, this.owner.clock);
+    if (this.events === NO_EVENTS) this.events = [];
     this.events.push({ name, attributes, time: hrTime(at), droppedAttributesCount: 0 });
     return this;
   }
 
   addLink(link: Link): this {
-    if (!this.ended) this.links.push(link);
+    if (this.ended) return this;
+    if (this.links === NO_LINKS) this.links = [];
+    this.links.push(link);
     return this;
   }
 
@@ -147,9 +161,8 @@ class LeanSpan implements Span, ReadableSpan {
 
   end(endTime?: TimeInput): void {
     if (this.ended) return;
-    const endMs = Math.max(this.startMs, timeInputMs(endTime, this.owner.clock));
-    this.endTime = hrTime(endMs);
-    this.duration = hrTime(endMs - this.startMs);
+    this.endMs = Math.max(this.startMs, timeInputMs(endTime, this.owner.clock));
+    this.endTime = hrTime(this.endMs);
     this.ended = true;
     this.owner.processor.onEnd(this);
   }
