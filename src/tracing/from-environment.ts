@@ -15,9 +15,9 @@ import {
   type SpanExporter,
   type SpanProcessor,
   TraceIdRatioBasedSampler,
-  TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { LeanTracer } from './lean-tracer.ts';
 import { propagationOnly, recordingTracing, type Tracing } from './tracer.ts';
 
 export interface TracingFromEnvironment {
@@ -70,12 +70,13 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
   const otlp = protocol === 'http/json' ? new JsonExporter(exporterOptions) : new ProtobufExporter(exporterOptions);
   const bounded = new BoundedExport(otlp, batch);
   // The global API's provider is left alone: the gateway hands its tracer to what uses it, as it does its logger.
-  const provider = new TracerProvider({ resource, sampler, spanProcessors: [bounded] });
-  const tracer = provider.getTracer('petstore-gateway', service.version);
+  // Its spans are the gateway's own small objects, not the SDK's (docs/decisions/0008-lean-spans.md); the
+  // sampler, the batch processor and the OTLP exporter are the SDK's.
+  const tracer = new LeanTracer(resource, { name: 'petstore-gateway', version: service.version }, sampler, bounded);
   return {
     tracing: recordingTracing(tracer, {
       // A collector that is down fails the last export (its spans counted as dropped): shutdown goes on.
-      shutdown: () => provider.shutdown().catch(() => undefined),
+      shutdown: () => bounded.shutdown().catch(() => undefined),
       droppedSpans: () => bounded.dropped,
     }),
     summary: { exporting: true, endpoint, protocol, sampler: description, serviceName },

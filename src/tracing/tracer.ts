@@ -1,6 +1,17 @@
 // The gateway's part in a trace: its span for each request and for the upstream exchange, recorded or only propagated.
 import type { IncomingMessage } from 'node:http';
-import { type Attributes, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace, TraceFlags } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  INVALID_SPAN_CONTEXT,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+  TraceFlags,
+} from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace';
 import {
@@ -28,6 +39,8 @@ export interface TraceSlice {
   readonly span: Span | undefined;
   /** What makes the SERVER span's children (startChildSpan); present with `span`. */
   readonly tracer?: Tracer;
+  /** The context whose span is `span`: the parent of its children, made once a request; present with `span`. */
+  readonly context?: Context;
 }
 
 /** Not recorded, for a slice without a tracer (never met when `span` is defined). */
@@ -39,7 +52,8 @@ const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
  */
 export function startChildSpan(slice: TraceSlice, name: string, attributes?: Attributes, kind: SpanKind = SpanKind.INTERNAL, parent = slice.span): Span {
   if (slice.tracer === undefined || parent === undefined) return NO_SPAN;
-  return slice.tracer.startSpan(name, { kind, ...(attributes === undefined ? {} : { attributes }) }, trace.setSpan(ROOT_CONTEXT, parent));
+  const context = parent === slice.span && slice.context !== undefined ? slice.context : trace.setSpan(ROOT_CONTEXT, parent);
+  return slice.tracer.startSpan(name, attributes === undefined ? { kind } : { kind, attributes }, context);
 }
 
 /** What the completion hook knows of a finished request, for its span. */
@@ -155,10 +169,18 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
         context,
       );
       const own = span.spanContext();
-      return { traceId: own.traceId, spanId: own.spanId, sampled: (own.traceFlags & TraceFlags.SAMPLED) !== 0, traceState: parent?.traceState, span, tracer };
+      return {
+        traceId: own.traceId,
+        spanId: own.spanId,
+        sampled: (own.traceFlags & TraceFlags.SAMPLED) !== 0,
+        traceState: parent?.traceState,
+        span,
+        tracer,
+        context: trace.setSpan(ROOT_CONTEXT, span),
+      };
     },
     startExchange(slice, method, url) {
-      const parent = slice.span === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, slice.span);
+      const parent = slice.span === undefined ? ROOT_CONTEXT : (slice.context ?? trace.setSpan(ROOT_CONTEXT, slice.span));
       const target = new URL(url);
       const span = tracer.startSpan(
         method,

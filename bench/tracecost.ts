@@ -1,0 +1,192 @@
+// What tracing costs, quickly: the gateway with every feature on, tracing off and traced (always_on, OTLP/HTTP
+// protobuf to bench/otlp-sink.ts), saturated by wrk in alternated runs; CPU per request from /proc. The full
+// `npm run bench` measures the same pair among other targets; this one is for iterating on the traced path.
+//   node bench/tracecost.ts [variant...]   a variant: off | traced, then optionally @<entry> (default dist/main.js)
+//                                          and ,NAME=value environment settings of its own,
+//                                          e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
+// TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8); TRACECOST_PROFILE=<dir>: the traced
+// gateways run under --cpu-prof (profiles written there on exit; the figures are then the profiler's too).
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { KeyAdmin } from '../src/auth/key-admin.ts';
+import { createKeyHasher } from '../src/auth/key-hash.ts';
+import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
+import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
+import { privateRedisArgs } from '../test/helpers/start-redis.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROUNDS = Number(process.env.TRACECOST_ROUNDS ?? 4);
+const DURATION_S = Number(process.env.TRACECOST_DURATION_S ?? 8);
+const PROFILE_DIR = process.env.TRACECOST_PROFILE || undefined;
+const PEPPER = 'bench-pepper-0123456789abcdef';
+const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
+const workDir = mkdtempSync(join(tmpdir(), 'gateway-tracecost-'));
+const children: ChildProcess[] = [];
+const killAll = () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+};
+process.on('exit', killAll);
+process.on('SIGINT', () => process.exit(130));
+
+function start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, cpu: string): ChildProcess {
+  const log = openSync(join(workDir, `${name}.log`), 'a');
+  const child = spawn('taskset', ['-c', cpu, command, ...args], { cwd: ROOT, env, stdio: ['ignore', log, log] });
+  children.push(child);
+  return child;
+}
+
+async function portOf(name: string, child: ChildProcess): Promise<{ port: number; adminPort: number | undefined }> {
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(20)) {
+    if (child.exitCode !== null) break;
+    for (const line of readFileSync(join(workDir, `${name}.log`), 'utf8').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const parsed = JSON.parse(line) as { port?: number; adminPort?: number; msg?: string };
+      if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening'))
+        return { port: parsed.port, adminPort: parsed.adminPort };
+    }
+  }
+  throw new Error(`${name} did not start; see ${join(workDir, `${name}.log`)}`);
+}
+
+/** CPU seconds per thread name (the main thread is the process's own name), from /proc/<pid>/task. */
+function threadSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const name = task === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '');
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICKS);
+    } catch {
+      // the thread ended
+    }
+  }
+  return byName;
+}
+
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+}
+
+function wrk(url: string, key: string, seconds: number): Promise<number> {
+  const args = ['-c', '1', 'wrk', '-t1', '-c50', `-d${seconds}s`, '-H', `Authorization: Bearer ${key}`, '-s', join(ROOT, 'bench/wrk/throughput.lua'), url];
+  return new Promise((resolve, reject) =>
+    execFile('taskset', args, (error, stdout) => {
+      if (error) return reject(error);
+      const report = JSON.parse(stdout.split('\n').findLast((line) => line.startsWith('{'))!) as { requests: number; non2xx: number };
+      if (report.non2xx > 0) return reject(new Error(`${report.non2xx} non-2xx answers`));
+      resolve(report.requests);
+    }),
+  );
+}
+
+const variants = (process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['off', 'traced']).map((spec) => {
+  const [head, ...settings] = spec.split(',') as [string, ...string[]];
+  const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
+  if (kind !== 'off' && kind !== 'traced') throw new Error(`variant ${spec}: off or traced`);
+  const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
+  return { spec, traced: kind === 'traced', entry, extra };
+});
+
+try {
+  buildGateway();
+  const redisPort = 20000 + Math.floor(Math.random() * 20000);
+  start('redis', 'redis-server', privateRedisArgs(redisPort, workDir), {}, '1');
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  const admin = new Redis({ port: redisPort, retryStrategy: () => 50, maxRetriesPerRequest: null });
+  await admin.ping();
+  const backend = await portOf('backend', start('backend', process.execPath, ['bench/backend.ts', '0'], process.env, '0'));
+  const sinkChild = start('sink', process.execPath, ['bench/otlp-sink.ts', '0'], process.env, '1');
+  const sink = await portOf('sink', sinkChild);
+  const identityKeyFile = join(workDir, 'identity-key.pem');
+  await writeSigningKeyFile(identityKeyFile, 'ed25519');
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')));
+  const gatewayEnv = {
+    ...env,
+    UPSTREAM_IDENTITY_KEY_FILE: identityKeyFile,
+    PORT: '0',
+    ADMIN_PORT: '0',
+    REDIS_URL: redisUrl,
+    UPSTREAM_URL: `http://127.0.0.1:${backend.port}/v1`,
+    GATEWAY_ENVIRONMENT: 'production',
+    API_KEY_PEPPER: PEPPER,
+    LOG_LEVEL: 'info',
+    SHUTDOWN_DRAIN_DELAY_MS: '0',
+  };
+  const { key } = await new KeyAdmin(admin, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({
+    consumer: 'bench',
+    environments: ['production'],
+    rateLimitPerMinute: 1_000_000_000,
+  });
+  admin.disconnect();
+  const flags = START_ARGS.slice(0, -1);
+  const gateways = [];
+  for (const [index, variant] of variants.entries()) {
+    const name = `gateway-${index}`;
+    const profile = PROFILE_DIR !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+    const child = start(
+      name,
+      process.execPath,
+      [...profile, ...flags, variant.entry],
+      variant.traced
+        ? {
+            ...gatewayEnv,
+            OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}/`,
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+            OTEL_TRACES_SAMPLER: 'always_on',
+            ...variant.extra,
+          }
+        : { ...gatewayEnv, ...variant.extra },
+      '0',
+    );
+    const { port } = await portOf(name, child);
+    gateways.push({
+      ...variant,
+      child,
+      url: `http://127.0.0.1:${port}${PATH_AND_QUERY}`,
+      runs: [] as number[],
+      threads: new Map<string, number>(),
+      requests: 0,
+    });
+  }
+  for (const gateway of gateways) await wrk(gateway.url, key, 3);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const gateway of gateways) {
+      const before = cpuSeconds(gateway.child.pid!);
+      const threadsBefore = threadSeconds(gateway.child.pid!);
+      const requests = await wrk(gateway.url, key, DURATION_S);
+      gateway.runs.push(((cpuSeconds(gateway.child.pid!) - before) * 1e6) / requests);
+      for (const [name, seconds] of threadSeconds(gateway.child.pid!))
+        gateway.threads.set(name, (gateway.threads.get(name) ?? 0) + seconds - (threadsBefore.get(name) ?? 0));
+      gateway.requests += requests;
+    }
+    process.stdout.write(`round ${round + 1}: ${gateways.map((gateway) => `${gateway.spec} ${gateway.runs.at(-1)!.toFixed(1)}`).join(', ')} CPU µs/req\n`);
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const base = median(gateways[0]!.runs);
+  for (const gateway of gateways)
+    process.stdout.write(`${gateway.spec.padEnd(32)} median ${median(gateway.runs).toFixed(1)} µs/req, ×${(median(gateway.runs) / base).toFixed(2)}\n`);
+  for (const gateway of gateways)
+    process.stdout.write(
+      `${gateway.spec.padEnd(32)} by thread, µs/req: ${[...gateway.threads]
+        .filter(([, seconds]) => seconds > 0)
+        .map(([name, seconds]) => `${name} ${((seconds * 1e6) / gateway.requests).toFixed(1)}`)
+        .join(', ')}\n`,
+    );
+  const stats = (await (await fetch(`http://127.0.0.1:${sink.port}/stats`)).json()) as { spans: number; exports: number };
+  process.stdout.write(`sink so far: ${stats.spans} spans in ${stats.exports} exports\n`);
+  // An orderly exit (SIGTERM: the gateway drains and exits) lets --cpu-prof write its profile.
+  const exits = gateways.map((gateway) => new Promise((resolve) => gateway.child.once('exit', resolve)));
+  for (const gateway of gateways) gateway.child.kill('SIGTERM');
+  await Promise.race([Promise.all(exits), sleep(15_000)]);
+} finally {
+  killAll();
+  rmSync(workDir, { recursive: true, force: true });
+}
