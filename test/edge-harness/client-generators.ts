@@ -54,7 +54,15 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       segments.push({ ...segment, ...(s === 0 && spec.mode === 'sequential' && r > 0 ? { afterFinals: r } : {}) });
       offset += segment.text.length;
     });
-    requests.push({ tag: tagOf(index, r), method: built.method, target: built.target, body: built.body, valid: built.valid, end: offset });
+    requests.push({
+      tag: tagOf(index, r),
+      method: built.method,
+      target: built.target,
+      body: built.body,
+      valid: built.valid,
+      end: offset,
+      ...(built.trace ? { trace: built.trace } : {}),
+    });
   });
   // After a request asking for Connection: close, nothing more is read: no garbage then.
   const closes = spec.requests.at(-1)!.close;

@@ -18,6 +18,33 @@ export const REQUEST_KINDS = [
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
+/**
+ * Trace context a client may send, well-formed or hostile: what the gateway continues (`traceId`,
+ * `sampled`), or undefined where the upstream must see a new trace.
+ */
+export const TRACE_CONTEXTS: ReadonlyArray<{ lines: string; traceId?: string; sampled?: boolean }> = [
+  { lines: '' },
+  {
+    lines: 'traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\ntracestate: vendor=abc,other=1\r\n',
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    sampled: true,
+  },
+  {
+    lines: 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00\r\nbaggage: user=1,tenant=a\r\n',
+    traceId: '0af7651916cd43dd8448eb211c80319c',
+    sampled: false,
+  },
+  { lines: 'traceparent: 00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01\r\ntracestate: vendor=abc\r\n' },
+  { lines: 'traceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n' },
+  { lines: 'traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n' },
+  { lines: 'traceparent: ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n' },
+  {
+    lines: `traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\ntracestate: ${'k=v,'.repeat(40)}bad key=x\r\nbaggage: ${'m=1,'.repeat(2100)}end=1\r\n`,
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    sampled: true,
+  },
+];
+
 export interface RequestSpec {
   kind: RequestKind;
   limit: number | undefined;
@@ -29,6 +56,8 @@ export interface RequestSpec {
   chunks: number;
   /** `Connection: close` (honoured on a client's last request only: nothing after it would be read). */
   close: boolean;
+  /** An index into TRACE_CONTEXTS (absent in fixtures written before trace context: none sent). */
+  trace?: number;
 }
 
 export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
@@ -40,6 +69,7 @@ export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
   categoryId: fc.integer({ min: 0, max: 1000 }),
   chunks: fc.integer({ min: 1, max: 3 }),
   close: fc.boolean(),
+  trace: fc.integer({ min: 0, max: TRACE_CONTEXTS.length - 1 }),
 });
 
 /** A part of a client's bytes; a part that waits for something starts a new write. */
@@ -54,6 +84,8 @@ export interface BuiltRequest {
   body: string;
   valid: boolean;
   segments: Segment[];
+  /** The trace the upstream's `traceparent` must continue, when the client sent a valid one. */
+  trace?: { traceId: string; sampled: boolean };
 }
 
 function listTarget(spec: RequestSpec): string {
@@ -73,8 +105,15 @@ function chunked(body: string, chunks: number): string {
 
 /** The bytes of one request; `last` says whether it may ask for Connection: close. */
 export function buildRequest(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
+  const built = buildBytes(spec, tag, last);
+  const trace = TRACE_CONTEXTS[spec.trace ?? 0]!;
+  return trace.traceId === undefined ? built : { ...built, trace: { traceId: trace.traceId, sampled: trace.sampled === true } };
+}
+
+function buildBytes(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
+  const traceLines = TRACE_CONTEXTS[spec.trace ?? 0]!.lines;
   const head = (method: string, target: string, extra: string) =>
-    `${method} ${target} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${KEY_PLACEHOLDER}\r\nX-Request-Id: ${tag}\r\n${extra}` +
+    `${method} ${target} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${KEY_PLACEHOLDER}\r\nX-Request-Id: ${tag}\r\n${traceLines}${extra}` +
     `${spec.close && last ? 'Connection: close\r\n' : ''}\r\n`;
   const pet = `{"name":"${spec.name}","categoryId":${spec.categoryId}${spec.status === undefined ? '' : `,"status":"${spec.status}"`}}`;
   const json = 'Content-Type: application/json\r\n';

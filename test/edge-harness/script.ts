@@ -36,6 +36,8 @@ export interface SentRequest {
   valid: boolean;
   /** Offset just past the request's last byte in the client's script (the concatenation of its pieces). */
   end: number;
+  /** The trace the upstream's `traceparent` must continue (the client sent a valid one); absent: a new trace. */
+  trace?: { traceId: string; sampled: boolean };
 }
 
 export interface ClientScript {

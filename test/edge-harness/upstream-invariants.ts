@@ -1,4 +1,5 @@
-// Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key.
+// Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key;
+// each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one.
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import type { EdgeCase, SentRequest } from './script.ts';
@@ -8,6 +9,19 @@ import type { Violation } from './violations.ts';
 function keyForms(key: string): string[] {
   const secret = key.slice(key.lastIndexOf('_') + 1);
   return secret.length >= 16 ? [key, secret] : [key];
+}
+
+/** W3C Trace Context version 00, lower-case hex: the only form the gateway writes. */
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
+
+function traceContextViolation(traceparent: string | undefined, request: SentRequest): string | undefined {
+  const parsed = traceparent === undefined ? null : TRACEPARENT.exec(traceparent);
+  if (parsed === null) return `a traceparent that is not one well-formed value: ${JSON.stringify(traceparent)}`;
+  if (/^0+$/.test(parsed[1]!) || /^0+$/.test(parsed[2]!)) return `an all-zero id in traceparent ${traceparent}`;
+  if (request.trace === undefined) return undefined;
+  if (parsed[1] !== request.trace.traceId) return `traceparent ${traceparent}, not the client's trace ${request.trace.traceId}`;
+  if ((parsed[3] === '01') !== request.trace.sampled) return `traceparent ${traceparent}, not the client's sampled flag`;
+  return undefined;
 }
 
 export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], connections: UpstreamConnection[], keys: readonly string[]): Violation[] {
@@ -45,6 +59,8 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
           client,
         );
       }
+      const traceProblem = traceContextViolation(received.headers.traceparent, request);
+      if (traceProblem !== undefined) flag(`upstream received ${what} with ${traceProblem}`, client);
       if (seen.has(tag!)) flag(`upstream received ${request.tag} more than once`, client);
       seen.add(tag!);
     }
