@@ -19,6 +19,7 @@ import { createRequestTarget } from './server/request-target.ts';
 import { inOrder } from './pipeline/in-order.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
+import { corsHeadersOptions, createCorsHeaders, createPreflight } from './policy/cors.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
@@ -26,6 +27,7 @@ import { reportStoreFailures } from './policy/rate-limit-store-failure.ts';
 import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
 import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
 import type { UpstreamProxy } from './proxy/create-proxy.ts';
+import { STANDARD_FORWARDED } from './proxy/header-policy.ts';
 
 /** One version of the interface as the pipeline serves it: its document, its own deprecation, the proxy to its upstream. */
 export interface ServedVersion {
@@ -87,6 +89,11 @@ export function createApp(deps: AppDependencies): Express {
   });
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();
+  // CORS, when this environment allows some origin (config `cors.allowedOrigins`): undefined when off.
+  const cors = corsHeadersOptions(
+    config,
+    deps.versions.map(({ contract }) => contract),
+  );
 
   const mounted: Array<{ basePath: string; stages: RequestHandler }> = [];
   for (const version of deps.versions) {
@@ -94,6 +101,10 @@ export function createApp(deps: AppDependencies): Express {
     const notices = compileDeprecationNotices({ contract, policies: config.deprecations, basePath: contract.basePath });
     const versionNotice = compileVersionNotice(contract, version.deprecation);
     const stages = inOrder([
+      // A browser's preflight never carries the key: answered here, before authentication, and never sent upstream.
+      ...(cors
+        ? [createPreflight({ allowedOrigins: cors.allowedOrigins, contract, acceptedHeaders: [...STANDARD_FORWARDED, ...config.headers.forwardToUpstream] })]
+        : []),
       // Which operation is this? Nothing is refused yet: an unauthenticated caller learns nothing.
       createMatchOperation(contract),
       // Deprecated operations (and every operation of a deprecated version) say so on every response, refusals included.
@@ -136,8 +147,9 @@ export function createApp(deps: AppDependencies): Express {
   };
 
   // One layer of the app's router for every request: each layer it walks costs a path match, a
-  // prefix trim and closures, and none of these stages needs a path of its own.
-  app.use(inOrder([createRequestTarget(), serveVersion, notFound]));
+  // prefix trim and closures, and none of these stages needs a path of its own. With CORS on, its
+  // headers come first, so that every answer, refusals included, says whether a page may read it.
+  app.use(inOrder([...(cors ? [createCorsHeaders(cors)] : []), createRequestTarget(), serveVersion, notFound]));
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));
   return app;
 }

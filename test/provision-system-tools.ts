@@ -11,6 +11,8 @@ export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
   'redis-sentinel': 'redis-sentinel',
   prometheus: 'prometheus',
   promtool: 'prometheus',
+  // A real browser calling the gateway from a page on another origin (test/integration/cors-browser.test.ts).
+  chromium: 'chromium',
 };
 
 export interface Machine {

@@ -1,5 +1,5 @@
 // The admin listener: liveness, readiness, metrics and the deprecation report, never on the public port.
-import express, { type ErrorRequestHandler, type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
@@ -24,11 +24,14 @@ export interface AdminAppOptions {
   jwks?: () => object | undefined;
   /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
   deprecations?: () => Promise<readonly object[]>;
+  /** The admin API (src/admin-api/), mounted at /admin; it passes on to 404 while no admin token file is configured. */
+  api?: RequestHandler;
   /** Told of a failure that is the gateway's own (a metrics exposition that throws), answered 500 internal_error. */
   onUnexpected: (err: unknown) => void;
 }
 
-const ADMIN_NOT_FOUND = 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)';
+const ADMIN_NOT_FOUND =
+  'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing), /admin/ (when ADMIN_API_TOKEN_FILE is set)';
 
 async function runCheck(check: ReadinessCheck): Promise<boolean> {
   try {
@@ -108,6 +111,8 @@ export function createAdminApp(options: AdminAppOptions): Express {
       }
     });
   }
+
+  if (options.api) app.use('/admin', options.api);
 
   app.use(function adminNotFound(_req, res) {
     sendError(res, new GatewayError('not_found', ADMIN_NOT_FOUND));

@@ -1,6 +1,7 @@
-// What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Used by the CLI.
+// What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Behind the CLI and the admin API alike.
 import type { RedisClient } from '../redis/connect.ts';
 import type { Environment, StabilityMarker } from '../config/schema.ts';
+import { RefusalError } from '../errors/refusal-error.ts';
 import type { Clock } from '../time/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
 import { publishKeyEvent } from './key-events.ts';
@@ -9,8 +10,28 @@ import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint }
 import { fromHashFields, keyLayout, toHashFields, type KeyLayout } from './key-records.ts';
 import type { KeyRecord } from './key-store.ts';
 
-export class KeyAdminError extends Error {
+/** Why a key operation was refused: the admin API answers each with its own status (src/admin-api/routes.ts). */
+export type KeyAdminRefusal = 'invalid' | 'not_found' | 'conflict' | 'damaged' | 'pepper_mismatch';
+
+export class KeyAdminError extends RefusalError<KeyAdminRefusal> {
   override name = 'KeyAdminError';
+}
+
+/** The key operations, done on Redis (KeyAdmin) or asked of a gateway's admin API (src/cli/admin-client.ts). */
+export interface KeyOperations {
+  create(input: NewKey): Promise<IssuedKey>;
+  show(id: string): Promise<KeyRecord>;
+  list(): Promise<KeyRecord[]>;
+  revoke(id: string): Promise<KeyRecord>;
+  setRateLimit(id: string, perMinute: number): Promise<KeyRecord>;
+  setOptIn(id: string, markers: readonly StabilityMarker[]): Promise<KeyRecord>;
+  rotate(id: string, overlapSeconds?: number): Promise<RotatedKey>;
+}
+
+/** A rotation: the new key, and the old one's record (revoked, or expiring after the overlap). */
+export interface RotatedKey {
+  issued: IssuedKey;
+  previous: KeyRecord;
 }
 
 export interface KeyAdminOptions {
@@ -42,7 +63,7 @@ export interface IssuedKey {
   record: KeyRecord;
 }
 
-export class KeyAdmin {
+export class KeyAdmin implements KeyOperations {
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #layout: KeyLayout;
@@ -60,8 +81,16 @@ export class KeyAdmin {
   }
 
   async create(input: NewKey): Promise<IssuedKey> {
-    if (input.consumer.trim() === '') throw new KeyAdminError('a key needs a consumer name');
-    if (input.environments.length === 0) throw new KeyAdminError('a key needs at least one environment');
+    if (input.consumer.trim() === '') throw new KeyAdminError('invalid', 'a key needs a consumer name');
+    if (input.environments.length === 0) throw new KeyAdminError('invalid', 'a key needs at least one environment');
+    if (input.expiresAt === undefined) return this.#issue(input);
+    const expiresAt = Date.parse(input.expiresAt);
+    if (!(expiresAt > this.#clock.now())) throw new KeyAdminError('invalid', 'expiresAt must be a date-time in the future');
+    return this.#issue({ ...input, expiresAt: new Date(expiresAt).toISOString() });
+  }
+
+  /** Writes a new key; a rotation copies the old key's grants, expiry included, as they are. */
+  async #issue(input: NewKey): Promise<IssuedKey> {
     await this.#claimPepper();
     const key = generateApiKey(input.environments);
     const keyHash = this.#hashKey(key);
@@ -121,10 +150,10 @@ export class KeyAdmin {
    * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
    * overlap, expires after it so clients can switch without an outage.
    */
-  async rotate(id: string, overlapSeconds = 0): Promise<{ issued: IssuedKey; previous: KeyRecord }> {
+  async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
     const { record } = await this.#find(id);
-    if (record.revoked) throw new KeyAdminError(`key ${id} is revoked; create a new one instead`);
-    const issued = await this.create({
+    if (record.revoked) throw new KeyAdminError('conflict', `key ${id} is revoked; create a new one instead`);
+    const issued = await this.#issue({
       consumer: record.consumer,
       environments: record.environments,
       ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
@@ -140,9 +169,9 @@ export class KeyAdmin {
 
   async #find(id: string): Promise<{ keyHash: string; record: KeyRecord }> {
     const keyHash = await this.#redis.get(this.#layout.byId(id));
-    if (!keyHash) throw new KeyAdminError(`no key with id ${id}`);
+    if (!keyHash) throw new KeyAdminError('not_found', `no key with id ${id}`);
     const record = fromHashFields(await this.#redis.hgetall(this.#layout.record(keyHash)));
-    if (!record) throw new KeyAdminError(`the record of key ${id} is damaged`);
+    if (!record) throw new KeyAdminError('damaged', `the record of key ${id} is damaged`);
     return { keyHash, record };
   }
 
@@ -153,7 +182,7 @@ export class KeyAdmin {
   async #claimPepper(): Promise<void> {
     const mine = this.#hashKey.pepperFingerprint;
     const claim = await claimPepperFingerprint(this.#redis, this.#prefix, mine);
-    if (claim.outcome === 'differs') throw new KeyAdminError(`refusing to write: ${describePepperMismatch(claim.stored, mine)}`);
+    if (claim.outcome === 'differs') throw new KeyAdminError('pepper_mismatch', `refusing to write: ${describePepperMismatch(claim.stored, mine)}`);
     if (claim.outcome === 'recorded' && claim.existingKeys > 0) this.#options.onPepperRecorded?.(claim.existingKeys);
   }
 

@@ -1,14 +1,14 @@
-// npm run deprecations -- <command>: operators brown out deprecated operations and see who still calls them.
+// npm run deprecations -- <command>: operators brown out deprecated operations and see who still calls them, in Redis or through a gateway's admin API.
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions } from '../contract/api-versions.ts';
-import { toReportRows, type DeprecatedCallRow } from '../observability/deprecated-calls.ts';
+import { readDeprecationReport, type DeprecatedCallRow } from '../observability/deprecated-calls.ts';
 import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call-store.ts';
-import { publishBrownoutOverride, readBrownoutOverrides } from '../policy/brownout-events.ts';
-import { BrownoutBoard, compileBrownoutSchedule, type BrownoutSchedule, type ListedBrownout } from '../policy/brownouts.ts';
-import type { RedisClient } from '../redis/connect.ts';
+import { BrownoutAdmin, BrownoutAdminError, type BrownoutOperations, type BrownoutRow } from '../policy/brownout-admin.ts';
+import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
 import { systemClock } from '../time/clock.ts';
+import { AdminApiError, AdminClient, readAdminToken, remoteBrownouts, remoteReport } from './admin-client.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 /** A runtime failure with a message for the operator (exit 1). */
@@ -21,8 +21,6 @@ function positiveInteger(value: string): number {
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError('must be a positive integer');
   return parsed;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 interface Setting {
   config: GatewayConfig;
@@ -58,15 +56,22 @@ function requireDeprecated(command: Command, setting: Setting, operation: string
   );
 }
 
-async function loadBoard(redis: RedisClient, setting: Setting): Promise<BrownoutBoard> {
-  const board = new BrownoutBoard(setting.schedule);
-  for (const [operation, override] of await readBrownoutOverrides(redis, setting.config.redis.keyPrefix, board.operations))
-    board.setOverride(operation, override);
-  return board;
+/** With --admin-url: the gateway's admin API. */
+function adminClient(): AdminClient | undefined {
+  const { adminUrl, adminTokenFile } = program.opts<{ adminUrl?: string; adminTokenFile?: string }>();
+  return adminUrl === undefined ? undefined : new AdminClient(adminUrl, readAdminToken(adminTokenFile));
 }
 
-function printBrownouts(listed: readonly ListedBrownout[], json: boolean): void {
-  const rows = listed.map((entry) => ({ operation: entry.operation, state: entry.state, source: entry.source, start: iso(entry.start), end: iso(entry.end) }));
+/** The brownout operations: through the admin API with --admin-url, else on Redis. */
+async function withBrownouts<T>(setting: Setting, work: (brownouts: BrownoutOperations) => Promise<T>): Promise<T> {
+  const client = adminClient();
+  if (client) return work(remoteBrownouts(client));
+  return withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', (redis) =>
+    work(new BrownoutAdmin(redis, { keyPrefix: setting.config.redis.keyPrefix, schedule: () => setting.schedule, clock: systemClock })),
+  );
+}
+
+function printBrownouts(rows: readonly BrownoutRow[], json: boolean): void {
   if (json) {
     process.stdout.write(`${JSON.stringify(rows)}\n`);
     return;
@@ -111,7 +116,9 @@ function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json:
 const USAGE_ERROR = 2;
 
 const program = new Command('deprecations')
-  .description('Brown out deprecated operations and report who still calls them (Redis: REDIS_URL).')
+  .description("Brown out deprecated operations and report who still calls them (Redis: REDIS_URL; or a gateway's admin API: --admin-url).")
+  .option('--admin-url <url>', "work through a gateway's admin API (http://host:9090) instead of Redis; the token from ADMIN_API_TOKEN or --admin-token-file")
+  .option('--admin-token-file <file>', 'a file whose first line is the admin token (with --admin-url)')
   .showHelpAfterError()
   // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
   .exitOverride()
@@ -126,12 +133,8 @@ brownout
   .action(async function start(this: Command, operation: string, options: { minutes: number }) {
     const setting = loadSetting();
     requireDeprecated(this, setting, operation);
-    const now = systemClock.now();
-    const window = { start: now, end: now + options.minutes * 60_000 };
-    await withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', (redis) =>
-      publishBrownoutOverride(redis, setting.config.redis.keyPrefix, operation, { kind: 'started', ...window }, now),
-    );
-    process.stdout.write(`brownout of ${operation} started: refused with 410 brownout until ${iso(window.end)}\n`);
+    const started = await withBrownouts(setting, (brownouts) => brownouts.start(operation, options.minutes));
+    process.stdout.write(`brownout of ${operation} started: refused with 410 brownout until ${started.end}\n`);
   });
 
 brownout
@@ -140,19 +143,9 @@ brownout
   .action(async function stop(this: Command, operation: string) {
     const setting = loadSetting();
     requireDeprecated(this, setting, operation);
-    const message = await withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', async (redis) => {
-      const now = systemClock.now();
-      const board = await loadBoard(redis, setting);
-      if (!board.active(operation, now)) throw new DeprecationsError(`no brownout of ${operation} is in progress`);
-      // A scheduled window would resume once the operator's override is gone: it is cancelled until its end.
-      const scheduledEnd = Math.max(
-        ...(setting.schedule.get(operation) ?? []).filter((window) => window.start <= now && now < window.end).map((window) => window.end),
-      );
-      const override = Number.isFinite(scheduledEnd) ? ({ kind: 'stopped', until: scheduledEnd } as const) : undefined;
-      await publishBrownoutOverride(redis, setting.config.redis.keyPrefix, operation, override, now);
-      return `brownout of ${operation} stopped${override ? `; the scheduled window stays cancelled until ${iso(override.until)}` : ''}`;
-    });
-    process.stdout.write(`${message}\n`);
+    const stopped = await withBrownouts(setting, (brownouts) => brownouts.stop(operation));
+    const cancelled = stopped.scheduledUntil === undefined ? '' : `; the scheduled window stays cancelled until ${stopped.scheduledUntil}`;
+    process.stdout.write(`brownout of ${operation} stopped${cancelled}\n`);
   });
 
 brownout
@@ -161,8 +154,7 @@ brownout
   .option('--json', 'one JSON line: [{"operation", "state", "source", "start", "end"}]')
   .action(async (options: { json?: boolean }) => {
     const setting = loadSetting();
-    const board = await withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', (redis) => loadBoard(redis, setting));
-    printBrownouts(board.list(systemClock.now()), options.json === true);
+    printBrownouts(await withBrownouts(setting, (brownouts) => brownouts.list()), options.json === true);
   });
 
 program
@@ -171,10 +163,13 @@ program
   .option('--json', 'one JSON line: [{"operation", "keyId", "consumer", "calls", "firstSeen", "lastSeen"}]')
   .action(async (options: { json?: boolean }) => {
     const setting = loadSetting();
-    const counts = await withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', (redis) =>
-      new RedisDeprecatedCallStore(redis, setting.config.redis.keyPrefix).read([...setting.described.keys()]),
-    );
-    printReport(toReportRows(counts), setting, options.json === true);
+    const client = adminClient();
+    const rows = client
+      ? await remoteReport(client)
+      : await withToolRedis(setting.config.redis, 'petstore-gateway-deprecations', (redis) =>
+          readDeprecationReport(new RedisDeprecatedCallStore(redis, setting.config.redis.keyPrefix), [...setting.described.keys()]),
+        );
+    printReport(rows, setting, options.json === true);
   });
 
 try {
@@ -182,7 +177,12 @@ try {
 } catch (error) {
   // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  const known = error instanceof DeprecationsError || error instanceof ConfigError || error instanceof RedisUnreachableError;
+  const known =
+    error instanceof DeprecationsError ||
+    error instanceof BrownoutAdminError ||
+    error instanceof ConfigError ||
+    error instanceof RedisUnreachableError ||
+    error instanceof AdminApiError;
   process.stderr.write(`deprecations: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 }

@@ -1,12 +1,13 @@
-// npm run keys -- <command>: operators create, list, show, revoke and rotate API keys in Redis.
+// npm run keys -- <command>: operators create, list, show, revoke and rotate API keys, in Redis or through a gateway's admin API.
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { KeyAdmin, KeyAdminError, type IssuedKey } from '../auth/key-admin.ts';
+import { KeyAdmin, KeyAdminError, type IssuedKey, type KeyOperations } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
+import { AdminApiError, AdminClient, readAdminToken, remoteKeys } from './admin-client.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
@@ -57,11 +58,19 @@ function printRecord(record: KeyRecord, json: boolean): void {
   process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${describe(record)}\n`);
 }
 
+/** With --admin-url: the gateway's admin API does the work, so neither Redis access nor the pepper is needed here. */
+function remote(): KeyOperations | undefined {
+  const { adminUrl, adminTokenFile } = program.opts<{ adminUrl?: string; adminTokenFile?: string }>();
+  return adminUrl === undefined ? undefined : remoteKeys(new AdminClient(adminUrl, readAdminToken(adminTokenFile)));
+}
+
 /**
  * `hashes`: the command hashes a new key (create, rotate), so production requires a pepper for it. The
  * others find keys by id: revoking a leaked key must not wait for a pepper setting to be fixed.
  */
-async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = false } = {}): Promise<T> {
+async function withAdmin<T>(work: (admin: KeyOperations) => Promise<T>, { hashes = false } = {}): Promise<T> {
+  const viaApi = remote();
+  if (viaApi) return work(viaApi);
   const config = loadConfig();
   // Before Redis: a pepper setting that is wrong is reported whether or not Redis answers.
   const hashKey = createKeyHasher(loadPepper(config, hashes ? process.env : { ...process.env, [ALLOW_NO_PEPPER]: 'true' }));
@@ -85,7 +94,12 @@ async function withAdmin<T>(work: (admin: KeyAdmin) => Promise<T>, { hashes = fa
 const USAGE_ERROR = 2;
 
 const program = new Command('keys')
-  .description("Manage the gateway's API keys in Redis (REDIS_URL). Secrets are shown once, at creation.")
+  .description("Manage the gateway's API keys in Redis (REDIS_URL), or through a gateway's admin API (--admin-url). Secrets are shown once, at creation.")
+  .option(
+    '--admin-url <url>',
+    "manage keys through a gateway's admin API (http://host:9090) instead of Redis; the token from ADMIN_API_TOKEN or --admin-token-file",
+  )
+  .option('--admin-token-file <file>', 'a file whose first line is the admin token (with --admin-url)')
   .showHelpAfterError()
   // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
   .exitOverride()
@@ -96,9 +110,10 @@ program
   .description('create a key and print it once')
   .requiredOption('--name <consumer>', 'who the key is for')
   .addOption(
-    new Option('--environment <environment>', 'where the key is valid; repeat for both (default: GATEWAY_ENVIRONMENT, or staging)').argParser(
-      collectEnvironment,
-    ),
+    new Option(
+      '--environment <environment>',
+      "where the key is valid; repeat for both (default: GATEWAY_ENVIRONMENT, or staging; with --admin-url, the gateway's)",
+    ).argParser(collectEnvironment),
   )
   .option('--expires-at <iso>', 'when the key stops working', futureInstant)
   .option('--rate-limit-per-minute <n>', "this key's own rate limit", positiveInteger)
@@ -113,7 +128,8 @@ program
       optIn?: StabilityMarker[];
       json?: boolean;
     }) => {
-      const environments = options.environment ?? [loadConfig().environment];
+      // Through the admin API none given means the gateway's own environment, which the API fills in.
+      const environments = options.environment ?? (program.opts().adminUrl === undefined ? [loadConfig().environment] : []);
       const issued = await withAdmin(
         (admin) =>
           admin.create({
@@ -195,7 +211,7 @@ try {
 } catch (error) {
   // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  const known = error instanceof KeyAdminError || error instanceof ConfigError || error instanceof RedisUnreachableError;
+  const known = error instanceof KeyAdminError || error instanceof ConfigError || error instanceof RedisUnreachableError || error instanceof AdminApiError;
   process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 }

@@ -3,9 +3,12 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, type GatewayConfig, type VersionSource } from './schema.ts';
+import { configSchema, ENVIRONMENTS, type GatewayConfig, type VersionSource } from './schema.ts';
 
 export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/gateway.yaml');
+
+/** In a key of ENV_KEYS: the environment the gateway runs in (`environment`), for settings kept per environment. */
+export const RUNNING_ENVIRONMENT = '<environment>';
 
 /** Environment variables and the config key each one sets. */
 export const ENV_KEYS = {
@@ -22,6 +25,7 @@ export const ENV_KEYS = {
   REDIS_CLUSTER_NODES: ['redis', 'clusterNodes'],
   REDIS_PASSWORD: ['redis', 'password'],
   API_KEY_PEPPER_FILE: ['auth', 'pepperFile'],
+  ADMIN_API_TOKEN_FILE: ['adminApi', 'tokenFile'],
   RATE_LIMIT_WINDOW_MS: ['rateLimit', 'windowMs'],
   RATE_LIMIT_ON_STORE_ERROR: ['rateLimit', 'onStoreError'],
   RATE_LIMIT_MODE: ['rateLimit', 'mode'],
@@ -34,7 +38,21 @@ export const ENV_KEYS = {
   UPSTREAM_IDENTITY_KEY_FILE: ['upstreamIdentity', 'keyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE: ['upstreamIdentity', 'previousKeyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_UNTIL: ['upstreamIdentity', 'previousKeyUntil'],
+  CORS_ALLOWED_ORIGINS: ['cors', 'allowedOrigins', RUNNING_ENVIRONMENT],
 } as const satisfies Record<string, readonly string[]>;
+
+/** Variables that hold lists, as comma-separated values. */
+const LIST_VARIABLES: ReadonlySet<string> = new Set(['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES', 'CORS_ALLOWED_ORIGINS']);
+
+/**
+ * The key a variable sets, in a configuration whose `environment` is `environment` (the file's or
+ * GATEWAY_ENVIRONMENT's); undefined when it is no environment the schema knows, which the schema reports.
+ */
+function keyFor(path: readonly string[], environment: unknown): string[] | undefined {
+  const running = environment ?? configSchema.shape.environment.parse(undefined);
+  if (path.includes(RUNNING_ENVIRONMENT) && !ENVIRONMENTS.some((known) => known === running)) return undefined;
+  return path.map((key) => (key === RUNNING_ENVIRONMENT ? String(running) : key));
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -56,12 +74,12 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
   }
   const merged = deepMerge(structuredClone(fromFile) as Record<string, unknown>, overrides);
   const fromEnv = new Map<string, string>();
-  for (const [name, path] of Object.entries(ENV_KEYS)) {
+  for (const [name, variablePath] of Object.entries(ENV_KEYS)) {
     const value = env[name];
-    if (value === undefined || value === '') continue;
-    // Lists come as comma-separated values.
-    const listKeys: readonly string[] = ['sentinels', 'clusterNodes'];
-    setPath(merged, path, listKeys.includes(path.at(-1)!) ? value.split(',').map((item) => item.trim()) : value);
+    // GATEWAY_ENVIRONMENT is set before the variables of the running environment's settings (ENV_KEYS's order).
+    const path = keyFor(variablePath, merged.environment);
+    if (value === undefined || value === '' || path === undefined) continue;
+    setPath(merged, path, LIST_VARIABLES.has(name) ? value.split(',').map((item) => item.trim()) : value);
     fromEnv.set(path.join('.'), name);
   }
   const parsed = configSchema.safeParse(merged, { error: numberInWords });
@@ -154,9 +172,11 @@ export function shadowedByEnvironment(env: Env = process.env): Array<{ variable:
     return [];
   }
   const shadowed: Array<{ variable: string; key: string }> = [];
-  for (const [name, path] of Object.entries(ENV_KEYS)) {
+  const environment = env.GATEWAY_ENVIRONMENT || (fromFile as Record<string, unknown> | null | undefined)?.environment;
+  for (const [name, variablePath] of Object.entries(ENV_KEYS)) {
     const value = env[name];
-    if (value === undefined || value === '') continue;
+    const path = keyFor(variablePath, environment);
+    if (value === undefined || value === '' || path === undefined) continue;
     let node: unknown = fromFile;
     for (const key of path) node = (node as Record<string, unknown> | null | undefined)?.[key];
     if (node === undefined || node === null) continue;

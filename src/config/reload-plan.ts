@@ -18,6 +18,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'listen',
   'redis',
   'auth',
+  'adminApi.maxFailedAuthPerMinute',
   'rateLimit.mode',
   'rateLimit.syncMs',
   'deprecationReport',

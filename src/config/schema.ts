@@ -1,5 +1,6 @@
 // The shape of the gateway's configuration: every key typed, described and defaulted.
 import { z } from 'zod';
+import { originProblem } from '../http/cors-vocabulary.ts';
 import { NEVER_FORWARDED, NOT_RELAYABLE_BY_CONFIG } from '../http/header-names.ts';
 
 export const ENVIRONMENTS = ['production', 'staging'] as const;
@@ -62,6 +63,12 @@ const stabilityPolicy = (experimental: StabilityAccess, beta: StabilityAccess) =
     .object({ experimental: stabilityAccess.default(experimental), beta: stabilityAccess.default(beta) })
     .strict()
     .prefault({});
+
+/** Origins as browsers send them (scheme://host[:port]), or `*` alone: every origin. */
+const allowedOrigins = z
+  .array(z.string().refine((value) => value === '*' || originProblem(value) === undefined, { error: (issue) => originProblem(String(issue.input)) }))
+  .refine((origins) => !origins.includes('*') || origins.length === 1, "'*' allows every origin: list it alone or not at all")
+  .default([]);
 
 export const configSchema = z
   .object({
@@ -152,6 +159,13 @@ export const configSchema = z
           NOT_RELAYABLE_BY_CONFIG,
           'is never relayed from the upstream: it describes the connection or framing, or the gateway states it itself',
         ),
+      })
+      .strict()
+      .prefault({}),
+    /** Browser pages on other origins allowed to call the API (CORS), per environment; empty: CORS off. */
+    cors: z
+      .object({
+        allowedOrigins: z.object({ production: allowedOrigins, staging: allowedOrigins }).strict().prefault({}),
       })
       .strict()
       .prefault({}),
@@ -249,6 +263,16 @@ export const configSchema = z
           })
           .strict()
           .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    /** The admin API (/admin/ on the admin listener): key, brownout and report management over HTTP; off while tokenFile is null. */
+    adminApi: z
+      .object({
+        /** File of admin tokens, one a line, each at least 32 characters (several during a rotation); null: the admin API answers 404. */
+        tokenFile: z.string().min(1).nullable().default(null),
+        /** Failed authentications one source address may make per minute; past it, 429 until the minute ends. */
+        maxFailedAuthPerMinute: z.coerce.number().int().positive().default(10),
       })
       .strict()
       .prefault({}),

@@ -75,7 +75,8 @@ export function compileContract(document: unknown): Contract {
       const requestHeaders: string[] = [];
       for (const [index, value] of [...shared, ...((operation.parameters ?? []) as unknown[])].entries()) {
         const at = `${where}.parameters[${index}]`;
-        const parameter = asObject(value, at);
+        // A parameter may be a reference to components.parameters, as the admin document's key id is.
+        const parameter = resolveRef(value, at);
         if (parameter.in !== 'header') {
           parameters.push(compileParameter(parameter, at));
           continue;

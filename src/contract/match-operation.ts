@@ -6,11 +6,12 @@ import type { Operation } from './operations.ts';
 import { isSafePath } from './safe-path.ts';
 
 /** HEAD is served wherever GET is (RFC 9110 §9.3.2): the GET operation, answered without a body. */
-function operationFor(byMethod: ReadonlyMap<string, Operation>, method: string): Operation | undefined {
+export function operationFor(byMethod: ReadonlyMap<string, Operation>, method: string): Operation | undefined {
   return byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
 }
 
-function allowedMethods(byMethod: ReadonlyMap<string, Operation>): string[] {
+/** The methods a path serves, HEAD beside GET (the 405's Allow, a preflight's Access-Control-Allow-Methods). */
+export function allowedMethods(byMethod: ReadonlyMap<string, Operation>): string[] {
   const methods = [...byMethod.keys()];
   if (byMethod.has('GET') && !byMethod.has('HEAD')) methods.splice(methods.indexOf('GET') + 1, 0, 'HEAD');
   return methods;

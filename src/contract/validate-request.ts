@@ -25,7 +25,7 @@ function checkParameter(spec: ParameterSpec, raw: string, label: string): void {
   }
 }
 
-function checkQuery(operation: Operation, queryString: string): void {
+export function checkQuery(operation: Operation, queryString: string): void {
   const declared = operation.queryParameters;
   if (queryString === '' && !declared.some((spec) => spec.required)) return;
   const query = new URLSearchParams(queryString);
@@ -43,7 +43,7 @@ function checkQuery(operation: Operation, queryString: string): void {
   }
 }
 
-function checkPath(operation: Operation, pathParams: Readonly<Record<string, string>>): void {
+export function checkPath(operation: Operation, pathParams: Readonly<Record<string, string>>): void {
   for (const spec of operation.parameters) {
     if (spec.in !== 'path') continue;
     checkParameter(spec, pathParams[spec.name] ?? '', 'Path parameter');
@@ -63,7 +63,7 @@ function checkDeclaredSize(req: Request, maxBodyBytes: number): void {
   }
 }
 
-function checkMediaType(req: Request, spec: RequestBodySpec): void {
+export function checkMediaType(req: Request, spec: RequestBodySpec): void {
   const declared = req.headers['content-type'];
   const mediaType = declared === undefined ? undefined : declared.split(';', 1)[0]!.trim().toLowerCase();
   if (!mediaType || !spec.mediaTypes.includes(mediaType)) {
@@ -80,7 +80,7 @@ function checkMediaType(req: Request, spec: RequestBodySpec): void {
   }
 }
 
-function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
+export function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
   if (!raw || raw.length === 0) {
     if (spec.required) throw invalid('Request body is required');
     return;

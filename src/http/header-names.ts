@@ -55,10 +55,25 @@ export const NEVER_FORWARDED: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The gateway's own statements on every answer: never taken from the upstream, even where the document
- * declares them, since their absence means something (RateLimit is absent when the gateway could not count).
+ * The CORS response fields of the Fetch standard (and Private Network Access's): the gateway owns CORS,
+ * configured or off, so a backend's (say `Access-Control-Allow-Origin: *` with credentials) never opens the API to other sites.
  */
-export const GATEWAY_OWNED_RESPONSE: ReadonlySet<string> = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy']);
+export const CORS_RESPONSE: readonly string[] = [
+  'access-control-allow-origin',
+  'access-control-allow-credentials',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+  'access-control-expose-headers',
+  'access-control-max-age',
+  'access-control-allow-private-network',
+];
+
+/**
+ * The gateway's own statements on every answer: never taken from the upstream, even where the document
+ * declares them, since their absence means something (RateLimit is absent when the gateway could not count;
+ * no Access-Control-Allow-Origin, the origin is not allowed).
+ */
+export const GATEWAY_OWNED_RESPONSE: ReadonlySet<string> = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy', ...CORS_RESPONSE]);
 
 /** What `headers.relayToClient` may not name: the connection's, the framing's and the gateway's own fields. */
 export const NOT_RELAYABLE_BY_CONFIG: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'content-length', ...GATEWAY_OWNED_RESPONSE]);

@@ -43,6 +43,11 @@ export function toReportRows(counts: readonly DeprecatedCallCount[]): Deprecated
     }));
 }
 
+/** The report across replicas: what `npm run deprecations -- report`, `GET /deprecations` and `GET /admin/deprecations/report` give. */
+export async function readDeprecationReport(store: DeprecatedCallStore, operations: readonly string[]): Promise<DeprecatedCallRow[]> {
+  return toReportRows(await store.read(operations));
+}
+
 function merge(into: Map<string, DeprecatedCallCount>, count: DeprecatedCallCount): void {
   const key = `${count.operation}\n${count.keyId}`;
   const existing = into.get(key);

@@ -5,6 +5,8 @@ import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
+import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
+import { ExemplarSeries } from './exemplar-series.ts';
 import { renderOpenMetrics } from './open-metrics.ts';
 import { createSaturationMetrics, type PodResources, type UpstreamPoolReading } from './saturation-metrics.ts';
 
@@ -106,6 +108,8 @@ export interface GatewayMetrics {
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
   pepperChecked(matches: boolean): void;
+  /** A change made through the admin API, or a failed authentication to it (`authenticate`). */
+  adminAction(action: AdminAction, result: AdminResult): void;
   /** The deprecated operations and sunsets of the documents a reload put in force. */
   deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
   /** The observer of one kind of Redis command (latency and errors), for the store that sends it. */
@@ -249,6 +253,15 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['result', 'environment'] as const,
     registers,
   });
+  const adminActions = new Counter({
+    name: name('admin_actions_total'),
+    help: 'Changes made through the admin API by action and result (success, refused: 4xx, failed: 5xx); action="authenticate" counts failed and refused authentications.',
+    labelNames: ['action', 'result', 'environment'] as const,
+    registers,
+  });
+  // An authentication that succeeds is no event of its own (the change it allows is counted): no series.
+  for (const action of ADMIN_ACTIONS)
+    for (const result of ADMIN_RESULTS) if (action !== 'authenticate' || result !== 'success') adminActions.inc({ action, result, environment }, 0);
   // As Prometheus's own prometheus_config_last_reload_successful: alerting on it catches a refused
   // reload until a good one, where the counter's increase would fade after its range.
   const lastReloadOk = new Gauge({
@@ -338,14 +351,16 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   // Label children are cached per combination: prom-client would otherwise hash the label object on
   // every observation, on the path of every request.
-  const completedSeries = new Map<string, { labels: LabelValues<string>; count: Counter.Internal; duration: Histogram.Internal<string> }>();
-  const proxiedSeries = new Map<string, { labels: LabelValues<string>; upstream: Histogram.Internal<string>; overhead: Histogram.Internal<string> }>();
+  const completedSeries = new Map<string, { count: Counter.Internal; duration: ExemplarSeries }>();
+  const proxiedSeries = new Map<string, { upstream: ExemplarSeries; overhead: ExemplarSeries }>();
+  const withExemplars = (histogram: Histogram<string>, labels: LabelValues<string>) =>
+    new ExemplarSeries(histogram, labels, LATENCY_BUCKETS, EXEMPLAR_TRACE_LABEL);
   function seriesFor(operation: string, method: string, statusCode: number) {
     const key = `${operation} ${method} ${statusCode}`;
     let series = completedSeries.get(key);
     if (!series) {
       const labels = { operation, method, status_code: String(statusCode), environment };
-      series = { labels, count: requests.labels(labels), duration: requestDuration.labels(labels) };
+      series = { count: requests.labels(labels), duration: withExemplars(requestDuration, labels) };
       completedSeries.set(key, series);
     }
     return series;
@@ -354,15 +369,10 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     let series = proxiedSeries.get(operation);
     if (!series) {
       const labels = { operation, environment };
-      series = { labels, upstream: upstreamDuration.labels(labels), overhead: overhead.labels(labels) };
+      series = { upstream: withExemplars(upstreamDuration, labels), overhead: withExemplars(overhead, labels) };
       proxiedSeries.set(operation, series);
     }
     return series;
-  }
-
-  /** A sampled request's observation, with its trace id as the bucket's exemplar (by label: only sampled requests pay for it). */
-  function observeSampled(histogram: Histogram, labels: LabelValues<string>, value: number, traceId: string): void {
-    histogram.observe({ labels, value, exemplarLabels: { [EXEMPLAR_TRACE_LABEL]: traceId } });
   }
 
   // Bound per operation, not looked up by label: a backend that adds a header of its own to every answer makes this hot.
@@ -390,18 +400,11 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       const series = seriesFor(request.operation ?? UNMATCHED_OPERATION, request.method, request.statusCode);
       series.count.inc();
       const { traceId } = request;
-      if (traceId === undefined) series.duration.observe(request.durationSeconds);
-      else observeSampled(requestDuration, series.labels, request.durationSeconds, traceId);
+      series.duration.observe(request.durationSeconds, traceId);
       if (request.upstreamSeconds !== undefined && request.operation !== undefined) {
         const proxied = proxiedFor(request.operation);
-        const gatewaySeconds = Math.max(0, request.durationSeconds - request.upstreamSeconds);
-        if (traceId === undefined) {
-          proxied.upstream.observe(request.upstreamSeconds);
-          proxied.overhead.observe(gatewaySeconds);
-        } else {
-          observeSampled(upstreamDuration, proxied.labels, request.upstreamSeconds, traceId);
-          observeSampled(overhead, proxied.labels, gatewaySeconds, traceId);
-        }
+        proxied.upstream.observe(request.upstreamSeconds, traceId);
+        proxied.overhead.observe(Math.max(0, request.durationSeconds - request.upstreamSeconds), traceId);
       }
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
@@ -418,6 +421,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     shed: () => shed.inc({ environment }),
     deprecationsChanged: describeDeprecations,
     pepperChecked: (matches) => pepperMatches.set({ environment }, matches ? 1 : 0),
+    adminAction: (action, result) => adminActions.inc({ action, result, environment }),
     configReload: (result) => {
       configReloads.inc({ result, environment });
       lastReloadOk.set({ environment }, result === 'success' ? 1 : 0);

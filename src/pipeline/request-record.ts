@@ -45,14 +45,19 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
-/** The caller's X-Request-Id when it is well-formed, a new UUID otherwise; `startTrace` continues or starts its trace. */
+/** The caller's X-Request-Id when it is well-formed, a new UUID otherwise (the admin listener's requests too). */
+export function requestIdOf(offered: string | string[] | undefined): string {
+  return typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID();
+}
+
+/** The request's id (requestIdOf); `startTrace` continues or starts its trace. */
 export function createRecord(req: IncomingMessage, startTrace: (req: IncomingMessage, path: string) => TraceSlice): RequestRecord {
   const offered = req.headers[REQUEST_ID_HEADER];
   const url = req.url ?? '/';
   const questionMark = url.indexOf('?');
   const path = questionMark === -1 ? url : url.slice(0, questionMark);
   return {
-    requestId: typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID(),
+    requestId: requestIdOf(offered),
     startedAt: process.hrtime.bigint(),
     path,
     query: questionMark === -1 ? '' : url.slice(questionMark + 1),

@@ -75,6 +75,11 @@ export class BrownoutBoard {
     for (const operation of this.#overrides.keys()) if (!schedule.has(operation)) this.#overrides.delete(operation);
   }
 
+  /** The deprecated operations and their scheduled windows in force (a reload replaces them). */
+  get schedule(): BrownoutSchedule {
+    return this.#schedule;
+  }
+
   /** The operations that can be browned out: the deprecated ones. */
   get operations(): readonly string[] {
     return [...this.#schedule.keys()];

@@ -1,11 +1,11 @@
 // Per-key rate limits: counted by key id and operation, shared by every replica through the store; what a failing store means is decided here.
-import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import { type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { NextFunction, RequestHandler } from 'express';
 import { rateLimit, type Logger as LibraryLogger, type Store } from 'express-rate-limit';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
-import { STAGE_ATTRIBUTES, startChildSpan } from '../tracing/tracer.ts';
+import { STAGE_ATTRIBUTES, startChildSpan, type TraceSlice } from '../tracing/tracer.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
@@ -28,6 +28,18 @@ export interface RateLimitOptions {
   onPassedUnlimited?: () => void;
   /** Where express-rate-limit's own reports go (a store whose `init` fails); silent when absent. */
   logger?: LibraryLogger;
+}
+
+/**
+ * A store that sends a Redis command for every hit before answering it (the exact store): in a trace, the
+ * request's wait for its count is a CLIENT `redis` span under `rate_limit`.
+ */
+export interface CountsInRedis {
+  readonly countsInRedis: true;
+}
+
+function countsInRedis(store: Store | undefined): boolean {
+  return store !== undefined && 'countsInRedis' in store && store.countsInRedis === true;
 }
 
 /** The library would write its reports to the console, beside the gateway's JSON log. */
@@ -88,8 +100,24 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     next();
   }
 
-  /** The decision on the request's `rate_limit` span, ended before the next stage runs. */
-  function traced(span: Span, error: unknown, next: NextFunction): void {
+  /**
+   * The request's wait for its count, as a CLIENT span: the store sends one command per key per event-loop
+   * turn, which the turn's requests for that key share (gateway.redis.command says which command).
+   */
+  const storeSpan = countsInRedis(options.store)
+    ? (trace: TraceSlice, parent: Span) =>
+        startChildSpan(trace, 'redis', { 'db.system.name': 'redis', [STAGE_ATTRIBUTES.redisCommand]: 'rate_limit_increment' }, SpanKind.CLIENT, parent)
+    : undefined;
+
+  /** The decision on the request's `rate_limit` span (and its `redis` wait), ended before the next stage runs. */
+  function traced(span: Span, command: Span | undefined, error: unknown, next: NextFunction): void {
+    if (command !== undefined) {
+      if (error instanceof RateLimitStoreUnavailableError) {
+        command.setAttribute('error.type', error.name);
+        command.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      command.end();
+    }
     if (error === undefined) span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'allowed');
     else if (error instanceof RateLimitStoreUnavailableError) {
       span.setAttributes({ [STAGE_ATTRIBUTES.rateLimitDecision]: 'store_unavailable', [STAGE_ATTRIBUTES.rateLimitOnStoreError]: onStoreError });
@@ -105,6 +133,7 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     // Spans not recorded: the limiter as it always was, nothing made for a trace.
     if (trace.span === undefined) return limiter(req, res, (error?: unknown) => decided(error, next));
     const span = startChildSpan(trace, 'rate_limit');
-    return limiter(req, res, (error?: unknown) => traced(span, error, next));
+    const command = storeSpan?.(trace, span);
+    return limiter(req, res, (error?: unknown) => traced(span, command, error, next));
   };
 }

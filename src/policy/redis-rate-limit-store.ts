@@ -3,6 +3,7 @@ import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
+import type { CountsInRedis } from './rate-limit.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 /**
@@ -43,9 +44,10 @@ interface Waiting {
  * them. Under load that is one command per busy key per turn instead of one per request; each turn's
  * commands are sent at once, never held back behind an earlier turn's replies.
  */
-export class RedisRateLimitStore implements Store {
+export class RedisRateLimitStore implements Store, CountsInRedis {
   readonly prefix: string;
   readonly localKeys = false;
+  readonly countsInRedis = true;
   readonly #redis: RedisWithIncrement;
   readonly #clock: Clock;
   readonly #observe: RedisCommandObserver | undefined;

@@ -52,9 +52,9 @@ export const TRACE_CONTEXT: readonly string[] = ['traceparent', 'tracestate', 'b
  * Left out unless the document declares them: Location (a redirect could send the client anywhere),
  * Set-Cookie (a backend's cookie, for whatever domain, set in the gateway's origin),
  * Strict-Transport-Security (the edge's policy: a backend's max-age=0 would turn it off for the whole
- * host), Access-Control-* (credentialed CORS from a backend would open the API to any site),
- * WWW-Authenticate (a backend's challenge is about the gateway's token, not the client's key),
+ * host), WWW-Authenticate (a backend's challenge is about the gateway's token, not the client's key),
  * Server and X-Powered-By (they fingerprint the backend), Content-Range and Accept-Ranges (no ranges).
+ * Never relayed, declared or not: Access-Control-* (the gateway owns CORS: GATEWAY_OWNED_RESPONSE).
  */
 export const STANDARD_RELAYED: readonly string[] = [
   'content-type',

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
 import { STATUS_CODES } from '../http/node-http.ts';
+import { withVary } from '../http/cors-vocabulary.ts';
 import { HOP_BY_HOP } from '../http/header-names.ts';
 
 /** What the client may see of one answer's head (compiled per operation by compileHeaderPolicy). */
@@ -95,7 +96,13 @@ function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse,
       dropped++;
       continue;
     }
-    if (res.hasHeader(name)) continue;
+    if (res.hasHeader(name)) {
+      // What chose the answer is the gateway's Vary (Origin, with CORS on) and the upstream's together.
+      // Not added to `copied`: should the exchange fail before the head is sent, its Error keeps the
+      // upstream's names too, which costs a cache some reuse and misleads no one.
+      if (name === 'vary') res.setHeader('Vary', withVary(res.getHeader('vary'), fieldValue(name, value)));
+      continue;
+    }
     res.setHeader(name, fieldValue(name, value));
     copied?.push(name);
   }

@@ -14,6 +14,8 @@ export interface RequestTrackerOptions {
   onComplete(req: IncomingMessage, res: ServerResponse, record: RequestRecord, shed: boolean): void;
   /** Told of every shed request. */
   onShed?: () => void;
+  /** Sets, on a shed request's 503, the headers the pipeline would have set on any answer (CORS: a page can then read it). */
+  shedAnswerHeaders?: (req: IncomingMessage, res: ServerResponse) => void;
   /** Continues or starts each request's trace on arrival. */
   tracing: Tracing;
 }
@@ -44,6 +46,7 @@ export function createRequestTracker(options: RequestTrackerOptions): RequestTra
         onShed?.();
         record.error = AT_CAPACITY;
         res.once('close', () => onComplete(req, res, record, true));
+        options.shedAnswerHeaders?.(req, res);
         refuse(req, res, AT_CAPACITY);
         return;
       }

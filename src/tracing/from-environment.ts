@@ -1,29 +1,25 @@
 // The OpenTelemetry SDK as the standard OTEL_* variables configure it: an OTLP/HTTP exporter behind a bounded batch, or nothing.
-import { type Context, TraceFlags } from '@opentelemetry/api';
 import { ExportResultCode, parseKeyPairsIntoRecord } from '@opentelemetry/core';
-import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
+import { type ISerializer, JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type ReadableSpan,
-  type Sampler,
-  type Span,
-  type SpanExporter,
-  type SpanProcessor,
-  TraceIdRatioBasedSampler,
-} from '@opentelemetry/sdk-trace';
+import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { LeanTracer } from './lean-tracer.ts';
+import { JsonSpans } from './otlp-json.ts';
+import { ProtobufSpans } from './otlp-protobuf.ts';
+import { type BatchOptions, SpanBatch, type SpanEncoding } from './span-batch.ts';
 import { propagationOnly, recordingTracing, type Tracing } from './tracer.ts';
 
 export interface TracingFromEnvironment {
   tracing: Tracing;
   /** What start-up logs: where spans go, or why none are exported. */
   summary: { exporting: false; reason: string } | { exporting: true; endpoint: string; protocol: Protocol; sampler: string; serviceName: string };
+}
+
+/** An OTEL_* value the gateway cannot use: start-up stops with its message, which names the variable. */
+export class TracingSettingError extends Error {
+  override name = 'TracingSettingError';
 }
 
 type Protocol = 'http/protobuf' | 'http/json';
@@ -46,13 +42,13 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off('OTEL_SDK_DISABLED is true');
   const exporter = (env.OTEL_TRACES_EXPORTER ?? 'otlp').trim().toLowerCase();
   if (exporter === 'none') return off('OTEL_TRACES_EXPORTER is none');
-  if (exporter !== 'otlp') throw new Error(`OTEL_TRACES_EXPORTER: "${exporter}" is not supported; use otlp or none`);
+  if (exporter !== 'otlp') throw new TracingSettingError(`OTEL_TRACES_EXPORTER: "${exporter}" is not supported; use otlp or none`);
   const endpoint = tracesEndpoint(env);
   if (endpoint === undefined) return off('no OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
 
   const protocolVariable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL === undefined ? 'OTEL_EXPORTER_OTLP_PROTOCOL' : 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL';
   const protocol = (env[protocolVariable] ?? 'http/protobuf').trim() as Protocol;
-  if (!PROTOCOLS.includes(protocol)) throw new Error(`${protocolVariable}: "${protocol}" is not supported; use ${PROTOCOLS.join(' or ')}`);
+  if (!PROTOCOLS.includes(protocol)) throw new TracingSettingError(`${protocolVariable}: "${protocol}" is not supported; use ${PROTOCOLS.join(' or ')}`);
   const batch = {
     maxQueueSize: positiveInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', BATCH_DEFAULTS.maxQueueSize),
     scheduledDelayMillis: positiveInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', BATCH_DEFAULTS.scheduledDelayMillis),
@@ -64,20 +60,22 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || attributes[ATTR_SERVICE_NAME] || service.name;
   const resource = resourceFromAttributes({ [ATTR_SERVICE_VERSION]: service.version, ...attributes, [ATTR_SERVICE_NAME]: serviceName });
 
-  // The exporters read their headers, compression and certificates from OTEL_EXPORTER_OTLP_* themselves.
+  const scope = { name: 'petstore-gateway', version: service.version };
   const timeoutVariable = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT === undefined ? 'OTEL_EXPORTER_OTLP_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT';
-  const exporterOptions = { url: endpoint, timeoutMillis: positiveInteger(env, timeoutVariable, EXPORT_TIMEOUT_MS) };
-  const otlp = protocol === 'http/json' ? new JsonExporter(exporterOptions) : new ProtobufExporter(exporterOptions);
-  const bounded = new BoundedExport(otlp, batch);
+  const transport = { url: endpoint, timeoutMillis: positiveInteger(env, timeoutVariable, EXPORT_TIMEOUT_MS) };
+  const batched =
+    protocol === 'http/json'
+      ? otlpBatch(new JsonSpans(resource, scope), JsonTraceSerializer, transport, batch)
+      : otlpBatch(new ProtobufSpans(resource, scope), ProtobufTraceSerializer, transport, batch);
   // The global API's provider is left alone: the gateway hands its tracer to what uses it, as it does its logger.
-  // Its spans are the gateway's own small objects, not the SDK's (docs/decisions/0008-lean-spans.md); the
-  // sampler, the batch processor and the OTLP exporter are the SDK's.
-  const tracer = new LeanTracer(resource, { name: 'petstore-gateway', version: service.version }, sampler, bounded);
+  // Its spans are the gateway's own small objects, encoded as they end (docs/decisions/0008-lean-spans.md);
+  // the sampler and the OTLP/HTTP transport are the SDK's.
+  const tracer = new LeanTracer(resource, scope, sampler, batched);
   return {
     tracing: recordingTracing(tracer, {
       // A collector that is down fails the last export (its spans counted as dropped): shutdown goes on.
-      shutdown: () => bounded.shutdown().catch(() => undefined),
-      droppedSpans: () => bounded.dropped,
+      shutdown: () => batched.shutdown().catch(() => undefined),
+      droppedSpans: () => batched.dropped,
     }),
     summary: { exporting: true, endpoint, protocol, sampler: description, serviceName },
   };
@@ -94,14 +92,14 @@ function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 function checkedUrl(variable: string, value: string): string {
-  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new Error(`${variable}: "${value}" is not an http(s) URL`);
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new TracingSettingError(`${variable}: "${value}" is not an http(s) URL`);
   return value;
 }
 
 function positiveInteger(env: NodeJS.ProcessEnv, variable: string, fallback: number): number {
   const raw = env[variable]?.trim();
   if (!raw) return fallback;
-  if (!/^[1-9]\d*$/.test(raw)) throw new Error(`${variable}: "${raw}" is not a positive integer`);
+  if (!/^[1-9]\d*$/.test(raw)) throw new TracingSettingError(`${variable}: "${raw}" is not a positive integer`);
   return Number(raw);
 }
 
@@ -112,7 +110,7 @@ function samplerFrom(env: NodeJS.ProcessEnv): { sampler: Sampler; description: s
     const raw = env.OTEL_TRACES_SAMPLER_ARG?.trim();
     if (!raw) return 1;
     const value = Number(raw);
-    if (!Number.isFinite(value) || value < 0 || value > 1) throw new Error(`OTEL_TRACES_SAMPLER_ARG: "${raw}" is not a ratio between 0 and 1`);
+    if (!Number.isFinite(value) || value < 0 || value > 1) throw new TracingSettingError(`OTEL_TRACES_SAMPLER_ARG: "${raw}" is not a ratio between 0 and 1`);
     return value;
   };
   switch (name) {
@@ -129,61 +127,43 @@ function samplerFrom(env: NodeJS.ProcessEnv): { sampler: Sampler; description: s
     case 'parentbased_traceidratio':
       return { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio()) }), description: `${name} ${ratio()}` };
     default:
-      throw new Error(
+      throw new TracingSettingError(
         `OTEL_TRACES_SAMPLER: "${name}" is not supported; use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio`,
       );
   }
 }
 
 /**
- * The batch processor with its losses counted, as its exporter and in front of it. The batch processor
- * drops spans past its queue with no more than a debug log, and a failed export (the collector down,
- * slower than the timeout, or refusing) loses its batch: `dropped` counts both, for the operator. The
- * queue is bounded here, with the batch processor's own rule (sampled spans ended and not yet handed to
- * the exporter), so that what is dropped is what is counted.
+ * Spans encoded as they end, batched, and sent by the SDK's OTLP/HTTP transport: the one the SDK's own
+ * exporters use, which reads OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION, _CERTIFICATE, _CLIENT_KEY and
+ * _CLIENT_CERTIFICATE itself, and retries what the specification says to retry. Only the encoding is the
+ * gateway's: the SDK's serializer takes the spans themselves, which is what the queue no longer keeps.
  */
-class BoundedExport implements SpanProcessor {
-  dropped = 0;
-  private queued = 0;
-  private readonly processor: SpanProcessor;
-  private readonly maxQueueSize: number;
-
-  constructor(otlp: SpanExporter, batch: typeof BATCH_DEFAULTS) {
-    this.maxQueueSize = batch.maxQueueSize;
-    const exporter: SpanExporter = {
-      export: (spans, done) => {
-        this.queued = Math.max(0, this.queued - spans.length);
-        otlp.export(spans, (result) => {
-          if (result.code !== ExportResultCode.SUCCESS) this.dropped += spans.length;
-          done(result);
-        });
-      },
-      shutdown: () => otlp.shutdown(),
-      forceFlush: () => otlp.forceFlush?.() ?? Promise.resolve(),
-    };
-    this.processor = new BatchSpanProcessor({ exporter, ...batch });
-  }
-
-  onStart(span: Span, parentContext: Context): void {
-    this.processor.onStart(span, parentContext);
-  }
-
-  onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
-    if (this.queued >= this.maxQueueSize) {
-      this.dropped++;
-      return;
-    }
-    this.queued++;
-    this.processor.onEnd(span);
-  }
-
-  /** Exports what is queued (within the export timeout), then shuts the exporter down. */
-  shutdown(): Promise<void> {
-    return this.processor.shutdown();
-  }
-
-  forceFlush(): Promise<void> {
-    return this.processor.forceFlush();
-  }
+function otlpBatch<Encoded>(
+  encoding: SpanEncoding<Encoded>,
+  responses: Pick<ISerializer<unknown, unknown>, 'deserializeResponse'>,
+  transport: { url: string; timeoutMillis: number },
+  batch: BatchOptions,
+): SpanBatch<Encoded> {
+  const serializer: ISerializer<Encoded[], unknown> = {
+    serializeRequest: (spans) => encoding.request(spans),
+    deserializeResponse: (data) => responses.deserializeResponse(data),
+  };
+  // convertLegacyHttpOptions is how the SDK's exporters read their environment (deprecated for its 2.0, as
+  // they are: this follows them when they move).
+  const delegate = createOtlpHttpExportDelegate(
+    convertLegacyHttpOptions(transport, 'TRACES', 'v1/traces', { 'Content-Type': encoding.contentType }),
+    serializer,
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (spans: Encoded[]) => spans.length },
+    undefined,
+  );
+  return new SpanBatch(
+    encoding,
+    {
+      send: (spans, done) => delegate.export(spans, (result) => done(result.code === ExportResultCode.SUCCESS)),
+      shutdown: () => delegate.shutdown(),
+    },
+    batch,
+  );
 }

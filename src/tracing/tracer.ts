@@ -137,6 +137,7 @@ export const STAGE_ATTRIBUTES = {
 
 /** Spans recorded with `tracer` (an SDK tracer whose provider exports them); `shutdown` flushes the provider. */
 export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
+  const upstreamOrigin = upstreamOrigins();
   return {
     recording: true,
     begin(req, path) {
@@ -181,7 +182,8 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
     },
     startExchange(slice, method, url) {
       const parent = slice.span === undefined ? ROOT_CONTEXT : (slice.context ?? trace.setSpan(ROOT_CONTEXT, slice.span));
-      const target = new URL(url);
+      const target = upstreamOrigin(url);
+      const query = url.indexOf('?');
       const span = tracer.startSpan(
         method,
         {
@@ -189,9 +191,9 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
           attributes: {
             [ATTR_HTTP_REQUEST_METHOD]: method,
             [ATTR_SERVER_ADDRESS]: target.hostname,
-            [ATTR_SERVER_PORT]: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+            [ATTR_SERVER_PORT]: target.port,
             // Without the query: a client may put a secret there by mistake (the access log leaves it out too).
-            [ATTR_URL_FULL]: `${target.origin}${target.pathname}`,
+            [ATTR_URL_FULL]: query === -1 ? url : url.slice(0, query),
           },
         },
         parent,
@@ -240,6 +242,25 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
     },
     shutdown: delivery.shutdown,
     droppedSpans: delivery.droppedSpans,
+  };
+}
+
+/**
+ * The host and port of an upstream URL the gateway built (its configured base, then the canonical path):
+ * each origin parsed once, not every request's URL. Origins come from the configuration, so there are few.
+ */
+function upstreamOrigins(): (url: string) => { hostname: string; port: number } {
+  const origins = new Map<string, { hostname: string; port: number }>();
+  return (url) => {
+    const originEnd = url.indexOf('/', url.indexOf('//') + 2);
+    const origin = originEnd === -1 ? url : url.slice(0, originEnd);
+    let parsed = origins.get(origin);
+    if (parsed === undefined) {
+      const target = new URL(origin);
+      parsed = { hostname: target.hostname, port: Number(target.port || (target.protocol === 'https:' ? 443 : 80)) };
+      origins.set(origin, parsed);
+    }
+    return parsed;
   };
 }
 

@@ -5,13 +5,14 @@ import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import type { AdminAppOptions, ReadinessCheck } from '../admin/admin-app.ts';
+import { createAdminTokenSource } from '../admin-api/tokens.ts';
 import type { KeyHasher, PepperedKeyHasher } from '../auth/key-hash.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
 import { operationSunsets } from '../contract/operations.ts';
-import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, toReportRows, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
+import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../observability/open-metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
@@ -24,6 +25,7 @@ import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { upstreamReachable } from '../proxy/upstream-reachable.ts';
+import { gatewayAdminApi, redisAdmin, type StoreAdmin } from './admin-operations.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
@@ -39,6 +41,8 @@ export interface Stores {
   conditions?: readonly ReadinessCheck[];
   /** Where the deprecation report's counts add up across replicas; absent, this process alone (in memory). */
   deprecatedCalls?: DeprecatedCallStore;
+  /** What the admin API changes keys and brownouts with (in Redis); absent, the gateway has no admin API. */
+  admin?: StoreAdmin;
   close?: () => Promise<void> | void;
 }
 
@@ -98,6 +102,9 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     critical: false,
     check: () => upstreamReachable(source.upstreamBaseUrl),
   }));
+  // Read at start-up like the pepper, before any connection is opened: a short token stops it, naming
+  // ADMIN_API_TOKEN_FILE. A reload reads the file again.
+  const adminTokens = createAdminTokenSource(config.adminApi.tokenFile);
   const brownouts = new BrownoutBoard(compileBrownoutSchedule(operations, config.deprecations));
   const metrics = createMetrics({
     environment: config.environment,
@@ -123,6 +130,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     flushIntervalMs: config.deprecationReport.flushIntervalMs,
     logger,
   });
+  const deprecationReport = () => readDeprecationReport(deprecatedCallStore, brownouts.operations);
+  const adminApi = gatewayAdminApi(config, stores.admin, { tokens: adminTokens, deprecations: deprecationReport, clock: parts.clock, logger, metrics });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
   const shared: PipelineShared = {
@@ -149,6 +158,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     live,
     build,
     brownouts,
+    alsoReload: (next) => adminTokens.prepare(next.adminApi.tokenFile),
     logger,
     metrics,
     clock: parts.clock,
@@ -157,6 +167,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     app: live.handle,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
+    shedAnswerHeaders: (req, res) => live.current.announceCors?.(req, res),
     tracing,
     onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record),
   });
@@ -186,7 +197,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
         render: () => metrics.registry.metrics(),
         openMetrics: { contentType: OPENMETRICS_CONTENT_TYPE, render: () => metrics.openMetrics() },
       },
-      deprecations: async () => toReportRows(await deprecatedCallStore.read(brownouts.operations)),
+      deprecations: deprecationReport,
+      ...(adminApi ? { api: adminApi } : {}),
       // The running generation's keys: a reload can rotate them, or turn signing on or off.
       jwks: () => live.current.identity.jwks?.document(),
       onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
@@ -236,6 +248,7 @@ export async function composeRedisGateway(
       });
       return {
         redis,
+        admin: redisAdmin(redis.client, { config, hashKey: parts.hashKey, brownouts, clock, logger }),
         keyStore: redis.keyStore,
         rateLimitStore: redis.rateLimitStore,
         deprecatedCalls: redis.deprecatedCalls,

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
+import { compileCorsHeaders, corsHeadersOptions, type AnnounceCors } from '../policy/cors.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
@@ -22,6 +23,8 @@ export interface Pipeline {
   readonly identity: UpstreamIdentity;
   /** Serves a request; counted as this generation's until its response closes. */
   handle: RequestListener;
+  /** This generation's CORS headers, for answers given before the pipeline (load shedding); undefined: CORS off. */
+  announceCors: AnnounceCors | undefined;
   /** Closes the upstream pools once this generation's requests are all answered (at the latest after `graceMs`). */
   retire(graceMs: number): Promise<void>;
   /** Each version's upstream pool now. */
@@ -47,6 +50,10 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     throw error;
   }
 
+  const cors = corsHeadersOptions(
+    config,
+    served.map(({ contract }) => contract),
+  );
   let unanswered = 0;
   let wakeWhenIdle: (() => void) | undefined;
   const settled = () => {
@@ -56,6 +63,7 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
   return {
     config,
     identity,
+    announceCors: cors ? compileCorsHeaders(cors) : undefined,
     handle(req: IncomingMessage, res: ServerResponse) {
       unanswered++;
       // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.

@@ -14,7 +14,7 @@ import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store
 import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
 import { reportStoreFailures } from '../policy/rate-limit-store-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
-import { createRedisClient, pingRedis } from '../redis/connect.ts';
+import { createRedisClient, pingRedis, type RedisClient } from '../redis/connect.ts';
 
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
 const BROWNOUT_RESYNC_MS = 5000;
@@ -39,6 +39,8 @@ export interface RedisStores {
   readiness: ReadinessCheck;
   /** Critical: this replica's pepper was verified against the keys' (a property of the replica, not of Redis's health). */
   pepper: ReadinessCheck;
+  /** The request-path connection, for what operators change through the admin API (keys, brownouts). */
+  client: RedisClient;
   /** True while the request-path connection is up. */
   isRedisAvailable(): boolean;
   /** Sends the last local rate-limit counts (local-first mode), then closes the connections. */
@@ -113,6 +115,7 @@ export function createRedisStores(
     ...(brownouts ? { brownouts } : {}),
     readiness: { name: 'redis', critical: false, check: () => pingRedis(redis) },
     pepper: pepper.readiness,
+    client: redis,
     isRedisAvailable: () => redis.status === 'ready',
     async close() {
       brownouts?.close();

@@ -18,6 +18,11 @@ export interface ReloadDeps {
   live: LivePipeline;
   build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity) => Pipeline;
   brownouts: BrownoutBoard;
+  /**
+   * Reads and checks what else the configuration names (the admin token file) with the rest, before
+   * anything changes, throwing to refuse the reload; the function it returns takes it up after the swap.
+   */
+  alsoReload?: (config: GatewayConfig) => () => void;
   logger: Logger;
   metrics: GatewayMetrics;
   clock: Clock;
@@ -50,6 +55,7 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
     let schedule: ReturnType<typeof compileBrownoutSchedule>;
     let hash: string;
     let operations: Operation[];
+    let takeUp: (() => void) | undefined;
     try {
       // Everything is read and checked before anything changes: the settings together, the documents,
       // the brownout windows against them, the identity key files. A refusal changes nothing.
@@ -60,6 +66,7 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
       schedule = compileBrownoutSchedule(operations, effective.deprecations);
       const identity = await loadUpstreamIdentity(effective.upstreamIdentity, { environment: effective.environment, clock: deps.clock });
       hash = configurationHash(effective);
+      takeUp = deps.alsoReload?.(effective);
       // Shut down while the key files were read: nothing is built that nobody would close.
       if (live.closed) return refused('the gateway is shutting down');
       next = deps.build(effective, versions, identity);
@@ -67,6 +74,7 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
       return refused(reasonOf(error));
     }
     live.swap(next);
+    takeUp?.();
     deps.brownouts.replaceSchedule(schedule);
     metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(operations));
     metrics.configReload('success');

@@ -62,6 +62,7 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       valid: built.valid,
       end: offset,
       ...(built.trace ? { trace: built.trace } : {}),
+      ...(built.allowOrigin ? { allowOrigin: built.allowOrigin } : {}),
     });
   });
   // After a request asking for Connection: close, nothing more is read: no garbage then.

@@ -72,6 +72,13 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
         flag('c', `the answer to ${request.tag} was cut: ${snippet(response)}`);
       return;
     }
+    // Every answer the pipeline gives, the gateway's refusals included, tells a page of the allowed origin it may read it, and no other.
+    const allowOrigin = response.headers['access-control-allow-origin'];
+    if (allowOrigin !== request.allowOrigin)
+      flag(
+        'c',
+        `the ${response.status} answer to ${request.tag} says Access-Control-Allow-Origin ${allowOrigin ?? '(none)'}, not ${request.allowOrigin ?? '(none)'}`,
+      );
     const tagged = response.body.includes(request.tag);
     const bodiless = request.method === 'HEAD' || response.status === 204 || response.status === 304;
     if (bodiless) return;

@@ -15,6 +15,8 @@ export const REQUEST_KINDS = [
   'badQuery',
   'badPath',
   'badBody',
+  'preflight',
+  'preflightOther',
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
@@ -45,6 +47,12 @@ export const TRACE_CONTEXTS: ReadonlyArray<{ lines: string; traceId?: string; sa
   },
 ];
 
+/** The origin the harness gateway allows (its `cors.allowedOrigins`), and one it does not. */
+export const HARNESS_ORIGIN = 'http://shop.test:8000';
+const OTHER_ORIGIN = 'http://elsewhere.test';
+/** The Origin a client's request may carry: none, the allowed one, another. */
+export const ORIGINS: readonly string[] = ['', HARNESS_ORIGIN, OTHER_ORIGIN];
+
 export interface RequestSpec {
   kind: RequestKind;
   limit: number | undefined;
@@ -58,6 +66,8 @@ export interface RequestSpec {
   close: boolean;
   /** An index into TRACE_CONTEXTS (absent in fixtures written before trace context: none sent). */
   trace?: number;
+  /** An index into ORIGINS (absent in fixtures written before CORS: none sent); preflights use it too. */
+  origin?: number;
 }
 
 export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
@@ -70,6 +80,7 @@ export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
   chunks: fc.integer({ min: 1, max: 3 }),
   close: fc.boolean(),
   trace: fc.integer({ min: 0, max: TRACE_CONTEXTS.length - 1 }),
+  origin: fc.integer({ min: 0, max: ORIGINS.length - 1 }),
 });
 
 /** A part of a client's bytes; a part that waits for something starts a new write. */
@@ -79,13 +90,15 @@ export interface Segment {
 }
 
 export interface BuiltRequest {
-  method: 'GET' | 'HEAD' | 'POST';
+  method: 'GET' | 'HEAD' | 'POST' | 'OPTIONS';
   target: string;
   body: string;
   valid: boolean;
   segments: Segment[];
   /** The trace the upstream's `traceparent` must continue, when the client sent a valid one. */
   trace?: { traceId: string; sampled: boolean };
+  /** The Access-Control-Allow-Origin its answer must carry; absent: none. */
+  allowOrigin?: string;
 }
 
 function listTarget(spec: RequestSpec): string {
@@ -107,17 +120,29 @@ function chunked(body: string, chunks: number): string {
 export function buildRequest(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
   const built = buildBytes(spec, tag, last);
   const trace = TRACE_CONTEXTS[spec.trace ?? 0]!;
-  return trace.traceId === undefined ? built : { ...built, trace: { traceId: trace.traceId, sampled: trace.sampled === true } };
+  return {
+    ...built,
+    ...(trace.traceId === undefined ? {} : { trace: { traceId: trace.traceId, sampled: trace.sampled === true } }),
+    ...(originOf(spec) === HARNESS_ORIGIN ? { allowOrigin: HARNESS_ORIGIN } : {}),
+  };
+}
+
+/** A preflight always names an origin (the allowed one, or another); other requests any of ORIGINS. */
+function originOf(spec: RequestSpec): string {
+  if (spec.kind === 'preflight') return HARNESS_ORIGIN;
+  if (spec.kind === 'preflightOther') return OTHER_ORIGIN;
+  return ORIGINS[spec.origin ?? 0]!;
 }
 
 function buildBytes(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
-  const traceLines = TRACE_CONTEXTS[spec.trace ?? 0]!.lines;
+  const origin = originOf(spec);
+  const traceLines = TRACE_CONTEXTS[spec.trace ?? 0]!.lines + (origin === '' ? '' : `Origin: ${origin}\r\n`);
   const head = (method: string, target: string, extra: string) =>
     `${method} ${target} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${KEY_PLACEHOLDER}\r\nX-Request-Id: ${tag}\r\n${traceLines}${extra}` +
     `${spec.close && last ? 'Connection: close\r\n' : ''}\r\n`;
   const pet = `{"name":"${spec.name}","categoryId":${spec.categoryId}${spec.status === undefined ? '' : `,"status":"${spec.status}"`}}`;
   const json = 'Content-Type: application/json\r\n';
-  const whole = (method: 'GET' | 'HEAD' | 'POST', target: string, extra: string, body: string, valid: boolean): BuiltRequest => ({
+  const whole = (method: BuiltRequest['method'], target: string, extra: string, body: string, valid: boolean): BuiltRequest => ({
     method,
     target,
     body,
@@ -159,6 +184,11 @@ function buildBytes(spec: RequestSpec, tag: string, last: boolean): BuiltRequest
       return whole('GET', '/v1/pets?limit=0', '', '', false);
     case 'badPath':
       return whole('GET', '/v1/nowhere', '', '', false);
+    // A browser's preflight carries no key; one that does is a preflight all the same. Answered by the
+    // gateway (allowed origin: 204) or refused (another: 405, with the key), never forwarded.
+    case 'preflight':
+    case 'preflightOther':
+      return whole('OPTIONS', '/v1/pets', 'Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n', '', false);
     case 'badBody': {
       const bad = `{"name":${spec.categoryId}}`;
       return whole('POST', '/v1/pets', `${json}Content-Length: ${bad.length}\r\n`, bad, false);

@@ -9,6 +9,7 @@ import { createRedisClient } from '../../src/redis/connect.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import { startRedis } from '../helpers/start-redis.ts';
+import { HARNESS_ORIGIN } from './client-requests.ts';
 import type { GatewaySettings } from './script.ts';
 
 const PEPPER = 'edge-harness-pepper-0001';
@@ -35,6 +36,7 @@ export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: G
         circuitBreaker: { failureThreshold: 50, openMs: 1000 },
       },
       rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
+      cors: { allowedOrigins: { production: [HARNESS_ORIGIN] } },
       shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 },
     },
   );

@@ -27,7 +27,7 @@ export interface Piece {
 /** A request a client writes whole; `end` says where its last byte is, so the runner knows whether it was sent. */
 export interface SentRequest {
   tag: string;
-  method: 'GET' | 'HEAD' | 'POST';
+  method: 'GET' | 'HEAD' | 'POST' | 'OPTIONS';
   /** Origin-form target as the upstream should receive it under its base path, e.g. `/v1/pets?limit=2`. */
   target: string;
   /** The body the upstream should receive (latin1); empty for none. */
@@ -38,6 +38,8 @@ export interface SentRequest {
   end: number;
   /** The trace the upstream's `traceparent` must continue (the client sent a valid one); absent: a new trace. */
   trace?: { traceId: string; sampled: boolean };
+  /** The Access-Control-Allow-Origin every complete answer must carry (it came from the allowed origin); absent: none. */
+  allowOrigin?: string;
 }
 
 export interface ClientScript {

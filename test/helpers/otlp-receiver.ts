@@ -1,5 +1,6 @@
 // A small OTLP/HTTP trace receiver on a free port: decodes what the SDK's exporters send, as JSON or protobuf.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedSpan {
@@ -23,6 +24,8 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   /** The Content-Type of every export request received. */
   contentTypes: string[];
+  /** The headers of every export request received, as Node parsed them. */
+  requestHeaders: IncomingHttpHeaders[];
   /** Resolves once at least `count` spans arrived. */
   waitForSpans(count: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
@@ -31,14 +34,18 @@ export interface OtlpReceiver {
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];
+  const requestHeaders: IncomingHttpHeaders[] = [];
   const waiting: Array<{ count: number; resolve: (spans: ReceivedSpan[]) => void }> = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const body = Buffer.concat(chunks);
+      const received = Buffer.concat(chunks);
+      // OTEL_EXPORTER_OTLP_COMPRESSION=gzip: the exporter compresses the body, as a collector accepts it.
+      const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(received) : received;
       const type = req.headers['content-type'] ?? '';
       contentTypes.push(type);
+      requestHeaders.push(req.headers);
       if (req.method !== 'POST' || req.url !== '/v1/traces') {
         res.writeHead(404).end();
         return;
@@ -61,6 +68,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     endpoint: `http://127.0.0.1:${port}`,
     spans,
     contentTypes,
+    requestHeaders,
     waitForSpans: (count) => (spans.length >= count ? Promise.resolve(spans) : new Promise((resolve) => waiting.push({ count, resolve }))),
     close: () =>
       new Promise((resolve) => {

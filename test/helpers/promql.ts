@@ -9,11 +9,13 @@ export interface Query {
   expr: string;
   /** A dashboard panel's unit (`percentunit` for a ratio panel); absent for alert rules. */
   unit?: string;
+  /** The panel asks for this query's exemplars (its dots link to traces). */
+  exemplar?: boolean;
 }
 
 interface Panel {
   title: string;
-  targets?: Array<{ expr?: string }>;
+  targets?: Array<{ expr?: string; exemplar?: boolean }>;
   panels?: Panel[];
   fieldConfig?: { defaults?: { unit?: string } };
 }
@@ -34,7 +36,8 @@ export function dashboardQueries(): Query[] {
     const visit = (panel: Panel) => {
       const unit = panel.fieldConfig?.defaults?.unit;
       for (const target of panel.targets ?? [])
-        if (target.expr) queries.push({ where: `${file}: ${panel.title}`, expr: target.expr, ...(unit ? { unit } : {}) });
+        if (target.expr)
+          queries.push({ where: `${file}: ${panel.title}`, expr: target.expr, ...(unit ? { unit } : {}), ...(target.exemplar ? { exemplar: true } : {}) });
       for (const inner of panel.panels ?? []) visit(inner);
     };
     dashboard.panels.forEach(visit);

@@ -8,6 +8,8 @@ import { unusedPort } from './start-upstream.ts';
 
 export interface PrivatePrometheus {
   url: string;
+  /** The exemplars Prometheus kept for `expr`'s series over the last `seconds` (its exemplar storage is on). */
+  exemplars(expr: string, seconds: number): Promise<Array<{ seriesLabels: Record<string, string>; exemplars: Array<{ labels: Record<string, string> }> }>>;
   /** Runs an instant query; returns the result vector. */
   query(expr: string): Promise<Array<{ metric: Record<string, string>; value: [number, string] }>>;
   stop(): Promise<void>;
@@ -22,13 +24,26 @@ export async function startPrometheus(targets: string[], jobName: string): Promi
   );
   const child: ChildProcess = spawn(
     'prometheus',
-    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      // As the docs ask operators to run it for the latency panels' links to traces.
+      '--enable-feature=exemplar-storage',
+    ],
     { stdio: 'ignore' },
   );
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200, 20_000, 100);
   return {
     url,
+    async exemplars(expr, seconds) {
+      const now = Date.now() / 1000;
+      const res = await fetch(`${url}/api/v1/query_exemplars?${new URLSearchParams({ query: expr, start: String(now - seconds), end: String(now) })}`);
+      const body = (await res.json()) as { status: string; error?: string; data?: unknown };
+      if (body.status !== 'success') throw new Error(`exemplar query failed: ${body.error} — ${expr}`);
+      return body.data as Array<{ seriesLabels: Record<string, string>; exemplars: Array<{ labels: Record<string, string> }> }>;
+    },
     async query(expr) {
       const res = await fetch(`${url}/api/v1/query?${new URLSearchParams({ query: expr })}`);
       const body = (await res.json()) as { status: string; error?: string; data?: { resultType: string; result: unknown } };

@@ -1,5 +1,5 @@
 // The production gateway wiring in process, on a given Redis setup, with a key admin on the same Redis.
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import { composeRedisGateway } from '../../src/wiring/compose.ts';
@@ -14,10 +14,19 @@ export type RedisGateway = Awaited<ReturnType<typeof composeRedisGateway>> & {
 };
 
 /** Resolves once /readyz says ready. The admin's client waits out failovers instead of failing at once. */
-export async function startRedisGateway(config: GatewayConfig, options: { pepper: string; clock?: Clock }): Promise<RedisGateway> {
+export async function startRedisGateway(
+  config: GatewayConfig,
+  options: { pepper: string; clock?: Clock; logger?: Logger; reloadConfig?: () => GatewayConfig },
+): Promise<RedisGateway> {
   const clock = options.clock ?? systemClock;
   const hashKey = createKeyHasher(options.pepper);
-  const gateway = await composeRedisGateway({ config, logger: pino({ level: 'silent' }), clock, hashKey });
+  const gateway = await composeRedisGateway({
+    config,
+    logger: options.logger ?? pino({ level: 'silent' }),
+    clock,
+    hashKey,
+    ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
+  });
   const adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-key-admin' });
   const admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
   await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 15_000);

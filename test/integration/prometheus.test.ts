@@ -1,11 +1,16 @@
 // A real Prometheus scrapes live gateways under traffic; every dashboard panel query must return data, and ratio panels a number on a healthy one.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { dashboardQueries, substituteGrafanaVariables } from '../helpers/promql.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { PROJECT_ROOT, startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
 import { startPrometheus, type PrivatePrometheus } from '../helpers/start-prometheus.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/start-upstream.ts';
@@ -17,6 +22,8 @@ let gateway: GatewayProcess;
 /** A gateway (staging) whose traffic is all answered 200, by a backend that never fails it. */
 let healthy: GatewayProcess;
 let prometheus: PrivatePrometheus;
+let receiver: OtlpReceiver;
+let configDir: string;
 let traffic: NodeJS.Timeout;
 let healthyTraffic: NodeJS.Timeout;
 
@@ -33,11 +40,25 @@ function petStoreThatSometimesFails(req: import('node:http').IncomingMessage, re
 beforeAll(async () => {
   redis = await startRedis();
   upstream = await startScriptedUpstream(petStoreThatSometimesFails);
+  receiver = await startOtlpReceiver();
+  // The shipped configuration, with a second version whose document marks operations experimental and
+  // beta: the stability panel's series exist (and its refusals happen).
+  configDir = mkdtempSync(join(tmpdir(), 'prometheus-test-'));
+  const config = parseYaml(readFileSync(join(PROJECT_ROOT, 'config/gateway.yaml'), 'utf8')) as Record<string, unknown>;
+  const v2 = {
+    document: join(PROJECT_ROOT, 'test/fixtures/petstore-v2.openapi.yaml'),
+    upstreams: { production: upstream.baseUrl.replace(/\/v1$/, '/v2'), staging: upstream.baseUrl.replace(/\/v1$/, '/v2') },
+  };
+  writeFileSync(join(configDir, 'gateway.yaml'), stringifyYaml({ ...config, contract: join(PROJECT_ROOT, 'config', String(config.contract)), versions: [v2] }));
   gateway = await startGatewayProcess({
+    GATEWAY_CONFIG: join(configDir, 'gateway.yaml'),
     REDIS_URL: redis.url,
     UPSTREAM_URL: upstream.baseUrl,
     GATEWAY_ENVIRONMENT: 'production',
     API_KEY_PEPPER: PEPPER,
+    // Its requests traced: their trace ids are the latency histograms' exemplars.
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    OTEL_BSP_SCHEDULE_DELAY: '200',
     // As the Downward API sets them in the pod (deploy/kubernetes/base/deployment.yaml).
     GATEWAY_CPU_REQUEST_MILLICORES: '1000',
     GATEWAY_MEMORY_LIMIT_BYTES: String(512 * 1024 ** 2),
@@ -64,6 +85,8 @@ beforeAll(async () => {
     () => fetch(`${base}/pets`),
     () => fetch(`${base}/pets`, { headers: { Authorization: `Bearer ${revoked.key}` } }),
     () => fetch(`${base}/pets`, { headers: { Authorization: `Bearer ${throttled.key}` } }),
+    // Experimental, and the key did not opt in: 403 stability_not_allowed.
+    () => fetch(`http://127.0.0.1:${gateway.port}/v2/animals/7/photos`, { headers: auth }),
   ];
   // Bounded: a few requests every 50 ms on loopback, stopped in afterAll.
   traffic = setInterval(() => {
@@ -100,6 +123,8 @@ afterAll(async () => {
   await healthy?.stop();
   await upstream?.close();
   await redis?.stop();
+  await receiver?.close();
+  rmSync(configDir, { recursive: true, force: true });
 });
 
 describe('every dashboard query against a real Prometheus', () => {
@@ -121,6 +146,24 @@ describe('every dashboard query against a real Prometheus', () => {
     const fiveXx = ratios.find((query) => query.where.endsWith(': 5xx ratio'))!;
     const [healthyRatio] = await prometheus.query(substituteGrafanaVariables(fiveXx.expr, 'staging').replaceAll('[1m]', '[15s]'));
     expect(healthyRatio!.value[1]).toBe('0');
+  });
+
+  const withExemplars = dashboardQueries().filter((query) => query.exemplar);
+
+  it('asks for exemplars on the p99 lines of the three latency panels', () => {
+    expect(withExemplars.map((query) => query.where)).toEqual([
+      'gateway-overview.json: Latency p50 / p95 / p99 by operation',
+      'gateway-overview.json: Gateway overhead p50 / p99 (own time, backend excluded)',
+      'gateway-overview.json: Backend latency p50 / p99',
+    ]);
+  });
+
+  it.each(withExemplars.map((query) => [query.where, query.expr]))('%s: its exemplars open traces the gateway exported', async (_where, expr) => {
+    const found = await prometheus.exemplars(substituteGrafanaVariables(expr, 'production').replaceAll('[1m]', '[15s]'), 60);
+    const traceIds = found.flatMap((series) => series.exemplars.map((exemplar) => exemplar.labels.trace_id));
+    expect(traceIds.length).toBeGreaterThan(0);
+    const exported = new Set(receiver.spans.map((span) => span.traceId));
+    for (const traceId of traceIds) expect(exported.has(traceId!)).toBe(true);
   });
 
   it.each(['key_lookup', 'rate_limit_increment', 'report_flush'])('times the %s Redis commands the traffic sends', async (command) => {

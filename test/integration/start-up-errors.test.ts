@@ -1,6 +1,6 @@
 // What an operator reads when the gateway, the demo or the sample backend cannot start: one line naming the setting, exit 1, no stack.
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,6 +103,20 @@ describe('a bad setting', () => {
     expect(result.stderr).toMatch(
       /^petstore-gateway: could not start: API_KEY_PEPPER_FILE \(auth\.pepperFile\): \/nonexistent\/pepper could not be read: ENOENT[^\n]*\n$/,
     );
+  });
+
+  it('names ADMIN_API_TOKEN_FILE when an admin token is too short', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-admin-'));
+    try {
+      writeFileSync(join(dir, 'tokens'), `${'a'.repeat(40)}\nshort-token\n`);
+      const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', ADMIN_API_TOKEN_FILE: join(dir, 'tokens') });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        'petstore-gateway: could not start: ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the token on line 2 is shorter than 32 characters\n',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   describe('a missing interface document', () => {

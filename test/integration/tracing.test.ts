@@ -6,11 +6,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createAdminApp } from '../../src/admin/admin-app.ts';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
 import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
+import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
 import { buildTestGateway, TEST_NOW, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { requestPathClient, startRedis } from '../helpers/start-redis.ts';
 import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../helpers/start-upstream.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
@@ -310,6 +312,52 @@ describe('child spans of the stages', () => {
     expect(authenticate!.attributes).toEqual({ 'gateway.auth.key_cache': 'miss', 'gateway.auth.result': 'store_unavailable' });
     expect(named('redis')[0]).toMatchObject({ kind: CLIENT, parentSpanId: authenticate!.spanId, status: { code: ERROR } });
     expect(named('redis')[0]!.attributes).toMatchObject({ 'error.type': 'KeyStoreUnavailableError' });
+  });
+
+  it("the exact store: each request's wait for its count is a redis span under its rate_limit span", async () => {
+    receiver = await startOtlpReceiver();
+    const redis = await startRedis();
+    const client = await requestPathClient(redis.url, 'tracing-test');
+    try {
+      const rateLimitStore = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(TEST_NOW) });
+      await start(exporting(), { rateLimitStore });
+      const answers = await Promise.all([listPets({}), listPets({})]);
+      expect(answers.map((res) => res.status)).toEqual([200, 200]);
+      await gateway!.close();
+    } finally {
+      client.disconnect();
+      await redis.stop();
+    }
+    const limits = named('rate_limit');
+    expect(limits).toHaveLength(2);
+    // The two requests share one command (one key, one event-loop turn); each has its own span of the wait.
+    const waits = named('redis').filter((span) => span.attributes['gateway.redis.command'] === 'rate_limit_increment');
+    expect(waits.map((span) => [span.kind, span.traceId, span.parentSpanId]).sort()).toEqual(limits.map((span) => [CLIENT, span.traceId, span.spanId]).sort());
+    expect(waits[0]!.attributes).toEqual({ 'db.system.name': 'redis', 'gateway.redis.command': 'rate_limit_increment' });
+  });
+
+  it('the exact store unable to count: its redis span is an error', async () => {
+    receiver = await startOtlpReceiver();
+    const redis = await startRedis();
+    const client = await requestPathClient(redis.url, 'tracing-test');
+    await redis.kill();
+    try {
+      const rateLimitStore = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(TEST_NOW) });
+      await start(exporting(), { rateLimitStore, overrides: { rateLimit: { onStoreError: 'deny' } } });
+      expect((await listPets({})).status).toBe(503);
+      await gateway!.close();
+    } finally {
+      client.disconnect();
+      await redis.stop();
+    }
+    const [limit] = named('rate_limit');
+    const [wait] = named('redis');
+    expect(wait).toMatchObject({ kind: CLIENT, parentSpanId: limit!.spanId, status: { code: ERROR } });
+    expect(wait!.attributes).toEqual({
+      'db.system.name': 'redis',
+      'gateway.redis.command': 'rate_limit_increment',
+      'error.type': 'RateLimitStoreUnavailableError',
+    });
   });
 
   it.each(['allow', 'deny'] as const)('a rate-limit store that cannot count (onStoreError %s): the span says store_unavailable', async (onStoreError) => {

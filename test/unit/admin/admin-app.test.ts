@@ -29,7 +29,7 @@ function errorAnswer(status: string, body: object, extraHeaders = ''): string {
 
 const NOT_FOUND = {
   code: 'not_found',
-  message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing)',
+  message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing), /admin/ (when ADMIN_API_TOKEN_FILE is set)',
   status: 404,
 };
 

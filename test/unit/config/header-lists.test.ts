@@ -37,7 +37,16 @@ describe('headers', () => {
     );
   });
 
-  it.each(['content-length', 'transfer-encoding', 'keep-alive', 'x-request-id', 'ratelimit', 'ratelimit-policy'])('refuses to relay %s', (name) => {
+  it.each([
+    'content-length',
+    'transfer-encoding',
+    'keep-alive',
+    'x-request-id',
+    'ratelimit',
+    'ratelimit-policy',
+    'access-control-allow-origin',
+    'access-control-allow-credentials',
+  ])('refuses to relay %s', (name) => {
     expect(() => loadConfig({}, { headers: { relayToClient: [name] } })).toThrow(
       `headers.relayToClient.0: ${name} is never relayed from the upstream: it describes the connection or framing, or the gateway states it itself`,
     );

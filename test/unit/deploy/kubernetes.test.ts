@@ -191,7 +191,9 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
     const mounts = new Map(gateway().volumeMounts!.map((mount) => [mount.name, mount.mountPath]));
     const files = pod().volumes!.flatMap((volume) => (volume.secret?.items ?? []).map((item) => `${mounts.get(volume.name)}/${item.path}`));
     const fileSettings = gateway().env!.filter((variable) => variable.name.endsWith('_FILE'));
-    expect(fileSettings.map((variable) => variable.name)).toEqual(expect.arrayContaining(['API_KEY_PEPPER_FILE', 'UPSTREAM_IDENTITY_KEY_FILE']));
+    expect(fileSettings.map((variable) => variable.name)).toEqual(
+      expect.arrayContaining(['API_KEY_PEPPER_FILE', 'UPSTREAM_IDENTITY_KEY_FILE', 'ADMIN_API_TOKEN_FILE']),
+    );
     for (const variable of fileSettings) expect(files, variable.name).toContain(variable.value);
   });
 
@@ -249,11 +251,16 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/$environment', (overlay) => 
       expect(policy().spec!.policyTypes).toEqual(['Ingress', 'Egress']);
     });
 
-    it('admits the public port from the ingress namespace and the admin port from monitoring (and the backend, for the JWKS)', () => {
+    it('admits the public port from the ingress namespace and the admin port from monitoring, the backend (the JWKS) and admin clients (the admin API)', () => {
+      const adminClients: INetworkPolicyPeer = {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'admin-clients' } },
+        podSelector: { matchLabels: { 'petstore-gateway/admin-client': 'true' } },
+      };
       expect(policy().spec!.ingress).toEqual([
         { from: [namespaceNamed('ingress-nginx')], ports: [tcp('http')] },
         { from: [namespaceNamed('monitoring')], ports: [tcp('admin')] },
         { from: [podsNamed('petstore-backend')], ports: [tcp('admin')] },
+        { from: [adminClients], ports: [tcp('admin')] },
       ]);
       const portNames = gateway().ports!.map((port) => port.name);
       for (const rule of policy().spec!.ingress!) for (const port of rule.ports!) expect(portNames).toContain(port.port);

@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ALLOW_NO_PEPPER } from '../../../src/auth/pepper.ts';
-import { ENV_KEYS } from '../../../src/config/load-config.ts';
+import { ENV_KEYS, RUNNING_ENVIRONMENT } from '../../../src/config/load-config.ts';
 import { isRestartSetting } from '../../../src/config/reload-plan.ts';
-import { configSchema } from '../../../src/config/schema.ts';
+import { configSchema, ENVIRONMENTS } from '../../../src/config/schema.ts';
 import { codeSpans, tableRows } from '../../helpers/markdown.ts';
 import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
 
@@ -83,9 +83,15 @@ describe('docs/configuration.md', () => {
     expect(DOCUMENTED_VARIABLES.filter((variable) => !VARIABLES.includes(variable))).toEqual([]);
   });
 
-  it('names each variable on the row of the setting it sets', () => {
-    const documented = Object.fromEntries(ROWS.flatMap((row) => row.variables.map((variable) => [variable, row.setting])));
-    const loader = Object.fromEntries(Object.entries(ENV_KEYS).map(([variable, path]) => [variable, path.join('.')]));
+  it('names each variable on the row of the setting it sets (each environment row of a setting kept per environment)', () => {
+    const documented: Record<string, string[]> = {};
+    for (const row of ROWS) for (const variable of row.variables) documented[variable] = [...(documented[variable] ?? []), row.setting];
+    const loader = Object.fromEntries(
+      Object.entries(ENV_KEYS).map(([variable, path]: [string, readonly string[]]) => [
+        variable,
+        path.includes(RUNNING_ENVIRONMENT) ? ENVIRONMENTS.map((environment) => path.join('.').replace(RUNNING_ENVIRONMENT, environment)) : [path.join('.')],
+      ]),
+    );
     expect(documented).toEqual(loader);
   });
 

@@ -1,6 +1,7 @@
 // Each operation's header policy, compiled from its document and the config: which names cross, each way, for each status.
 import { describe, expect, it } from 'vitest';
 import { compileContract, loadContract } from '../../../src/contract/compile-contract.ts';
+import { CORS_RESPONSE } from '../../../src/http/header-names.ts';
 import { compileHeaderPolicy, STANDARD_FORWARDED, STANDARD_RELAYED, TRACE_CONTEXT, type HeaderListExtensions } from '../../../src/proxy/header-policy.ts';
 
 const NO_EXTENSIONS: HeaderListExtensions = { forwardToUpstream: [], relayToClient: [] };
@@ -91,6 +92,12 @@ describe('what the client may see of an answer', () => {
 
   it('never includes a field the gateway states itself, though the document declares it', () => {
     expect(relay.relayedFor(200).has('x-request-id')).toBe(false);
+  });
+
+  it("never includes the backend's CORS fields, though the document declares them: the gateway owns CORS", () => {
+    const declared = Object.fromEntries(CORS_RESPONSE.map((name) => [name, { schema: { type: 'string' } }]));
+    const policy = policyOf({ responses: { '200': { description: 'ok', headers: declared } } });
+    expect(CORS_RESPONSE.filter((name) => policy.relay.relayedFor(200).has(name))).toEqual([]);
   });
 
   it('is the standard set alone where the document has no default', () => {

@@ -1,0 +1,141 @@
+// The admin API under /admin/ of the admin listener: admin token, bounded failures, the document's routes and bodies, the audit trail.
+import { fileURLToPath } from 'node:url';
+import type { Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { readBearer } from '../auth/bearer.ts';
+import { loadContract } from '../contract/compile-contract.ts';
+import { allowedMethods, operationFor } from '../contract/match-operation.ts';
+import type { Operation } from '../contract/operations.ts';
+import { isSafePath } from '../contract/safe-path.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { refuse } from '../errors/send-error.ts';
+import { REQUEST_ID_HEADER, requestIdOf } from '../pipeline/request-record.ts';
+import type { Clock } from '../time/clock.ts';
+import { readAdminBody } from './admin-body.ts';
+import { createFailedAttempts } from './failed-attempts.ts';
+import type { AdminAction, AdminResult } from '../observability/admin-actions.ts';
+import { ADMIN_ROUTES, toAdminRefusal, type AdminOperations } from './routes.ts';
+import type { AdminTokens } from './tokens.ts';
+
+/** The admin API's interface document: its routes, path parameters and request bodies are compiled from it at start-up. */
+export const ADMIN_DOCUMENT = fileURLToPath(new URL('../../config/admin.openapi.yaml', import.meta.url));
+
+/** Sent with every 401, as RFC 6750 asks. */
+const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="petstore-gateway-admin"' } as const;
+/** Admin bodies are a few fields: anything larger is not one. */
+const MAX_BODY_BYTES = 16 * 1024;
+/** Source addresses whose failures are remembered at once (a window each). */
+const MAX_TRACKED_ADDRESSES = 10_000;
+
+export interface AdminApiOptions {
+  operations: AdminOperations;
+  /** The tokens in force (a reload may replace them); undefined: the API is off, and its paths fall through to 404. */
+  tokens: () => AdminTokens | undefined;
+  /** Failed authentications per source address per minute before it is refused 429 (`adminApi.maxFailedAuthPerMinute`). */
+  maxFailedAuthPerMinute: number;
+  clock: Clock;
+  logger: Logger;
+  /** Counts each change and each failed authentication (`admin_actions_total`). */
+  onAction?: (action: AdminAction, result: AdminResult) => void;
+  /** Another document than config/admin.openapi.yaml (tests). */
+  documentPath?: string;
+}
+
+const resultOf = (status: number): AdminResult => (status < 400 ? 'success' : status < 500 ? 'refused' : 'failed');
+
+/**
+ * The handler to mount at `/admin`. Authentication comes first, so a caller without a valid token learns
+ * nothing of the paths (as on the public listener); a request of an operation that changes something is
+ * logged at info with its action, target, the token's fingerprint and the request id, and counted.
+ */
+export function createAdminApi(options: AdminApiOptions): RequestHandler {
+  const { operations, tokens, logger, onAction } = options;
+  const contract = loadContract(options.documentPath ?? ADMIN_DOCUMENT);
+  const missing = contract.operations.filter((operation) => !ADMIN_ROUTES[operation.id]).map((operation) => operation.id);
+  if (missing.length > 0) throw new Error(`createAdminApi: the admin document's ${missing.join(', ')} has no route`);
+  const failures = createFailedAttempts({
+    limit: options.maxFailedAuthPerMinute,
+    windowMs: 60_000,
+    maxAddresses: MAX_TRACKED_ADDRESSES,
+    clock: options.clock,
+  });
+
+  /** The token's fingerprint, or a refusal; every failure counts against the address. */
+  function authenticate(req: Request, reqId: string, address: string): string | GatewayError {
+    const blockedMs = failures.blockedFor(address);
+    if (blockedMs > 0) {
+      // Counted, not logged: the failures that led here were (at most the limit a minute), these are as many as a client sends.
+      onAction?.('authenticate', 'refused');
+      return new GatewayError('rate_limited', 'Too many failed authentications from this address; retry later', {
+        headers: { 'Retry-After': String(Math.ceil(blockedMs / 1000)) },
+      });
+    }
+    const current = tokens();
+    const bearer = readBearer(req.headers.authorization);
+    const fingerprint = bearer.kind === 'token' && current ? current.match(bearer.token) : undefined;
+    if (fingerprint !== undefined) return fingerprint;
+    failures.fail(address);
+    onAction?.('authenticate', 'refused');
+    // Never the header itself: a wrong token is often a right one pasted into the wrong place.
+    logger.warn({ action: 'authenticate', address, reqId, result: 'refused', reason: bearer.kind }, 'admin API: authentication failed');
+    return new GatewayError(
+      'unauthorized',
+      bearer.kind === 'missing' ? 'An admin token is required: Authorization: Bearer <token>' : 'The admin token is not valid',
+      {
+        headers: CHALLENGE,
+      },
+    );
+  }
+
+  function route(req: Request): { operation: Operation; pathParams: Readonly<Record<string, string>> } {
+    const match = isSafePath(req.path) ? contract.matchPath(req.path) : undefined;
+    if (match?.kind !== 'path') throw new GatewayError('not_found', `No admin operation is served at ${req.method} ${req.originalUrl.split('?', 1)[0]}`);
+    const operation = operationFor(match.byMethod, req.method);
+    if (operation) return { operation, pathParams: match.pathParams };
+    const allowed = allowedMethods(match.byMethod).join(', ');
+    throw new GatewayError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
+  }
+
+  function answer(res: Response, status: number, body: unknown): void {
+    if (body === undefined) res.status(status).end();
+    else res.status(status).json(body);
+  }
+
+  return async function adminApi(req, res, next) {
+    if (tokens() === undefined) return next();
+    const reqId = requestIdOf(req.headers[REQUEST_ID_HEADER]);
+    res.setHeader('X-Request-Id', reqId);
+    res.setHeader('Cache-Control', 'no-store');
+    const identity = authenticate(req, reqId, req.socket.remoteAddress ?? 'unknown');
+    if (identity instanceof GatewayError) return refuse(req, res, identity);
+    const tokenFingerprint = identity;
+    let action: AdminAction | undefined;
+    const audit: Record<string, string> = {};
+    try {
+      const { operation, pathParams } = route(req);
+      const adminRoute = ADMIN_ROUTES[operation.id]!;
+      action = adminRoute.action;
+      if (pathParams.id !== undefined) audit.keyId = pathParams.id;
+      if (pathParams.operationId !== undefined) audit.operation = pathParams.operationId;
+      const body = await readAdminBody(req, operation, pathParams, MAX_BODY_BYTES);
+      const done = await adminRoute.run(operations, { params: pathParams, body });
+      if (done.createdKeyId !== undefined) audit[audit.keyId === undefined ? 'keyId' : 'newKeyId'] = done.createdKeyId;
+      if (action) record(action, done.status);
+      answer(res, done.status, done.body);
+    } catch (error) {
+      const refusal = toAdminRefusal(error);
+      if (action) record(action, refusal.status, refusal);
+      if (refusal.status >= 500) logger.error({ err: error, reqId }, 'admin API: the operation failed');
+      refuse(req, res, refusal);
+    }
+
+    function record(done: AdminAction, status: number, refusal?: GatewayError): void {
+      const result = resultOf(status);
+      onAction?.(done, result);
+      logger.info(
+        { action: done, ...audit, tokenFingerprint, reqId, result, status, ...(refusal ? { code: refusal.code } : {}) },
+        `admin action ${done}: ${result}`,
+      );
+    }
+  };
+}

@@ -1,0 +1,38 @@
+// An admin request's query, path parameters and JSON body, checked against its operation in the admin document, as the public side checks its own.
+import type { Request } from 'express';
+import getRawBody from 'raw-body';
+import type { Operation } from '../contract/operations.ts';
+import { checkBody, checkMediaType, checkPath, checkQuery } from '../contract/validate-request.ts';
+import { toGatewayError } from '../errors/error-handler.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { announcesBody } from '../http/framing.ts';
+
+/**
+ * The parsed body (undefined when the operation takes none, or an optional one was not sent). A field the
+ * document does not describe is refused (its schemas say `additionalProperties: false`), as is a body too
+ * large, not JSON, or not UTF-8: each a GatewayError.
+ */
+export async function readAdminBody(req: Request, operation: Operation, pathParams: Readonly<Record<string, string>>, maxBodyBytes: number): Promise<unknown> {
+  checkPath(operation, pathParams);
+  const questionMark = req.originalUrl.indexOf('?');
+  checkQuery(operation, questionMark === -1 ? '' : req.originalUrl.slice(questionMark + 1));
+  const spec = operation.requestBody;
+  if (!spec) {
+    if (announcesBody(req.headers)) throw new GatewayError('invalid_request', `${operation.id} takes no request body`);
+    return undefined;
+  }
+  if (!announcesBody(req.headers)) {
+    checkBody(spec, undefined);
+    return undefined;
+  }
+  checkMediaType(req, spec);
+  let raw: Buffer;
+  try {
+    raw = await getRawBody(req, { limit: maxBodyBytes, length: req.headers['content-length'] ?? null });
+  } catch (error) {
+    // raw-body's own errors (too large, aborted) are HTTP errors the gateway already has words for.
+    throw toGatewayError(error);
+  }
+  checkBody(spec, raw);
+  return raw.length === 0 ? undefined : (JSON.parse(raw.toString('utf8')) as unknown);
+}

@@ -1,0 +1,135 @@
+// What each operation of the admin document does, on the cores the CLI uses too, and how their refusals are answered.
+import { KeyAdminError, type KeyAdminRefusal, type KeyOperations } from '../auth/key-admin.ts';
+import type { Environment, StabilityMarker } from '../config/schema.ts';
+import { GatewayError, RETRY_SOON, type ErrorCode } from '../errors/gateway-error.ts';
+import type { AdminAction } from '../observability/admin-actions.ts';
+import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
+import { BrownoutAdminError, type BrownoutAdminRefusal, type BrownoutOperations } from '../policy/brownout-admin.ts';
+import { toApiIssuedKey, toApiKey, toApiRotatedKey } from './key-representation.ts';
+
+/** What the admin API works on: the cores behind `npm run keys` and `npm run deprecations`. */
+export interface AdminOperations {
+  keys: KeyOperations;
+  brownouts: BrownoutOperations;
+  /** The rows of `npm run deprecations -- report --json`, across replicas. */
+  deprecations: () => Promise<readonly DeprecatedCallRow[]>;
+  /** Where a key created without `environments` is valid: the gateway's own environment, as the CLI's default. */
+  defaultEnvironments: () => readonly Environment[];
+}
+
+export interface RouteInput {
+  params: Readonly<Record<string, string>>;
+  /** Validated against the operation's request body schema (or undefined where it takes none, or none was sent). */
+  body: unknown;
+}
+
+export interface RouteAnswer {
+  status: 200 | 201 | 204;
+  body?: unknown;
+  /** The key a change created (create, rotate), for the audit line. */
+  createdKeyId?: string;
+}
+
+export interface AdminRoute {
+  /** Present on changes: they are logged and counted. */
+  action?: Exclude<AdminAction, 'authenticate'>;
+  run(operations: AdminOperations, input: RouteInput): Promise<RouteAnswer>;
+}
+
+interface NewKeyBody {
+  name: string;
+  environments?: Environment[];
+  expiresAt?: string;
+  rateLimitPerMinute?: number;
+  optIn?: StabilityMarker[];
+}
+
+const id = (input: RouteInput) => input.params.id!;
+const operation = (input: RouteInput) => input.params.operationId!;
+
+/** By operationId of config/admin.openapi.yaml: the API checks at construction that each has one. */
+export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
+  listKeys: { run: async ({ keys }) => ({ status: 200, body: (await keys.list()).map(toApiKey) }) },
+  getKey: { run: async ({ keys }, input) => ({ status: 200, body: toApiKey(await keys.show(id(input))) }) },
+  createKey: {
+    action: 'create_key',
+    async run({ keys, defaultEnvironments }, input) {
+      const body = input.body as NewKeyBody;
+      const issued = await keys.create({
+        consumer: body.name,
+        environments: body.environments ?? defaultEnvironments(),
+        ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
+        ...(body.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: body.rateLimitPerMinute }),
+        ...(body.optIn === undefined ? {} : { optedIn: body.optIn }),
+      });
+      return { status: 201, body: toApiIssuedKey(issued), createdKeyId: issued.record.id };
+    },
+  },
+  revokeKey: {
+    action: 'revoke_key',
+    async run({ keys }, input) {
+      await keys.revoke(id(input));
+      return { status: 204 };
+    },
+  },
+  rotateKey: {
+    action: 'rotate_key',
+    async run({ keys }, input) {
+      const overlapSeconds = (input.body as { overlapSeconds?: number } | undefined)?.overlapSeconds ?? 0;
+      const rotated = await keys.rotate(id(input), overlapSeconds);
+      return { status: 201, body: toApiRotatedKey(rotated), createdKeyId: rotated.issued.record.id };
+    },
+  },
+  setKeyRateLimit: {
+    action: 'set_rate_limit',
+    run: async ({ keys }, input) => ({ status: 200, body: toApiKey(await keys.setRateLimit(id(input), (input.body as { perMinute: number }).perMinute)) }),
+  },
+  setKeyOptIn: {
+    action: 'set_opt_in',
+    run: async ({ keys }, input) => ({
+      status: 200,
+      body: toApiKey(await keys.setOptIn(id(input), (input.body as { stabilities: StabilityMarker[] }).stabilities)),
+    }),
+  },
+  listBrownouts: { run: async ({ brownouts }) => ({ status: 200, body: await brownouts.list() }) },
+  startBrownout: {
+    action: 'start_brownout',
+    run: async ({ brownouts }, input) => ({ status: 201, body: await brownouts.start(operation(input), (input.body as { minutes: number }).minutes) }),
+  },
+  stopBrownout: {
+    action: 'stop_brownout',
+    async run({ brownouts }, input) {
+      await brownouts.stop(operation(input));
+      return { status: 204 };
+    },
+  },
+  getDeprecationReport: { run: async ({ deprecations }) => ({ status: 200, body: await deprecations() }) },
+};
+
+/** A damaged record is the gateway's to explain (500, logged); a pepper other than the keys' is this replica's state (503). */
+const KEY_REFUSALS: Readonly<Record<KeyAdminRefusal, ErrorCode>> = {
+  invalid: 'invalid_request',
+  not_found: 'not_found',
+  conflict: 'conflict',
+  damaged: 'internal_error',
+  pepper_mismatch: 'service_unavailable',
+};
+
+const BROWNOUT_REFUSALS: Readonly<Record<BrownoutAdminRefusal, ErrorCode>> = {
+  not_deprecated: 'not_found',
+  not_in_progress: 'conflict',
+};
+
+/**
+ * The refusal an operation's failure is answered with. The cores' own refusals keep their message; any
+ * other failure is Redis's (unreachable, timed out, refused): 503, the cause kept for the log.
+ */
+export function toAdminRefusal(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error instanceof KeyAdminError) return new GatewayError(KEY_REFUSALS[error.refusal], error.message, { cause: error });
+  if (error instanceof BrownoutAdminError) return new GatewayError(BROWNOUT_REFUSALS[error.refusal], error.message, { cause: error });
+  return new GatewayError('service_unavailable', 'Redis did not answer; retry shortly', {
+    cause: error,
+    headers: RETRY_SOON,
+  });
+}

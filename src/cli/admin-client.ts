@@ -1,0 +1,121 @@
+// The operators' CLIs' remote mode: the key and brownout operations asked of a gateway's admin API (--admin-url), no Redis or pepper needed.
+import { readFileSync } from 'node:fs';
+import { fromApiIssuedKey, fromApiKey, fromApiRotatedKey, type ApiIssuedKey, type ApiKey, type ApiRotatedKey } from '../admin-api/key-representation.ts';
+import type { IssuedKey, KeyOperations, NewKey, RotatedKey } from '../auth/key-admin.ts';
+import type { KeyRecord } from '../auth/key-store.ts';
+import type { StabilityMarker } from '../config/schema.ts';
+import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
+import type { BrownoutOperations, BrownoutRow, StoppedBrownout } from '../policy/brownout-admin.ts';
+
+/** The admin API refused or could not be reached: a runtime error (exit 1) with the API's own message. */
+export class AdminApiError extends Error {
+  override name = 'AdminApiError';
+}
+
+/** Where the CLI finds the admin token: ADMIN_API_TOKEN, or the first line of --admin-token-file. */
+export function readAdminToken(tokenFile: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (tokenFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(tokenFile, 'utf8');
+    } catch (cause) {
+      throw new AdminApiError(`--admin-token-file: ${tokenFile} could not be read: ${(cause as Error).message}`, { cause });
+    }
+    const token = text.split(/\r?\n/).find((line) => line.trim() !== '');
+    if (token === undefined) throw new AdminApiError(`--admin-token-file: ${tokenFile} holds no token`);
+    return token.trim();
+  }
+  const token = env.ADMIN_API_TOKEN;
+  if (token === undefined || token === '') throw new AdminApiError('--admin-url needs the admin token: set ADMIN_API_TOKEN or pass --admin-token-file');
+  return token;
+}
+
+/** One gateway's admin API (`http://host:9090`, without /admin), called with the admin token. */
+export class AdminClient {
+  readonly #base: string;
+  readonly #token: string;
+
+  constructor(adminUrl: string, token: string) {
+    if (!URL.canParse(adminUrl) || !/^https?:$/.test(new URL(adminUrl).protocol)) {
+      throw new AdminApiError(`--admin-url: ${adminUrl} is not an http:// or https:// address`);
+    }
+    this.#base = adminUrl.replace(/\/+$/, '');
+    this.#token = token;
+  }
+
+  /** The answer's JSON (undefined for 204); a refusal throws an AdminApiError with the Error body's message. */
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.#base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${this.#token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (cause) {
+      const reason = (cause as Error).cause instanceof Error ? ((cause as Error).cause as Error).message : (cause as Error).message;
+      throw new AdminApiError(`the admin API at ${this.#base} is unreachable (${reason})`, { cause });
+    }
+    const text = await res.text();
+    if (res.ok) return (text === '' ? undefined : JSON.parse(text)) as T;
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      const error = JSON.parse(text) as { code?: unknown; message?: unknown };
+      if (typeof error.message === 'string') message = `${error.message} (${res.status} ${String(error.code)})`;
+    } catch {
+      /* not an Error body: the status says it */
+    }
+    throw new AdminApiError(`the admin API refused: ${message}`);
+  }
+}
+
+const keyPath = (id: string, rest = '') => `/admin/keys/${encodeURIComponent(id)}${rest}`;
+
+/** The key operations over the admin API, printing what the Redis path prints. */
+export function remoteKeys(client: AdminClient): KeyOperations {
+  const show = async (id: string) => fromApiKey(await client.call<ApiKey>('GET', keyPath(id)));
+  return {
+    async create(input: NewKey): Promise<IssuedKey> {
+      const body = {
+        name: input.consumer,
+        // None given: the gateway's own environment, as the Redis path's default is the configured one.
+        ...(input.environments.length === 0 ? {} : { environments: input.environments }),
+        ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
+        ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
+        ...(input.optedIn === undefined ? {} : { optIn: input.optedIn }),
+      };
+      return fromApiIssuedKey(await client.call<ApiIssuedKey>('POST', '/admin/keys', body));
+    },
+    show,
+    list: async () => (await client.call<ApiKey[]>('GET', '/admin/keys')).map(fromApiKey),
+    // DELETE answers 204: the record, as the Redis path prints it, is read afterwards.
+    async revoke(id: string): Promise<KeyRecord> {
+      await client.call('DELETE', keyPath(id));
+      return show(id);
+    },
+    setRateLimit: async (id: string, perMinute: number) => fromApiKey(await client.call<ApiKey>('PUT', keyPath(id, '/rate-limit'), { perMinute })),
+    setOptIn: async (id: string, markers: readonly StabilityMarker[]) =>
+      fromApiKey(await client.call<ApiKey>('PUT', keyPath(id, '/opt-in'), { stabilities: [...new Set(markers)] })),
+    rotate: async (id: string, overlapSeconds = 0): Promise<RotatedKey> =>
+      fromApiRotatedKey(await client.call<ApiRotatedKey>('POST', keyPath(id, '/rotate'), { overlapSeconds })),
+  };
+}
+
+const brownoutPath = (operation: string) => `/admin/brownouts/${encodeURIComponent(operation)}`;
+
+/** The brownout operations over the admin API. */
+export function remoteBrownouts(client: AdminClient): BrownoutOperations {
+  return {
+    list: () => client.call<BrownoutRow[]>('GET', '/admin/brownouts'),
+    start: (operation: string, minutes: number) => client.call<BrownoutRow>('POST', brownoutPath(operation), { minutes }),
+    // DELETE answers 204, without the scheduled window a stop cancels: only the Redis path can say it.
+    async stop(operation: string): Promise<StoppedBrownout> {
+      await client.call('DELETE', brownoutPath(operation));
+      return { operation };
+    },
+  };
+}
+
+/** The deprecation report's rows, as the gateway reads them from Redis. */
+export const remoteReport = (client: AdminClient) => client.call<DeprecatedCallRow[]>('GET', '/admin/deprecations/report');

@@ -1,0 +1,47 @@
+// One latency histogram series that carries exemplars: a sampled observation refreshes its bucket's exemplar at most once a second.
+import type { Histogram, LabelValues } from 'prom-client';
+
+/** How long a bucket keeps its exemplar before a sampled observation replaces it. */
+export const EXEMPLAR_REFRESH_MS = 1000;
+
+/**
+ * A scrape reads one exemplar per bucket, every 15 s or so, and prom-client's exemplar path hashes the label
+ * set twice and validates the exemplar's on every call: here only the first sampled observation of a
+ * bucket in each second takes it, the others the series' bound child, as unsampled requests do. A bucket
+ * rarely hit (the slow ones, whose traces an operator wants) takes its exemplar every time.
+ */
+export class ExemplarSeries {
+  private readonly refreshedAt: Float64Array;
+  private readonly histogram: Histogram<string>;
+  private readonly labels: LabelValues<string>;
+  private readonly child: Histogram.Internal<string>;
+  private readonly bounds: readonly number[];
+  private readonly traceLabel: string;
+
+  constructor(histogram: Histogram<string>, labels: LabelValues<string>, bounds: readonly number[], traceLabel: string) {
+    this.histogram = histogram;
+    this.labels = labels;
+    this.child = histogram.labels(labels);
+    this.bounds = bounds;
+    this.traceLabel = traceLabel;
+    this.refreshedAt = new Float64Array(bounds.length + 1).fill(Number.NEGATIVE_INFINITY);
+  }
+
+  /** Observes `value`; with `traceId` (a sampled request), as its bucket's exemplar when that one is due. */
+  observe(value: number, traceId: string | undefined, now?: number): void {
+    // The clock is read only for a sampled observation: an unsampled one (every request, tracing off) is the child's observe alone.
+    if (traceId === undefined || !this.exemplarDue(value, now ?? performance.now())) {
+      this.child.observe(value);
+      return;
+    }
+    this.histogram.observe({ labels: this.labels, value, exemplarLabels: { [this.traceLabel]: traceId } });
+  }
+
+  private exemplarDue(value: number, now: number): boolean {
+    let bucket = 0;
+    while (bucket < this.bounds.length && value > this.bounds[bucket]!) bucket++;
+    if (now - this.refreshedAt[bucket]! < EXEMPLAR_REFRESH_MS) return false;
+    this.refreshedAt[bucket] = now;
+    return true;
+  }
+}

@@ -1,0 +1,404 @@
+// OTLP/protobuf for ended spans, one span at a time: each span's bytes are written as it ends, and a batch's
+// request is those bytes between its resource and scope (the layout of the SDK's serializer, byte for byte).
+import type { Attributes, AttributeValue, HrTime, Link, SpanStatus } from '@opentelemetry/api';
+import type { InstrumentationScope } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
+
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH_DELIMITED = 2;
+const FIXED32 = 5;
+/** Span.flags: the W3C trace flags, and whether the parent is known to be remote (the SDK's bits 8 and 9). */
+const FLAGS_HAS_IS_REMOTE = 0x100;
+const FLAGS_IS_REMOTE = 0x200;
+const TWO_POW_32 = 4294967296;
+const MIN_INT64 = -(2 ** 63);
+const MAX_INT64 = 2 ** 63;
+
+/** A hex digit's value (0 for a character that is none: the API's ids are hex, checked where they come in). */
+function nibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  if (code >= 97 && code <= 102) return code - 87;
+  if (code >= 65 && code <= 70) return code - 55;
+  return 0;
+}
+
+/**
+ * A protobuf writer over one reusable buffer that grows as needed. A nested message reserves one byte for
+ * its length and moves its body when the length needs more (as the SDK's writer does): most are short.
+ */
+class Writer {
+  buffer = Buffer.allocUnsafe(4096);
+  pos = 0;
+
+  private ensure(size: number): void {
+    if (this.pos + size <= this.buffer.length) return;
+    let length = this.buffer.length * 2;
+    while (length < this.pos + size) length *= 2;
+    const grown = Buffer.allocUnsafe(length);
+    this.buffer.copy(grown, 0, 0, this.pos);
+    this.buffer = grown;
+  }
+
+  tag(field: number, wireType: number): void {
+    this.uint32((field << 3) | wireType);
+  }
+
+  uint32(value: number): void {
+    this.ensure(5);
+    let v = value >>> 0;
+    while (v > 127) {
+      this.buffer[this.pos++] = (v & 127) | 128;
+      v >>>= 7;
+    }
+    this.buffer[this.pos++] = v;
+  }
+
+  /** An int64 varint, two's complement for a negative (ten bytes), as protobuf writes one. */
+  int64(value: number): void {
+    if (value >= 0 && value <= 0xffffffff) {
+      this.uint32(value);
+      return;
+    }
+    this.ensure(10);
+    const magnitude = Math.abs(value);
+    let low = magnitude >>> 0;
+    let high = (magnitude / TWO_POW_32) >>> 0;
+    if (value < 0) {
+      low = (~low + 1) >>> 0;
+      high = (~high + (low === 0 ? 1 : 0)) >>> 0;
+    }
+    while (high > 0 || low > 127) {
+      this.buffer[this.pos++] = (low & 127) | 128;
+      low = ((low >>> 7) | (high << 25)) >>> 0;
+      high >>>= 7;
+    }
+    this.buffer[this.pos++] = low & 127;
+  }
+
+  fixed32(value: number): void {
+    this.ensure(4);
+    this.pos = this.buffer.writeUInt32LE(value >>> 0, this.pos);
+  }
+
+  /** An HrTime as nanoseconds since the epoch: past 2^53, so computed in two 32-bit halves. */
+  time([seconds, nanos]: HrTime): void {
+    this.ensure(8);
+    const lowSeconds = seconds & 0xffff;
+    const highSeconds = (seconds / 65536) >>> 0;
+    const fromLow = lowSeconds * 1e9;
+    const fromHigh = highSeconds * 1e9;
+    const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 65536) >>> 0) + nanos;
+    const high = Math.floor(fromLow / TWO_POW_32) + ((fromHigh / 65536) >>> 0) + Math.floor(low / TWO_POW_32);
+    this.pos = this.buffer.writeUInt32LE(low >>> 0, this.pos);
+    this.pos = this.buffer.writeUInt32LE(high >>> 0, this.pos);
+  }
+
+  double(value: number): void {
+    this.ensure(8);
+    this.pos = this.buffer.writeDoubleLE(value, this.pos);
+  }
+
+  string(value: string): void {
+    // Attribute keys and most values are short ASCII: written here a byte a character, without a call into
+    // Buffer's native code to measure and another to write.
+    if (value.length < 128) {
+      this.ensure(value.length + 1);
+      let at = this.pos + 1;
+      for (let i = 0; i < value.length; i++) {
+        const code = value.charCodeAt(i);
+        if (code > 127) {
+          at = -1;
+          break;
+        }
+        this.buffer[at++] = code;
+      }
+      if (at >= 0) {
+        this.buffer[this.pos] = value.length;
+        this.pos = at;
+        return;
+      }
+    }
+    const length = Buffer.byteLength(value);
+    this.uint32(length);
+    this.ensure(length);
+    this.pos += this.buffer.write(value, this.pos, length, 'utf8');
+  }
+
+  /**
+   * A trace or span id, given in hex (as the API holds ids), as its bytes: decoded here, a 16- or 8-byte
+   * id costs less than a call into Buffer's native hex writer.
+   */
+  hexId(hex: string): void {
+    const length = hex.length >>> 1;
+    this.uint32(length);
+    this.ensure(length);
+    for (let i = 0; i < length; i++) this.buffer[this.pos++] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+  }
+
+  bytes(value: Uint8Array): void {
+    this.uint32(value.length);
+    this.ensure(value.length);
+    this.buffer.set(value, this.pos);
+    this.pos += value.length;
+  }
+
+  /** Bytes already encoded (tagged, and sized where they need it). */
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buffer.set(bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
+  /** Starts a nested message (after its tag): returns where its length goes. */
+  begin(): number {
+    this.ensure(1);
+    return this.pos++;
+  }
+
+  /** Ends the nested message begun at `at`: writes its length there, moving the body if the length needs more bytes. */
+  end(at: number): void {
+    const length = this.pos - at - 1;
+    const size = length < 0x80 ? 1 : length < 0x4000 ? 2 : length < 0x200000 ? 3 : length < 0x10000000 ? 4 : 5;
+    if (size > 1) {
+      this.ensure(size - 1);
+      this.buffer.copyWithin(at + size, at + 1, this.pos);
+      this.pos += size - 1;
+    }
+    let v = length;
+    let p = at;
+    while (v > 127) {
+      this.buffer[p++] = (v & 127) | 128;
+      v >>>= 7;
+    }
+    this.buffer[p] = v;
+  }
+}
+
+function writeAnyValue(writer: Writer, value: unknown): void {
+  switch (typeof value) {
+    case 'string':
+      writer.tag(1, LENGTH_DELIMITED);
+      writer.string(value);
+      return;
+    case 'boolean':
+      writer.tag(2, VARINT);
+      writer.uint32(value ? 1 : 0);
+      return;
+    case 'number':
+      if (Number.isInteger(value) && value >= MIN_INT64 && value < MAX_INT64) {
+        writer.tag(3, VARINT);
+        writer.int64(value);
+      } else {
+        writer.tag(4, FIXED64);
+        writer.double(value);
+      }
+      return;
+  }
+  if (value instanceof Uint8Array) {
+    writer.tag(7, LENGTH_DELIMITED);
+    writer.bytes(value);
+  } else if (Array.isArray(value)) {
+    writer.tag(5, LENGTH_DELIMITED);
+    const array = writer.begin();
+    for (const item of value) {
+      writer.tag(1, LENGTH_DELIMITED);
+      const element = writer.begin();
+      writeAnyValue(writer, item);
+      writer.end(element);
+    }
+    writer.end(array);
+  } else if (typeof value === 'object' && value !== null) {
+    writer.tag(6, LENGTH_DELIMITED);
+    const list = writer.begin();
+    for (const [key, item] of Object.entries(value)) {
+      writer.tag(1, LENGTH_DELIMITED);
+      writeKeyValue(writer, key, item);
+    }
+    writer.end(list);
+  }
+  // null and undefined (in an array): an empty AnyValue, as the SDK writes them.
+}
+
+/** A KeyValue message, its tag already written. */
+function writeKeyValue(writer: Writer, key: string, value: AttributeValue | unknown): void {
+  const keyValue = writer.begin();
+  writer.tag(1, LENGTH_DELIMITED);
+  writer.string(key);
+  writer.tag(2, LENGTH_DELIMITED);
+  const any = writer.begin();
+  writeAnyValue(writer, value);
+  writer.end(any);
+  writer.end(keyValue);
+}
+
+function writeAttributes(writer: Writer, attributes: Attributes, field: number): void {
+  for (const key in attributes) {
+    if (!Object.hasOwn(attributes, key)) continue;
+    writer.tag(field, LENGTH_DELIMITED);
+    writeKeyValue(writer, key, attributes[key]);
+  }
+}
+
+/** Span.flags, in both encodings: the W3C trace flags, and whether the parent is known to be remote (the SDK's bits 8 and 9). */
+export function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
+  return (traceFlags & 0xff) | FLAGS_HAS_IS_REMOTE | (isRemote ? FLAGS_IS_REMOTE : 0);
+}
+
+function writeEvent(writer: Writer, event: TimedEvent): void {
+  writer.tag(11, LENGTH_DELIMITED);
+  const at = writer.begin();
+  writer.tag(1, FIXED64);
+  writer.time(event.time);
+  writer.tag(2, LENGTH_DELIMITED);
+  writer.string(event.name);
+  if (event.attributes) writeAttributes(writer, event.attributes, 3);
+  writer.tag(4, VARINT);
+  writer.uint32(event.droppedAttributesCount ?? 0);
+  writer.end(at);
+}
+
+function writeLink(writer: Writer, link: Link): void {
+  writer.tag(13, LENGTH_DELIMITED);
+  const at = writer.begin();
+  writer.tag(1, LENGTH_DELIMITED);
+  writer.hexId(link.context.traceId);
+  writer.tag(2, LENGTH_DELIMITED);
+  writer.hexId(link.context.spanId);
+  const traceState = link.context.traceState?.serialize();
+  if (traceState) {
+    writer.tag(3, LENGTH_DELIMITED);
+    writer.string(traceState);
+  }
+  if (link.attributes) writeAttributes(writer, link.attributes, 4);
+  writer.tag(5, VARINT);
+  writer.uint32(link.droppedAttributesCount ?? 0);
+  writer.tag(6, FIXED32);
+  writer.fixed32(spanFlags(link.context.traceFlags, link.context.isRemote));
+  writer.end(at);
+}
+
+function writeStatus(writer: Writer, status: SpanStatus): void {
+  writer.tag(15, LENGTH_DELIMITED);
+  const at = writer.begin();
+  if (status.message) {
+    writer.tag(2, LENGTH_DELIMITED);
+    writer.string(status.message);
+  }
+  writer.tag(3, VARINT);
+  writer.uint32(status.code);
+  writer.end(at);
+}
+
+/** A Span message (opentelemetry/proto/trace/v1/trace.proto), without its tag and length. */
+function writeSpan(writer: Writer, span: ReadableSpan): void {
+  const context = span.spanContext();
+  writer.tag(1, LENGTH_DELIMITED);
+  writer.hexId(context.traceId);
+  writer.tag(2, LENGTH_DELIMITED);
+  writer.hexId(context.spanId);
+  const traceState = context.traceState?.serialize();
+  if (traceState) {
+    writer.tag(3, LENGTH_DELIMITED);
+    writer.string(traceState);
+  }
+  if (span.parentSpanContext?.spanId) {
+    writer.tag(4, LENGTH_DELIMITED);
+    writer.hexId(span.parentSpanContext.spanId);
+  }
+  writer.tag(5, LENGTH_DELIMITED);
+  writer.string(span.name);
+  writer.tag(6, VARINT);
+  writer.uint32(span.kind + 1);
+  writer.tag(7, FIXED64);
+  writer.time(span.startTime);
+  writer.tag(8, FIXED64);
+  writer.time(span.endTime);
+  writeAttributes(writer, span.attributes, 9);
+  writer.tag(10, VARINT);
+  writer.uint32(span.droppedAttributesCount);
+  for (const event of span.events) writeEvent(writer, event);
+  writer.tag(12, VARINT);
+  writer.uint32(span.droppedEventsCount);
+  for (const link of span.links) writeLink(writer, link);
+  writer.tag(14, VARINT);
+  writer.uint32(span.droppedLinksCount);
+  writeStatus(writer, span.status);
+  writer.tag(16, FIXED32);
+  writer.fixed32(spanFlags(context.traceFlags, span.parentSpanContext?.isRemote));
+}
+
+/**
+ * Encodes ended spans for an OTLP/HTTP protobuf export: `span` as each ends, `request` for a batch of them.
+ * A span's encoding is a small Buffer of its own (from Node's pool): the span itself need not be kept.
+ */
+export class ProtobufSpans {
+  readonly contentType = 'application/x-protobuf';
+  private readonly writer = new Writer();
+  /** ResourceSpans' field 1 (the resource) and the start of field 2 (ScopeSpans: its scope), written once. */
+  private readonly resourceBytes: Buffer;
+  private readonly scopeBytes: Buffer;
+  private readonly schemaUrls: { resource: string | undefined; scope: string | undefined };
+
+  constructor(resource: Resource, scope: InstrumentationScope) {
+    const writer = this.writer;
+    writer.pos = 0;
+    writer.tag(1, LENGTH_DELIMITED);
+    const resourceAt = writer.begin();
+    writeAttributes(writer, resource.attributes, 1);
+    writer.tag(2, VARINT);
+    writer.uint32(0);
+    writer.end(resourceAt);
+    this.resourceBytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
+    writer.pos = 0;
+    writer.tag(1, LENGTH_DELIMITED);
+    const scopeAt = writer.begin();
+    writer.tag(1, LENGTH_DELIMITED);
+    writer.string(scope.name);
+    if (scope.version) {
+      writer.tag(2, LENGTH_DELIMITED);
+      writer.string(scope.version);
+    }
+    writer.end(scopeAt);
+    this.scopeBytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
+    this.schemaUrls = { resource: resource.schemaUrl || undefined, scope: scope.schemaUrl || undefined };
+  }
+
+  /** The span's bytes as a ScopeSpans entry (tag, length, Span message). */
+  span(span: ReadableSpan): Buffer {
+    const writer = this.writer;
+    writer.pos = 0;
+    writer.tag(2, LENGTH_DELIMITED);
+    const at = writer.begin();
+    writeSpan(writer, span);
+    writer.end(at);
+    const encoded = Buffer.allocUnsafe(writer.pos);
+    writer.buffer.copy(encoded, 0, 0, writer.pos);
+    return encoded;
+  }
+
+  /** An ExportTraceServiceRequest of these spans: one ResourceSpans, one ScopeSpans. */
+  request(spans: readonly Buffer[]): Uint8Array {
+    const writer = this.writer;
+    writer.pos = 0;
+    writer.tag(1, LENGTH_DELIMITED);
+    const resourceSpans = writer.begin();
+    writer.raw(this.resourceBytes);
+    writer.tag(2, LENGTH_DELIMITED);
+    const scopeSpans = writer.begin();
+    writer.raw(this.scopeBytes);
+    for (const span of spans) writer.raw(span);
+    if (this.schemaUrls.scope) {
+      writer.tag(3, LENGTH_DELIMITED);
+      writer.string(this.schemaUrls.scope);
+    }
+    writer.end(scopeSpans);
+    if (this.schemaUrls.resource) {
+      writer.tag(3, LENGTH_DELIMITED);
+      writer.string(this.schemaUrls.resource);
+    }
+    writer.end(resourceSpans);
+    return Buffer.from(writer.buffer.subarray(0, writer.pos));
+  }
+}

@@ -1,0 +1,124 @@
+// Ended spans, encoded as they end, in a bounded queue sent in batches: the batch span processor's rules
+// (OTEL_BSP_*) over encoded spans, so that no span object is kept until its batch is sent.
+import { TraceFlags } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+
+/** How spans become an export request (OTLP/protobuf or OTLP/JSON). */
+export interface SpanEncoding<Encoded> {
+  readonly contentType: string;
+  /** One ended span's encoding, kept in the queue instead of the span. */
+  span(span: ReadableSpan): Encoded;
+  /** The export request of a batch. */
+  request(spans: readonly Encoded[]): Uint8Array;
+}
+
+/** Where batches go. */
+export interface BatchSender<Encoded> {
+  /** Sends one batch; calls `done` once, with whether the collector took it. */
+  send(spans: Encoded[], done: (delivered: boolean) => void): void;
+  /** After the last batch: waits for sends under way, then closes. */
+  shutdown(): Promise<void>;
+}
+
+/** The batch span processor's settings, as OTEL_BSP_* name them. */
+export interface BatchOptions {
+  maxQueueSize: number;
+  scheduledDelayMillis: number;
+  maxExportBatchSize: number;
+  /** A batch whose send has not finished by then counts as lost, and the next is sent. */
+  exportTimeoutMillis: number;
+}
+
+/**
+ * The span processor of the gateway's spans, as the SDK's batch processor behaves: sampled spans queue (up
+ * to `maxQueueSize`, past it dropped), a batch goes when `maxExportBatchSize` are queued or
+ * `scheduledDelayMillis` after the first, one batch at a time, and `shutdown` sends what is left. Unlike
+ * it, a span is encoded when it ends, so what waits in the queue is a few bytes, not the span (the spans
+ * were most of what tracing cost in garbage collection: docs/decisions/0008-lean-spans.md). `dropped`
+ * counts what never reached the collector: a full queue, a failed or timed-out send.
+ */
+export class SpanBatch<Encoded> {
+  dropped = 0;
+  private queue: Encoded[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private sending: Promise<void> | undefined;
+  private closed = false;
+  private readonly encoding: SpanEncoding<Encoded>;
+  private readonly sender: BatchSender<Encoded>;
+  private readonly options: BatchOptions;
+
+  constructor(encoding: SpanEncoding<Encoded>, sender: BatchSender<Encoded>, options: BatchOptions) {
+    this.encoding = encoding;
+    this.sender = sender;
+    this.options = { ...options, maxExportBatchSize: Math.min(options.maxExportBatchSize, options.maxQueueSize) };
+  }
+
+  onEnd(span: ReadableSpan): void {
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.closed || this.queue.length >= this.options.maxQueueSize) {
+      this.dropped++;
+      return;
+    }
+    this.queue.push(this.encoding.span(span));
+    this.schedule();
+  }
+
+  /** Stops taking spans, sends every queued one (a batch after another), then shuts the sender down. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    this.clearTimer();
+    await this.sending;
+    while (this.queue.length > 0) await this.sendOne();
+    await this.sender.shutdown();
+  }
+
+  private schedule(): void {
+    if (this.sending !== undefined || this.closed) return;
+    if (this.queue.length >= this.options.maxExportBatchSize) {
+      void this.sendOne();
+      return;
+    }
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.sendOne();
+    }, this.options.scheduledDelayMillis);
+    this.timer.unref();
+  }
+
+  private clearTimer(): void {
+    if (this.timer === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private sendOne(): Promise<void> {
+    this.clearTimer();
+    const size = this.options.maxExportBatchSize;
+    const spans = this.queue.length <= size ? this.queue : this.queue.slice(0, size);
+    this.queue = this.queue.length <= size ? [] : this.queue.slice(size);
+    if (spans.length === 0) return Promise.resolve();
+    const sending = new Promise<void>((resolve) => {
+      let settled = false;
+      const finish = (delivered: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timeout);
+        if (!delivered) this.dropped += spans.length;
+        resolve();
+      };
+      const timeout = setTimeout(() => finish(false), this.options.exportTimeoutMillis);
+      timeout.unref();
+      try {
+        this.sender.send(spans, finish);
+      } catch {
+        finish(false);
+      }
+    }).then(() => {
+      this.sending = undefined;
+      if (this.queue.length > 0) this.schedule();
+    });
+    this.sending = sending;
+    return sending;
+  }
+}

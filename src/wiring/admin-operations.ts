@@ -1,0 +1,60 @@
+// What a gateway's admin API works with: the key and brownout cores on its Redis, and the API over its stores.
+import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { createAdminApi } from '../admin-api/admin-api.ts';
+import type { AdminOperations } from '../admin-api/routes.ts';
+import type { AdminTokenSource } from '../admin-api/tokens.ts';
+import { KeyAdmin } from '../auth/key-admin.ts';
+import type { PepperedKeyHasher } from '../auth/key-hash.ts';
+import { ConfigError } from '../config/load-config.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { BrownoutAdmin } from '../policy/brownout-admin.ts';
+import type { BrownoutBoard } from '../policy/brownouts.ts';
+import type { RedisClient } from '../redis/connect.ts';
+import type { Clock } from '../time/clock.ts';
+
+/** What changes keys and brownouts: a store's part of AdminOperations. */
+export type StoreAdmin = Pick<AdminOperations, 'keys' | 'brownouts'>;
+
+/** The cores the CLIs use, on the gateway's own connection, with its pepper and its brownouts' schedule as last reloaded. */
+export function redisAdmin(
+  redis: RedisClient,
+  options: { config: GatewayConfig; hashKey: PepperedKeyHasher; brownouts: BrownoutBoard; clock: Clock; logger: Logger },
+): StoreAdmin {
+  const { config, clock, logger } = options;
+  return {
+    keys: new KeyAdmin(redis, {
+      keyPrefix: config.redis.keyPrefix,
+      hashKey: options.hashKey,
+      clock,
+      onPepperRecorded: (existingKeys) =>
+        logger.warn({ existingKeys }, "admin API: recorded this pepper's fingerprint over keys written before fingerprints existed"),
+      onPepperMismatch: (message) => logger.warn(`admin API: ${message} (the change does not depend on the pepper, so it was made)`),
+    }),
+    brownouts: new BrownoutAdmin(redis, { keyPrefix: config.redis.keyPrefix, schedule: () => options.brownouts.schedule, clock }),
+  };
+}
+
+/**
+ * The admin API over the stores' cores; undefined for stores that have none (keys in memory: the demo),
+ * where a token file is a configuration error rather than an API that could not work.
+ */
+export function gatewayAdminApi(
+  config: GatewayConfig,
+  admin: StoreAdmin | undefined,
+  deps: { tokens: AdminTokenSource; deprecations: AdminOperations['deprecations']; clock: Clock; logger: Logger; metrics: GatewayMetrics },
+): RequestHandler | undefined {
+  if (!admin) {
+    if (config.adminApi.tokenFile === null) return undefined;
+    throw new ConfigError('ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory');
+  }
+  return createAdminApi({
+    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },
+    tokens: deps.tokens.current,
+    maxFailedAuthPerMinute: config.adminApi.maxFailedAuthPerMinute,
+    clock: deps.clock,
+    logger: deps.logger,
+    onAction: deps.metrics.adminAction,
+  });
+}

@@ -1,0 +1,160 @@
+// The admin API's document declares what the admin API answers: each (operation, status) is provoked over HTTP and checked against it.
+import { afterAll, beforeAll } from 'vitest';
+import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { fixedClock } from '../../src/time/clock.ts';
+import { ADMIN_TOKEN, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
+import { TEST_NOW } from '../helpers/build-test-app.ts';
+import { describeContract, readInterfaceDocument, type ProvokedCase } from '../helpers/openapi-contract.ts';
+import { rawRequest, type RawResponse } from '../helpers/raw-request.ts';
+import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startPetStore } from '../helpers/start-upstream.ts';
+
+const document = readInterfaceDocument(new URL('../../config/admin.openapi.yaml', import.meta.url));
+const PEPPER = 'admin-contract-test-pepper-1';
+const MAX_FAILURES = 3;
+
+let backend: SampleBackend;
+let redis: PrivateRedis;
+/** Redis is killed once the gateway is up: every operation fails 503. */
+let lostRedis: PrivateRedis;
+let served: AdminGateway;
+let redisDown: AdminGateway;
+/** A key that exists and one revoked, created before the cases run. */
+let keyId: string;
+let revokedId: string;
+
+beforeAll(async () => {
+  backend = await startPetStore();
+  [redis, lostRedis] = await Promise.all([startRedis(), startRedis()]);
+  const start = (redisUrl: string) =>
+    startAdminGateway({
+      redisUrl,
+      upstreamUrl: backend.baseUrl,
+      pepper: PEPPER,
+      clock: fixedClock(TEST_NOW),
+      overrides: { adminApi: { maxFailedAuthPerMinute: MAX_FAILURES } },
+    });
+  [served, redisDown] = await Promise.all([start(redis.url), start(lostRedis.url)]);
+  await lostRedis.kill();
+  keyId = ((await send(served, 'POST', '/admin/keys', { body: '{"name":"contract"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
+  revokedId = ((await send(served, 'POST', '/admin/keys', { body: '{"name":"revoked"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
+  await send(served, 'DELETE', `/admin/keys/${revokedId}`);
+  // The source address of the 429 cases uses up its failures.
+  for (let attempt = 0; attempt < MAX_FAILURES; attempt++) await send(served, 'GET', '/admin/keys', { token: null, from: '127.0.0.9' });
+});
+afterAll(async () => {
+  await Promise.all([served?.close(), redisDown?.close()]);
+  await Promise.all([backend?.close(), redis?.stop(), lostRedis?.stop()]);
+});
+
+interface SendOptions {
+  /** The admin token; ADMIN_TOKEN when absent, no Authorization when null. */
+  token?: string | null;
+  body?: string;
+  contentType?: string;
+  from?: string;
+}
+
+function send(target: AdminGateway, method: string, path: string, options: SendOptions = {}): Promise<RawResponse> {
+  const token = options.token === undefined ? ADMIN_TOKEN : options.token;
+  const headers: Record<string, string> = token === null ? {} : { Authorization: `Bearer ${token}` };
+  if (options.body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
+  return rawRequest(target.adminPort, {
+    method,
+    path,
+    headers,
+    ...(options.body === undefined ? {} : { body: options.body }),
+    ...(options.from === undefined ? {} : { localAddress: options.from }),
+  });
+}
+
+type Call = (target: AdminGateway, options?: SendOptions) => Promise<RawResponse>;
+
+type OperationId =
+  | 'listKeys'
+  | 'createKey'
+  | 'getKey'
+  | 'revokeKey'
+  | 'rotateKey'
+  | 'setKeyRateLimit'
+  | 'setKeyOptIn'
+  | 'listBrownouts'
+  | 'startBrownout'
+  | 'stopBrownout'
+  | 'getDeprecationReport';
+
+/** Each operation as a valid request, on a target, with options laid over it. */
+const OPERATIONS: Readonly<Record<OperationId, Call>> = {
+  listKeys: (target, options) => send(target, 'GET', '/admin/keys', options),
+  createKey: (target, options) => send(target, 'POST', '/admin/keys', { body: '{"name":"acme","environments":["staging"]}', ...options }),
+  getKey: (target, options) => send(target, 'GET', `/admin/keys/${keyId}`, options),
+  revokeKey: (target, options) => send(target, 'DELETE', `/admin/keys/${revokedId}`, options),
+  rotateKey: (target, options) => send(target, 'POST', `/admin/keys/${keyId}/rotate`, { body: '{"overlapSeconds":60}', ...options }),
+  setKeyRateLimit: (target, options) => send(target, 'PUT', `/admin/keys/${keyId}/rate-limit`, { body: '{"perMinute":100}', ...options }),
+  setKeyOptIn: (target, options) => send(target, 'PUT', `/admin/keys/${keyId}/opt-in`, { body: '{"stabilities":["beta"]}', ...options }),
+  listBrownouts: (target, options) => send(target, 'GET', '/admin/brownouts', options),
+  startBrownout: (target, options) => send(target, 'POST', '/admin/brownouts/getPet', { body: '{"minutes":1}', ...options }),
+  stopBrownout: (target, options) => send(target, 'DELETE', '/admin/brownouts/getPet', options),
+  getDeprecationReport: (target, options) => send(target, 'GET', '/admin/deprecations/report', options),
+};
+
+/** Every operation answers these three the same way. Each 401 comes from an address of its own: its failure counts against it. */
+const EVERY_OPERATION: ProvokedCase[] = Object.entries(OPERATIONS).flatMap(([operation, call], index) => [
+  { operation, declared: 401, why: 'no admin token', send: () => call(served, { token: null, from: `127.0.1.${index + 1}` }) },
+  { operation, declared: 429, why: 'an address that failed too often', send: () => call(served, { from: '127.0.0.9' }) },
+  { operation, declared: 503, why: 'Redis is down', send: () => call(redisDown) },
+]);
+
+const { createKey, getKey, revokeKey, rotateKey, setKeyRateLimit, setKeyOptIn, startBrownout, stopBrownout } = OPERATIONS;
+
+/** In order: the brownout is started before it is stopped, and stopped before stopping again is refused. */
+const CASES: readonly ProvokedCase[] = [
+  { operation: 'listKeys', declared: 200, why: 'the keys', send: () => OPERATIONS.listKeys(served) },
+  { operation: 'createKey', declared: 201, why: 'a valid key', send: () => createKey(served) },
+  { operation: 'createKey', declared: 400, why: 'an unknown field', send: () => createKey(served, { body: '{"name":"x","owner":"y"}' }) },
+  { operation: 'createKey', declared: 415, why: 'a form body', send: () => createKey(served, { contentType: 'application/x-www-form-urlencoded' }) },
+  { operation: 'getKey', declared: 200, why: 'a key that exists', send: () => getKey(served) },
+  { operation: 'getKey', declared: 404, why: 'an unknown id', send: () => send(served, 'GET', '/admin/keys/key_unknown00000') },
+  { operation: 'revokeKey', declared: 204, why: 'a revoked key, again', send: () => revokeKey(served) },
+  { operation: 'revokeKey', declared: 404, why: 'an unknown id', send: () => send(served, 'DELETE', '/admin/keys/key_unknown00000') },
+  { operation: 'rotateKey', declared: 201, why: 'a key that exists', send: () => rotateKey(served) },
+  { operation: 'rotateKey', declared: 400, why: 'a negative overlap', send: () => rotateKey(served, { body: '{"overlapSeconds":-1}' }) },
+  { operation: 'rotateKey', declared: 404, why: 'an unknown id', send: () => send(served, 'POST', '/admin/keys/key_unknown00000/rotate') },
+  { operation: 'rotateKey', declared: 409, why: 'a revoked key', send: () => send(served, 'POST', `/admin/keys/${revokedId}/rotate`) },
+  { operation: 'rotateKey', declared: 415, why: 'a text body', send: () => rotateKey(served, { contentType: 'text/plain' }) },
+  { operation: 'setKeyRateLimit', declared: 200, why: 'a limit', send: () => setKeyRateLimit(served) },
+  { operation: 'setKeyRateLimit', declared: 400, why: 'no perMinute', send: () => setKeyRateLimit(served, { body: '{}' }) },
+  {
+    operation: 'setKeyRateLimit',
+    declared: 404,
+    why: 'an unknown id',
+    send: () => send(served, 'PUT', '/admin/keys/key_unknown00000/rate-limit', { body: '{"perMinute":1}' }),
+  },
+  { operation: 'setKeyRateLimit', declared: 415, why: 'a text body', send: () => setKeyRateLimit(served, { contentType: 'text/plain' }) },
+  { operation: 'setKeyOptIn', declared: 200, why: 'a marker', send: () => setKeyOptIn(served) },
+  { operation: 'setKeyOptIn', declared: 400, why: 'an unknown marker', send: () => setKeyOptIn(served, { body: '{"stabilities":["alpha"]}' }) },
+  {
+    operation: 'setKeyOptIn',
+    declared: 404,
+    why: 'an unknown id',
+    send: () => send(served, 'PUT', '/admin/keys/key_unknown00000/opt-in', { body: '{"stabilities":[]}' }),
+  },
+  { operation: 'setKeyOptIn', declared: 415, why: 'a text body', send: () => setKeyOptIn(served, { contentType: 'text/plain' }) },
+  { operation: 'startBrownout', declared: 201, why: 'a deprecated operation', send: () => startBrownout(served) },
+  { operation: 'listBrownouts', declared: 200, why: 'the brownout started', send: () => OPERATIONS.listBrownouts(served) },
+  { operation: 'startBrownout', declared: 400, why: 'no minutes', send: () => startBrownout(served, { body: '{}' }) },
+  {
+    operation: 'startBrownout',
+    declared: 404,
+    why: 'an operation not deprecated',
+    send: () => send(served, 'POST', '/admin/brownouts/listPets', { body: '{"minutes":1}' }),
+  },
+  { operation: 'startBrownout', declared: 415, why: 'a text body', send: () => startBrownout(served, { contentType: 'text/plain' }) },
+  { operation: 'stopBrownout', declared: 204, why: 'the brownout in progress', send: () => stopBrownout(served) },
+  { operation: 'stopBrownout', declared: 404, why: 'an operation not deprecated', send: () => send(served, 'DELETE', '/admin/brownouts/listPets') },
+  { operation: 'stopBrownout', declared: 409, why: 'no brownout in progress', send: () => stopBrownout(served) },
+  { operation: 'getDeprecationReport', declared: 200, why: 'the report', send: () => OPERATIONS.getDeprecationReport(served) },
+  ...EVERY_OPERATION,
+];
+
+describeContract('the admin API', document, CASES);
