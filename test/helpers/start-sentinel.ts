@@ -70,23 +70,34 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
     run('redis-sentinel', [file]);
   }
 
-  const sentinel = new Redis({ port: sentinelPorts[0]!, host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
-  sentinel.on('error', () => {});
-  // Ready when every sentinel sees the replica and its peers, so a failover can be agreed. Sentinel learns of
-  // replicas from the primary's INFO, asked every 10 s: on a loaded machine a first miss costs that much.
-  // The deadline only detects a setup that will never come up.
+  const sentinelClients = sentinelPorts.map((port) => {
+    const client = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 50, maxRetriesPerRequest: null });
+    client.on('error', () => {});
+    return client;
+  });
+  const sentinel = sentinelClients[0]!;
+  const disconnectAll = () => {
+    for (const client of sentinelClients) client.disconnect();
+  };
+  // Ready when every sentinel sees the replica and its peers. Any of them can be elected to lead the failover,
+  // and a leader that does not yet know the replica aborts it and waits twice the failover timeout before the
+  // next attempt. Sentinel learns of replicas from the primary's INFO, asked every 10 s: on a loaded machine a
+  // first miss costs that much. The deadline only detects a setup that will never come up.
   try {
     await waitFor(
       async () => {
-        const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
-        const peers = (await sentinel.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
-        return replicas.length === 1 && peers.length === 2;
+        for (const client of sentinelClients) {
+          const replicas = (await client.call('SENTINEL', 'REPLICAS', NAME).catch(() => [])) as unknown[];
+          const peers = (await client.call('SENTINEL', 'SENTINELS', NAME).catch(() => [])) as unknown[];
+          if (replicas.length !== 1 || peers.length !== 2) return false;
+        }
+        return true;
       },
-      35_000,
+      45_000,
       100,
     );
   } catch (error) {
-    sentinel.disconnect();
+    disconnectAll();
     for (const child of children) child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -108,7 +119,7 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
       return Number(port);
     },
     async stop() {
-      sentinel.disconnect();
+      disconnectAll();
       for (const child of children) child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },
