@@ -22,7 +22,7 @@ import {
 } from '@opentelemetry/api';
 import { type InstrumentationScope, isAttributeValue } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
-import { RandomIdGenerator, type ReadableSpan, type Sampler, type TimedEvent } from '@opentelemetry/sdk-trace';
+import type { ReadableSpan, Sampler, TimedEvent } from '@opentelemetry/sdk-trace';
 
 /** What receives an ended span: the SDK's span processor interface, its onEnd only (the batch processor's onStart does nothing). */
 export interface EndedSpans {
@@ -66,8 +66,55 @@ const NO_EVENTS: TimedEvent[] = [];
 const NOT_ENDED: HrTime = [0, 0];
 const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
 
+/**
+ * Ids as the SDK's RandomIdGenerator makes them (Math.random, never all zero), kept also as the bytes an
+ * OTLP export writes, so that the encoder copies them instead of decoding hex: a trace id's 16 bytes once
+ * per trace (its spans share them), a span id as two 32-bit words.
+ */
+const idBuffer = Buffer.allocUnsafe(16);
+let lastHigh = 0;
+let lastLow = 0;
+
+function randomWord(): number {
+  return (Math.random() * 4294967296) >>> 0;
+}
+
+/** A new span id in hex; its words are left in lastHigh and lastLow. */
+function newSpanId(): string {
+  lastHigh = randomWord();
+  lastLow = randomWord();
+  if (lastHigh === 0 && lastLow === 0) lastLow = 1;
+  idBuffer.writeUInt32BE(lastHigh, 0);
+  idBuffer.writeUInt32BE(lastLow, 4);
+  return idBuffer.toString('hex', 0, 8);
+}
+
+/** A trace's id: hex for the API, bytes for the encoder. */
+export interface TraceIdBytes {
+  readonly hex: string;
+  readonly bytes: Uint8Array;
+}
+
+function newTraceId(): TraceIdBytes {
+  const bytes = new Uint8Array(16);
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, 16);
+  for (let at = 0; at < 16; at += 4) view.writeUInt32BE(randomWord(), at);
+  if (view.every((byte) => byte === 0)) bytes[15] = 1;
+  return { hex: view.toString('hex'), bytes };
+}
+
+/** A valid (checked) hex trace id's bytes. */
+function traceIdOf(hex: string): TraceIdBytes {
+  return { hex, bytes: Buffer.from(hex, 'hex') };
+}
+
+/** A valid (checked) hex span id as its two words. */
+function wordsOf(hex: string): [number, number] {
+  return [Number.parseInt(hex.slice(0, 8), 16), Number.parseInt(hex.slice(8, 16), 16)];
+}
+
 /** A recorded span: the API's Span for the stages, the SDK's ReadableSpan for the exporter. */
-class LeanSpan implements Span, ReadableSpan {
+export class LeanSpan implements Span, ReadableSpan {
   readonly attributes: Attributes;
   // Shared empty lists and status until a span has its own: most spans never do, and every object a span
   // holds is kept until its batch is exported (allocation and GC are most of tracing's cost).
@@ -83,15 +130,34 @@ class LeanSpan implements Span, ReadableSpan {
   name: string;
   readonly kind: SpanKind;
   readonly parentSpanContext?: SpanContext;
+  /** The ids' bytes, for the encoder: the trace's, this span's and its parent's (no parent: both words -1). */
+  readonly traceIdBytes: TraceIdBytes;
+  readonly spanIdHigh: number;
+  readonly spanIdLow: number;
+  readonly parentIdHigh: number;
+  readonly parentIdLow: number;
   private readonly context: SpanContext;
   private readonly owner: LeanTracer;
   private readonly startMs: number;
   private endMs = 0;
 
-  constructor(name: string, kind: SpanKind, context: SpanContext, parent: SpanContext | undefined, attributes: Attributes, owner: LeanTracer) {
+  constructor(
+    name: string,
+    kind: SpanKind,
+    context: SpanContext,
+    ids: { trace: TraceIdBytes; high: number; low: number; parentHigh: number; parentLow: number },
+    parent: SpanContext | undefined,
+    attributes: Attributes,
+    owner: LeanTracer,
+  ) {
     this.name = name;
     this.kind = kind;
     this.context = context;
+    this.traceIdBytes = ids.trace;
+    this.spanIdHigh = ids.high;
+    this.spanIdLow = ids.low;
+    this.parentIdHigh = ids.parentHigh;
+    this.parentIdLow = ids.parentLow;
     if (parent !== undefined) this.parentSpanContext = parent;
     this.owner = owner;
     this.attributes = attributes;
@@ -195,7 +261,6 @@ export class LeanTracer implements Tracer {
   readonly resource: Resource;
   readonly processor: EndedSpans;
   private readonly sampler: Sampler;
-  private readonly ids = new RandomIdGenerator();
 
   constructor(resource: Resource, scope: { name: string; version: string }, sampler: Sampler, processor: EndedSpans) {
     this.resource = resource;
@@ -206,24 +271,40 @@ export class LeanTracer implements Tracer {
 
   startSpan(name: string, options: SpanOptions = {}, context?: Context): Span {
     if (context === undefined) throw new Error('LeanTracer.startSpan: the parent context is required (the gateway sets no global context)');
-    const parent = options.root ? undefined : trace.getSpanContext(context);
-    const validParent = parent !== undefined && trace.isSpanContextValid(parent) ? parent : undefined;
-    const traceId = validParent?.traceId ?? this.ids.generateTraceId();
-    const spanId = this.ids.generateSpanId();
+    // A parent of the gateway's own is valid by construction, and carries its ids' bytes; any other is checked.
+    const parentSpan = options.root ? undefined : trace.getSpan(context);
+    const localParent = parentSpan instanceof LeanSpan ? parentSpan : undefined;
+    const parent = localParent?.spanContext() ?? parentSpan?.spanContext();
+    const validParent = localParent !== undefined || (parent !== undefined && trace.isSpanContextValid(parent)) ? parent : undefined;
+    let traceIdBytes: TraceIdBytes;
+    let parentHigh = -1;
+    let parentLow = -1;
+    if (localParent !== undefined) {
+      traceIdBytes = localParent.traceIdBytes;
+      parentHigh = localParent.spanIdHigh;
+      parentLow = localParent.spanIdLow;
+    } else if (validParent !== undefined) {
+      traceIdBytes = traceIdOf(validParent.traceId);
+      [parentHigh, parentLow] = wordsOf(validParent.spanId);
+    } else traceIdBytes = newTraceId();
+    const traceId = traceIdBytes.hex;
+    const spanId = newSpanId();
+    const ids = { trace: traceIdBytes, high: lastHigh, low: lastLow, parentHigh, parentLow };
     const kind = options.kind ?? SpanKind.INTERNAL;
     const attributes: Attributes = {};
-    if (options.attributes !== undefined)
-      for (const key of Object.keys(options.attributes)) {
-        const value = options.attributes[key];
-        if (isAttributeValue(value)) attributes[key] = value;
+    const given = options.attributes;
+    if (given !== undefined)
+      for (const key in given) {
+        const value = given[key];
+        if (Object.hasOwn(given, key) && isAttributeValue(value)) attributes[key] = value;
       }
-    const sampling = this.sampler.shouldSample(context, traceId, name, kind, attributes, options.links ?? []);
+    const sampling = this.sampler.shouldSample(context, traceId, name, kind, attributes, options.links ?? NO_LINKS);
     const traceFlags = sampling.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
     const traceState = sampling.traceState ?? validParent?.traceState;
     const spanContext: SpanContext = traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
     if (sampling.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(spanContext);
     if (sampling.attributes !== undefined) Object.assign(attributes, sampling.attributes);
-    const span = new LeanSpan(name, kind, spanContext, validParent, attributes, this);
+    const span = new LeanSpan(name, kind, spanContext, ids, validParent, attributes, this);
     if (options.links !== undefined) span.addLinks(options.links);
     return span;
   }

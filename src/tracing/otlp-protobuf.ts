@@ -4,6 +4,7 @@ import type { Attributes, AttributeValue, HrTime, Link, SpanStatus } from '@open
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
+import { LeanSpan } from './lean-tracer.ts';
 
 const VARINT = 0;
 const FIXED64 = 1;
@@ -16,12 +17,11 @@ const TWO_POW_32 = 4294967296;
 const MIN_INT64 = -(2 ** 63);
 const MAX_INT64 = 2 ** 63;
 
-/** A hex digit's value (0 for a character that is none: the API's ids are hex, checked where they come in). */
-function nibble(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48;
-  if (code >= 97 && code <= 102) return code - 87;
-  if (code >= 65 && code <= 70) return code - 55;
-  return 0;
+/** Each ASCII code's value as a hex digit (0 for a character that is none: the API's ids are hex, checked where they come in). */
+const HEX_VALUE = new Uint8Array(128);
+for (let digit = 0; digit < 16; digit++) {
+  HEX_VALUE['0123456789abcdef'.charCodeAt(digit)] = digit;
+  HEX_VALUE['0123456789ABCDEF'.charCodeAt(digit)] = digit;
 }
 
 /**
@@ -126,15 +126,29 @@ class Writer {
     this.pos += this.buffer.write(value, this.pos, length, 'utf8');
   }
 
-  /**
-   * A trace or span id, given in hex (as the API holds ids), as its bytes: decoded here, a 16- or 8-byte
-   * id costs less than a call into Buffer's native hex writer.
-   */
+  /** A trace or span id, given in hex (as the API holds ids), as its bytes (a span not of the gateway's, or a link). */
   hexId(hex: string): void {
     const length = hex.length >>> 1;
     this.uint32(length);
     this.ensure(length);
-    for (let i = 0; i < length; i++) this.buffer[this.pos++] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+    const buffer = this.buffer;
+    for (let i = 0; i < length; i++) buffer[this.pos++] = (HEX_VALUE[hex.charCodeAt(2 * i) & 127]! << 4) | HEX_VALUE[hex.charCodeAt(2 * i + 1) & 127]!;
+  }
+
+  /** A trace id's 16 bytes, as kept by the gateway's spans. */
+  traceId(bytes: Uint8Array): void {
+    this.ensure(17);
+    const buffer = this.buffer;
+    buffer[this.pos++] = 16;
+    for (let i = 0; i < 16; i++) buffer[this.pos++] = bytes[i]!;
+  }
+
+  /** A span id's 8 bytes, from its two 32-bit words (big-endian, as its hex reads). */
+  spanId(high: number, low: number): void {
+    this.ensure(9);
+    this.buffer[this.pos++] = 8;
+    this.pos = this.buffer.writeUInt32BE(high, this.pos);
+    this.pos = this.buffer.writeUInt32BE(low, this.pos);
   }
 
   bytes(value: Uint8Array): void {
@@ -294,16 +308,24 @@ function writeStatus(writer: Writer, status: SpanStatus): void {
 /** A Span message (opentelemetry/proto/trace/v1/trace.proto), without its tag and length. */
 function writeSpan(writer: Writer, span: ReadableSpan): void {
   const context = span.spanContext();
+  const own = span instanceof LeanSpan ? span : undefined;
   writer.tag(1, LENGTH_DELIMITED);
-  writer.hexId(context.traceId);
+  if (own !== undefined) writer.traceId(own.traceIdBytes.bytes);
+  else writer.hexId(context.traceId);
   writer.tag(2, LENGTH_DELIMITED);
-  writer.hexId(context.spanId);
+  if (own !== undefined) writer.spanId(own.spanIdHigh, own.spanIdLow);
+  else writer.hexId(context.spanId);
   const traceState = context.traceState?.serialize();
   if (traceState) {
     writer.tag(3, LENGTH_DELIMITED);
     writer.string(traceState);
   }
-  if (span.parentSpanContext?.spanId) {
+  if (own !== undefined) {
+    if (own.parentIdHigh !== -1) {
+      writer.tag(4, LENGTH_DELIMITED);
+      writer.spanId(own.parentIdHigh, own.parentIdLow);
+    }
+  } else if (span.parentSpanContext?.spanId) {
     writer.tag(4, LENGTH_DELIMITED);
     writer.hexId(span.parentSpanContext.spanId);
   }
