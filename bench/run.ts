@@ -1,5 +1,5 @@
 // npm run bench: listPets through every target in one run: the backend directly, nginx (when installed),
-// a bare Express + http-proxy-middleware proxy, and the gateway with every feature on (exact rate limits, then
+// the Node floor (node:http + undici's Pool, no features), a bare Express + http-proxy-middleware proxy, and the gateway with every feature on (exact rate limits, then
 // local-first ones, then exact ones with every request traced and its spans exported over OTLP). Load from wrk.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -450,6 +450,7 @@ try {
   const backendPort = backend.port;
   const nginx = nginxBinary === undefined ? undefined : await startNginx(nginxBinary, backendPort);
   const bareProxy = await startServer('bare-proxy', ['bench/bare-proxy.ts', `http://127.0.0.1:${backendPort}`, '0']);
+  const nodeFloor = await startServer('node-floor', ['bench/node-floor.ts', `http://127.0.0.1:${backendPort}`, '0']);
   // Every feature on includes the signed caller identity: each forwarded request carries a token.
   const identityKeyFile = join(workDir, 'identity-key.pem');
   await writeSigningKeyFile(identityKeyFile, 'ed25519');
@@ -492,6 +493,13 @@ try {
   );
   adminRedis.disconnect();
 
+  const floorTarget: Target = {
+    name: 'node floor (http + undici)',
+    short: 'floor',
+    url: `http://127.0.0.1:${nodeFloor.port}${PATH_AND_QUERY}`,
+    headers: {},
+    pid: nodeFloor.pid,
+  };
   const bareTarget: Target = {
     name: 'bare express proxy',
     short: 'bare',
@@ -525,6 +533,7 @@ try {
     ...(nginx === undefined
       ? []
       : [{ name: 'nginx (keepalive upstream)', short: 'nginx', url: `http://127.0.0.1:${nginx.port}${PATH_AND_QUERY}`, headers: {}, pid: nginx.pid }]),
+    floorTarget,
     bareTarget,
     gatewayTarget,
     localFirstTarget,
@@ -541,6 +550,7 @@ try {
           },
         ]),
   ];
+  const FLOOR = targets.indexOf(floorTarget);
   const BARE = targets.indexOf(bareTarget);
   const GATEWAY = targets.indexOf(gatewayTarget);
   const LOCAL_FIRST = targets.indexOf(localFirstTarget);
@@ -645,6 +655,7 @@ try {
   const bareAdded = paced[BARE]!.p99 - direct.p99;
   const line = (label: string, value: string, target: string, pass: boolean | undefined) =>
     `  ${label.padEnd(52)} ${value.padStart(9)}   ${target.padEnd(10)} ${verdict(pass)}\n`;
+  const reference = (label: string, value: string) => `  ${label.padEnd(52)} ${value.padStart(9)}   (for reference)\n`;
   /** The issue's four targets for one gateway target, against the bare proxy of the same run. */
   const targetLines = (index: number) => {
     const gatewayT = throughput[index]!;
@@ -665,6 +676,35 @@ try {
       line('gateway RSS under load', `${gatewayT.rssMb.toFixed(0)} MB`, '<= 160 MB', gatewayT.rssMb <= 160)
     );
   };
+  const floorT = throughput[FLOOR]!;
+  const floorAdded = paced[FLOOR]!.p99 - direct.p99;
+  /** Against the Node floor of the same run: what Node itself costs to proxy the request. */
+  const floorLines = (index: number) => {
+    const gatewayT = throughput[index]!;
+    const throughputRatio = gatewayT.rps / floorT.rps;
+    const cpuRatio = gatewayT.cpuUsPerRequest / floorT.cpuUsPerRequest;
+    const latencyDelta = paced[index]!.p99 - direct.p99 - floorAdded;
+    return (
+      line('gateway/node floor throughput', throughputRatio.toFixed(2), '>= 0.75', throughputRatio >= 0.75) +
+      line('gateway/node floor CPU per request', cpuRatio.toFixed(2), '<= 1.35', cpuRatio <= 1.35) +
+      line(
+        `gateway added p99 - floor added p99 at ${RATE} req/s`,
+        `${latencyDelta >= 0 ? '+' : ''}${latencyDelta.toFixed(2)} ms`,
+        '<= 1 ms',
+        within(direct.rps) && within(paced[FLOOR]!.rps) ? within(paced[index]!.rps) && latencyDelta <= 1 : undefined,
+      ) +
+      line('gateway RSS under load', `${gatewayT.rssMb.toFixed(0)} MB`, '<= 160 MB', gatewayT.rssMb <= 160) +
+      line('moonshot: gateway/node floor CPU per request', cpuRatio.toFixed(2), '<= 1.15', cpuRatio <= 1.15)
+    );
+  };
+  process.stdout.write(
+    '\nAgainst the Node floor (issue 29), gateway with every feature on (exact rate limits, tracing off)\n' +
+      floorLines(GATEWAY) +
+      'The same, local-first rate limits\n' +
+      floorLines(LOCAL_FIRST) +
+      reference('floor/direct throughput', (floorT.rps / throughput[0]!.rps).toFixed(2)) +
+      reference('floor/direct CPU per request', (floorT.cpuUsPerRequest / throughput[0]!.cpuUsPerRequest).toFixed(2)),
+  );
   process.stdout.write(
     '\nTargets (issue 9), gateway with every feature on (exact rate limits, the default)\n' +
       targetLines(GATEWAY) +
@@ -690,7 +730,6 @@ try {
   const offT = throughput[GATEWAY]!;
   const tracedT = throughput[TRACED]!;
   const tracedCpuRatio = tracedT.cpuUsPerRequest / offT.cpuUsPerRequest;
-  const reference = (label: string, value: string) => `  ${label.padEnd(52)} ${value.padStart(9)}   (for reference)\n`;
   const tracedAddedP99 = paced[TRACED]!.p99 - paced[GATEWAY]!.p99;
   process.stdout.write(
     '\nTracing: the gateway with every feature on, every request traced (always_on) and exported (OTLP/HTTP protobuf),\n' +
