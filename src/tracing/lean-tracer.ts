@@ -96,11 +96,15 @@ export interface TraceIdBytes {
 }
 
 function newTraceId(): TraceIdBytes {
-  const bytes = new Uint8Array(16);
-  const view = Buffer.from(bytes.buffer, bytes.byteOffset, 16);
-  for (let at = 0; at < 16; at += 4) view.writeUInt32BE(randomWord(), at);
-  if (view.every((byte) => byte === 0)) bytes[15] = 1;
-  return { hex: view.toString('hex'), bytes };
+  const bytes = Buffer.allocUnsafe(16);
+  let any = 0;
+  for (let at = 0; at < 16; at += 4) {
+    const word = randomWord();
+    any |= word;
+    bytes.writeUInt32BE(word, at);
+  }
+  if (any === 0) bytes[15] = 1;
+  return { hex: bytes.toString('hex'), bytes };
 }
 
 /** A valid (checked) hex trace id's bytes. */
