@@ -73,3 +73,11 @@ export async function waitFor(probe: () => Promise<boolean>, deadlineMs = 10_000
   }
   return Date.now() - started;
 }
+
+/**
+ * Resolves once the gateway's /readyz answers 200: "listening" comes before Redis is connected, and a
+ * request in between is (rightly) refused 503.
+ */
+export async function waitUntilReady(gateway: { adminPort: number }, deadlineMs = 15_000): Promise<void> {
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, deadlineMs);
+}

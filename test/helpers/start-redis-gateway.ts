@@ -6,7 +6,7 @@ import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { systemClock, type Clock } from '../../src/time/clock.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
-import { waitFor } from './start-gateway-process.ts';
+import { waitUntilReady } from './start-gateway-process.ts';
 
 export type RedisGateway = Awaited<ReturnType<typeof composeRedisGateway>> & {
   admin: KeyAdmin;
@@ -29,7 +29,7 @@ export async function startRedisGateway(
   });
   const adminClient = createRedisClient(config.redis, { role: 'subscriber', name: 'test-key-admin' });
   const admin = new KeyAdmin(adminClient, { keyPrefix: config.redis.keyPrefix, hashKey, clock });
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200, 15_000);
+  await waitUntilReady(gateway);
   return {
     ...gateway,
     admin,

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 
 let redis: PrivateRedis;
@@ -65,7 +65,7 @@ beforeAll(async () => {
   await writeConfig({});
   env = { GATEWAY_CONFIG: configFile, REDIS_URL: redis.url, UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1` };
   gateway = await startGatewayProcess(env);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+  await waitUntilReady(gateway);
 });
 afterAll(async () => {
   await gateway?.stop();

@@ -11,7 +11,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { runDeprecationsCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -37,7 +37,7 @@ beforeAll(async () => {
   };
   replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
   for (const replica of replicas) {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`)).status === 200);
+    await waitUntilReady(replica);
   }
   admin = new KeyAdmin(redis.client, { keyPrefix: KEY_PREFIX, hashKey: createKeyHasher(PEPPER), clock: systemClock });
 });
@@ -216,7 +216,7 @@ describe('the report', () => {
   it("holds a replica's calls written when it shuts down, however long its flush interval", async () => {
     const { id, key } = await newKey('report-shutdown');
     const slow = await startGatewayProcess({ ...env, DEPRECATION_REPORT_FLUSH_MS: '3600000' });
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${slow.adminPort}/readyz`)).status === 200);
+    await waitUntilReady(slow);
     await getPet(slow, key);
     await getPet(slow, key);
     expect((await report()).some((row) => row.keyId === id)).toBe(false);

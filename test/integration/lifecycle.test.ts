@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, PROJECT_ROOT, START_ARGS } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, waitFor, PROJECT_ROOT, START_ARGS, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { execFile } from 'node:child_process';
 
@@ -52,7 +52,7 @@ describe('start-up', () => {
       expect((await fetch(`http://127.0.0.1:${gateway.adminPort}/healthz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status).toBe(503);
       await late.restart();
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+      await waitUntilReady(gateway);
     } finally {
       await gateway.stop();
       await late.stop();
@@ -71,7 +71,7 @@ describe('SIGTERM', () => {
     const created = await runKeysCli(['create', '--name', 'lifecycle', '--environment', 'staging', '--json'], env);
     const { key } = JSON.parse(created.stdout) as { key: string };
     const gateway = await startGatewayProcess(env);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).status === 200);
+    await waitUntilReady(gateway);
 
     const inFlight = fetch(`http://127.0.0.1:${gateway.port}/v1/pets?limit=99`, { headers: { Authorization: `Bearer ${key}` } });
     await waitFor(async () => releaseSlow !== undefined);

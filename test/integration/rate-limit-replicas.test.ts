@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
@@ -20,7 +20,7 @@ beforeAll(async () => {
   backend = await startPetStore();
   env = { REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production', API_KEY_PEPPER: PEPPER };
   replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env), startGatewayProcess(env)]);
-  for (const replica of replicas) await waitFor(async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`)).status === 200);
+  for (const replica of replicas) await waitUntilReady(replica);
 });
 afterAll(async () => {
   await Promise.all(replicas.map((replica) => replica.stop()));

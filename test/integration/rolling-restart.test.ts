@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -38,7 +38,7 @@ afterAll(async () => {
 async function startReplica(): Promise<GatewayProcess> {
   const replica = await startGatewayProcess(env);
   started.push(replica);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`)).status === 200);
+  await waitUntilReady(replica);
   return replica;
 }
 

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { type PrivateRedis, startRedis } from '../helpers/start-redis.ts';
 import { type ScriptedUpstream, startScriptedUpstream } from '../helpers/start-upstream.ts';
 
@@ -50,6 +50,7 @@ describe('npm start with OTEL_* set', () => {
     });
     let exit: number | null;
     try {
+      await waitUntilReady(gateway);
       const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, {
         headers: { authorization: `Bearer ${key}`, traceparent: `00-${TRACE_ID}-b7ad6b7169203331-01` },
       });
