@@ -4,6 +4,9 @@
 //   node bench/tracecost.ts [variant...]   a variant: off | traced, then optionally @<entry> (default dist/main.js)
 //                                          and ,NAME=value environment settings of its own,
 //                                          e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
+// Reported: each variant's median and its ratio to the first's, and the median of each round's own ratio,
+// which with many short rounds (TRACECOST_ROUNDS=30 TRACECOST_DURATION_S=2) resolves what the machine's
+// drift hides from a few long ones.
 // TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8); TRACECOST_PROFILE=<dir>: the traced
 // gateways run under --cpu-prof (profiles written there on exit; the figures are then the profiler's too).
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -171,8 +174,15 @@ try {
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const base = median(gateways[0]!.runs);
+  // Each round's own ratio to the first variant, then their median: the machine's drift between rounds
+  // (other tenants, CPU steal) moves both sides of a round's ratio alike, so many short rounds resolve
+  // what a ratio of medians over a few long ones cannot.
+  const firstRuns: number[] = gateways[0]!.runs;
+  const paired = (runs: number[]) => median(runs.map((run, round) => run / firstRuns[round]!));
   for (const gateway of gateways)
-    process.stdout.write(`${gateway.spec.padEnd(32)} median ${median(gateway.runs).toFixed(1)} µs/req, ×${(median(gateway.runs) / base).toFixed(2)}\n`);
+    process.stdout.write(
+      `${gateway.spec.padEnd(32)} median ${median(gateway.runs).toFixed(1)} µs/req, ×${(median(gateway.runs) / base).toFixed(2)}; median of rounds' ratios ×${paired(gateway.runs).toFixed(2)}\n`,
+    );
   for (const gateway of gateways)
     process.stdout.write(
       `${gateway.spec.padEnd(32)} by thread, µs/req: ${[...gateway.threads]

@@ -70,7 +70,7 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
   // The global API's provider is left alone: the gateway hands its tracer to what uses it, as it does its logger.
   // Its spans are the gateway's own small objects, encoded as they end (docs/decisions/0008-lean-spans.md);
   // the sampler and the OTLP/HTTP transport are the SDK's.
-  const tracer = new LeanTracer(resource, scope, sampler, batched);
+  const tracer = new LeanTracer(resource, scope, sampler, batched, { childrenFollowParent: true });
   return {
     tracing: recordingTracing(tracer, {
       // A collector that is down fails the last export (its spans counted as dropped): shutdown goes on.
@@ -104,7 +104,7 @@ function positiveInteger(env: NodeJS.ProcessEnv, variable: string, fallback: num
 }
 
 /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, the specification's values; parentbased_always_on by default. */
-function samplerFrom(env: NodeJS.ProcessEnv): { sampler: Sampler; description: string } {
+export function samplerFrom(env: NodeJS.ProcessEnv): { sampler: Sampler; description: string } {
   const name = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').trim().toLowerCase();
   const ratio = () => {
     const raw = env.OTEL_TRACES_SAMPLER_ARG?.trim();
@@ -133,6 +133,12 @@ function samplerFrom(env: NodeJS.ProcessEnv): { sampler: Sampler; description: s
   }
 }
 
+/** A batch's export request, encoded by the batch, as the SDK's delegate takes it. */
+interface ExportRequest {
+  bytes: Uint8Array;
+  spans: number;
+}
+
 /**
  * Spans encoded as they end, batched, and sent by the SDK's OTLP/HTTP transport: the one the SDK's own
  * exporters use, which reads OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION, _CERTIFICATE, _CLIENT_KEY and
@@ -145,8 +151,8 @@ function otlpBatch<Encoded>(
   transport: { url: string; timeoutMillis: number },
   batch: BatchOptions,
 ): SpanBatch<Encoded> {
-  const serializer: ISerializer<Encoded[], unknown> = {
-    serializeRequest: (spans) => encoding.request(spans),
+  const serializer: ISerializer<ExportRequest, unknown> = {
+    serializeRequest: (request) => request.bytes,
     deserializeResponse: (data) => responses.deserializeResponse(data),
   };
   // convertLegacyHttpOptions is how the SDK's exporters read their environment (deprecated for its 2.0, as
@@ -155,13 +161,13 @@ function otlpBatch<Encoded>(
     convertLegacyHttpOptions(transport, 'TRACES', 'v1/traces', { 'Content-Type': encoding.contentType }),
     serializer,
     'otlp_http_span_exporter',
-    { name: 'span', countItems: (spans: Encoded[]) => spans.length },
+    { name: 'span', countItems: (request: ExportRequest) => request.spans },
     undefined,
   );
   return new SpanBatch(
     encoding,
     {
-      send: (spans, done) => delegate.export(spans, (result) => done(result.code === ExportResultCode.SUCCESS)),
+      send: (bytes, spans, done) => delegate.export({ bytes, spans }, (result) => done(result.code === ExportResultCode.SUCCESS)),
       shutdown: () => delegate.shutdown(),
     },
     batch,

@@ -7,6 +7,7 @@ import {
   type Exception,
   type HrTime,
   type Link,
+  ROOT_CONTEXT,
   SamplingDecision,
   type Span,
   type SpanAttributes,
@@ -17,6 +18,7 @@ import {
   SpanStatusCode,
   type TimeInput,
   type Tracer,
+  type TraceState,
   TraceFlags,
   trace,
 } from '@opentelemetry/api';
@@ -24,7 +26,7 @@ import { type InstrumentationScope, isAttributeValue } from '@opentelemetry/core
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, Sampler, TimedEvent } from '@opentelemetry/sdk-trace';
 
-/** What receives an ended span: the SDK's span processor interface, its onEnd only (the batch processor's onStart does nothing). */
+/** What receives an ended span, sampled ones only: the SDK's span processor interface, its onEnd only (the batch processor's onStart does nothing). */
 export interface EndedSpans {
   onEnd(span: ReadableSpan): void;
 }
@@ -48,6 +50,7 @@ class Clock {
   }
 }
 
+/** Milliseconds since the epoch as an HrTime (the encoder's Writer.timeMs writes the same nanoseconds). */
 function hrTime(ms: number): HrTime {
   const seconds = Math.floor(ms / 1000);
   const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
@@ -79,13 +82,17 @@ function randomWord(): number {
   return (Math.random() * 4294967296) >>> 0;
 }
 
-/** A new span id in hex; its words are left in lastHigh and lastLow. */
-function newSpanId(): string {
+/** A new span id: its words are left in lastHigh and lastLow. */
+function newSpanId(): void {
   lastHigh = randomWord();
   lastLow = randomWord();
   if (lastHigh === 0 && lastLow === 0) lastLow = 1;
-  idBuffer.writeUInt32BE(lastHigh, 0);
-  idBuffer.writeUInt32BE(lastLow, 4);
+}
+
+/** A span id's hex, from its words. */
+function spanIdHex(high: number, low: number): string {
+  idBuffer.writeUInt32BE(high, 0);
+  idBuffer.writeUInt32BE(low, 4);
   return idBuffer.toString('hex', 0, 8);
 }
 
@@ -124,8 +131,6 @@ export class LeanSpan implements Span, ReadableSpan {
   // holds is kept until its batch is exported (allocation and GC are most of tracing's cost).
   links: Link[] = NO_LINKS;
   events: TimedEvent[] = NO_EVENTS;
-  readonly startTime: HrTime;
-  endTime: HrTime = NOT_ENDED;
   status: SpanStatus = UNSET;
   ended = false;
   readonly droppedAttributesCount = 0;
@@ -133,40 +138,58 @@ export class LeanSpan implements Span, ReadableSpan {
   readonly droppedLinksCount = 0;
   name: string;
   readonly kind: SpanKind;
-  readonly parentSpanContext?: SpanContext;
   /** The ids' bytes, for the encoder: the trace's, this span's and its parent's (no parent: both words -1). */
   readonly traceIdBytes: TraceIdBytes;
   readonly spanIdHigh: number;
   readonly spanIdLow: number;
   readonly parentIdHigh: number;
   readonly parentIdLow: number;
-  private readonly context: SpanContext;
+  readonly traceFlags: number;
+  readonly traceState: TraceState | undefined;
+  /** Start and end in milliseconds since the epoch (fractional): the encoder writes them; HrTimes are made only when read. */
+  readonly startMs: number;
+  endMs = 0;
+  readonly parentSpanContext?: SpanContext;
+  /** The API's SpanContext, made when first asked for: most of a request's spans are never asked (their ids are only encoded). */
+  private context: SpanContext | undefined;
   private readonly owner: LeanTracer;
-  private readonly startMs: number;
-  private endMs = 0;
 
   constructor(
     name: string,
     kind: SpanKind,
-    context: SpanContext,
-    ids: { trace: TraceIdBytes; high: number; low: number; parentHigh: number; parentLow: number },
-    parent: SpanContext | undefined,
+    ids: TraceIdBytes,
+    spanIdHigh: number,
+    spanIdLow: number,
+    traceFlags: number,
+    traceState: TraceState | undefined,
+    /** A span of the gateway's, or a remote one's context. */
+    parent: LeanSpan | SpanContext | undefined,
+    parentHigh: number,
+    parentLow: number,
     attributes: Attributes,
     owner: LeanTracer,
   ) {
     this.name = name;
     this.kind = kind;
-    this.context = context;
-    this.traceIdBytes = ids.trace;
-    this.spanIdHigh = ids.high;
-    this.spanIdLow = ids.low;
-    this.parentIdHigh = ids.parentHigh;
-    this.parentIdLow = ids.parentLow;
-    if (parent !== undefined) this.parentSpanContext = parent;
+    this.traceIdBytes = ids;
+    this.spanIdHigh = spanIdHigh;
+    this.spanIdLow = spanIdLow;
+    this.traceFlags = traceFlags;
+    this.traceState = traceState;
+    if (parent !== undefined) this.parentSpanContext = parent instanceof LeanSpan ? parent.spanContext() : parent;
+    this.parentIdHigh = parentHigh;
+    this.parentIdLow = parentLow;
     this.owner = owner;
     this.attributes = attributes;
     this.startMs = owner.clock.nowMs();
-    this.startTime = hrTime(this.startMs);
+  }
+
+  get startTime(): HrTime {
+    return hrTime(this.startMs);
+  }
+
+  get endTime(): HrTime {
+    return this.ended ? hrTime(this.endMs) : NOT_ENDED;
   }
 
   get duration(): HrTime {
@@ -182,6 +205,12 @@ export class LeanSpan implements Span, ReadableSpan {
   }
 
   spanContext(): SpanContext {
+    if (this.context === undefined) {
+      const traceId = this.traceIdBytes.hex;
+      const spanId = spanIdHex(this.spanIdHigh, this.spanIdLow);
+      const { traceFlags, traceState } = this;
+      this.context = traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
+    }
     return this.context;
   }
 
@@ -232,9 +261,9 @@ export class LeanSpan implements Span, ReadableSpan {
   end(endTime?: TimeInput): void {
     if (this.ended) return;
     this.endMs = Math.max(this.startMs, timeInputMs(endTime, this.owner.clock));
-    this.endTime = hrTime(this.endMs);
     this.ended = true;
-    this.owner.processor.onEnd(this);
+    // Only sampled spans are exported (as the SDK's batch processor has it): the others end here.
+    if ((this.traceFlags & TraceFlags.SAMPLED) !== 0) this.owner.processor.onEnd(this);
   }
 
   isRecording(): boolean {
@@ -265,12 +294,51 @@ export class LeanTracer implements Tracer {
   readonly resource: Resource;
   readonly processor: EndedSpans;
   private readonly sampler: Sampler;
+  private readonly childrenFollowParent: boolean;
 
-  constructor(resource: Resource, scope: { name: string; version: string }, sampler: Sampler, processor: EndedSpans) {
+  /**
+   * `childrenFollowParent`: the sampler would record and sample every child of a sampled span of the
+   * gateway's (a local parent), with no attributes or trace state of its own, so `startChild` need not ask it.
+   * True of every sampler OTEL_TRACES_SAMPLER names (the parent-based ones delegate a local sampled parent to
+   * always_on; traceidratio decides by the trace id, which the child shares): from-environment's test checks it.
+   */
+  constructor(
+    resource: Resource,
+    scope: { name: string; version: string },
+    sampler: Sampler,
+    processor: EndedSpans,
+    options: { childrenFollowParent?: boolean } = {},
+  ) {
     this.resource = resource;
     this.scope = { name: scope.name, version: scope.version };
     this.sampler = sampler;
     this.processor = processor;
+    this.childrenFollowParent = options.childrenFollowParent ?? false;
+  }
+
+  /**
+   * A child of a span of this tracer's, for a stage's own work: the parent's trace, its trace state, sampled
+   * as it is. `attributes` becomes the span's own object (pass a new one). Without a context: the API's
+   * contexts cost a Map each, and the sampler is asked only where its answer could differ.
+   */
+  startChild(parent: LeanSpan, name: string, kind: SpanKind, attributes: Attributes = {}): Span {
+    if (!this.childrenFollowParent || (parent.traceFlags & TraceFlags.SAMPLED) === 0)
+      return this.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+    newSpanId();
+    return new LeanSpan(
+      name,
+      kind,
+      parent.traceIdBytes,
+      lastHigh,
+      lastLow,
+      TraceFlags.SAMPLED,
+      parent.traceState,
+      parent,
+      parent.spanIdHigh,
+      parent.spanIdLow,
+      attributes,
+      this,
+    );
   }
 
   startSpan(name: string, options: SpanOptions = {}, context?: Context): Span {
@@ -278,8 +346,8 @@ export class LeanTracer implements Tracer {
     // A parent of the gateway's own is valid by construction, and carries its ids' bytes; any other is checked.
     const parentSpan = options.root ? undefined : trace.getSpan(context);
     const localParent = parentSpan instanceof LeanSpan ? parentSpan : undefined;
-    const parent = localParent?.spanContext() ?? parentSpan?.spanContext();
-    const validParent = localParent !== undefined || (parent !== undefined && trace.isSpanContextValid(parent)) ? parent : undefined;
+    const remoteParent = localParent === undefined ? parentSpan?.spanContext() : undefined;
+    const validRemote = remoteParent !== undefined && trace.isSpanContextValid(remoteParent) ? remoteParent : undefined;
     let traceIdBytes: TraceIdBytes;
     let parentHigh = -1;
     let parentLow = -1;
@@ -287,13 +355,14 @@ export class LeanTracer implements Tracer {
       traceIdBytes = localParent.traceIdBytes;
       parentHigh = localParent.spanIdHigh;
       parentLow = localParent.spanIdLow;
-    } else if (validParent !== undefined) {
-      traceIdBytes = traceIdOf(validParent.traceId);
-      [parentHigh, parentLow] = wordsOf(validParent.spanId);
+    } else if (validRemote !== undefined) {
+      traceIdBytes = traceIdOf(validRemote.traceId);
+      [parentHigh, parentLow] = wordsOf(validRemote.spanId);
     } else traceIdBytes = newTraceId();
     const traceId = traceIdBytes.hex;
-    const spanId = newSpanId();
-    const ids = { trace: traceIdBytes, high: lastHigh, low: lastLow, parentHigh, parentLow };
+    newSpanId();
+    const spanIdHigh = lastHigh;
+    const spanIdLow = lastLow;
     const kind = options.kind ?? SpanKind.INTERNAL;
     const attributes: Attributes = {};
     const given = options.attributes;
@@ -304,11 +373,14 @@ export class LeanTracer implements Tracer {
       }
     const sampling = this.sampler.shouldSample(context, traceId, name, kind, attributes, options.links ?? NO_LINKS);
     const traceFlags = sampling.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
-    const traceState = sampling.traceState ?? validParent?.traceState;
-    const spanContext: SpanContext = traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
-    if (sampling.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(spanContext);
+    const traceState = sampling.traceState ?? (localParent !== undefined ? localParent.traceState : validRemote?.traceState);
+    if (sampling.decision === SamplingDecision.NOT_RECORD) {
+      const spanId = spanIdHex(spanIdHigh, spanIdLow);
+      return trace.wrapSpanContext(traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState });
+    }
     if (sampling.attributes !== undefined) Object.assign(attributes, sampling.attributes);
-    const span = new LeanSpan(name, kind, spanContext, ids, validParent, attributes, this);
+    const parent = localParent ?? validRemote;
+    const span = new LeanSpan(name, kind, traceIdBytes, spanIdHigh, spanIdLow, traceFlags, traceState, parent, parentHigh, parentLow, attributes, this);
     if (options.links !== undefined) span.addLinks(options.links);
     return span;
   }

@@ -82,8 +82,19 @@ class Writer {
     this.pos = this.buffer.writeUInt32LE(value >>> 0, this.pos);
   }
 
-  /** An HrTime as nanoseconds since the epoch: past 2^53, so computed in two 32-bit halves. */
+  /** An HrTime as nanoseconds since the epoch. */
   time([seconds, nanos]: HrTime): void {
+    this.nanos(seconds, nanos);
+  }
+
+  /** Milliseconds since the epoch as nanoseconds, rounded as hrTime() rounds them (without making the HrTime). */
+  timeMs(ms: number): void {
+    const seconds = Math.floor(ms / 1000);
+    this.nanos(seconds, Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6)));
+  }
+
+  /** Seconds and nanoseconds as nanoseconds since the epoch: past 2^53, so computed in two 32-bit halves. */
+  private nanos(seconds: number, nanos: number): void {
     this.ensure(8);
     const lowSeconds = seconds & 0xffff;
     const highSeconds = (seconds / 65536) >>> 0;
@@ -250,10 +261,66 @@ function writeKeyValue(writer: Writer, key: string, value: AttributeValue | unkn
 function writeAttributes(writer: Writer, attributes: Attributes, field: number): void {
   for (const key in attributes) {
     if (!Object.hasOwn(attributes, key)) continue;
+    const value = attributes[key];
+    if (field === SPAN_ATTRIBUTES) {
+      const encoded = spanAttributes.bytes(key, value);
+      if (encoded !== undefined) {
+        writer.raw(encoded);
+        continue;
+      }
+    }
     writer.tag(field, LENGTH_DELIMITED);
-    writeKeyValue(writer, key, attributes[key]);
+    writeKeyValue(writer, key, value);
   }
 }
+
+/** Span.attributes' field number. */
+const SPAN_ATTRIBUTES = 9;
+
+/**
+ * Span attributes as encoded once: most of a request's attributes are the same pair on every request
+ * (`http.request.method` GET, `gateway.auth.result` ok, the route), so their bytes (tag, length and
+ * KeyValue) are copied, not written a field at a time. Bounded: at most `maxKeys` keys of `maxValues`
+ * scalar values each, short strings only; a pair past that is written as any other (a key of many
+ * values, like `url.full`, keeps its first few and takes no more room).
+ */
+class EncodedAttributes {
+  private readonly byKey = new Map<string, Map<AttributeValue, Buffer>>();
+  private readonly writer = new Writer();
+  private readonly maxKeys: number;
+  private readonly maxValues: number;
+
+  constructor(maxKeys: number, maxValues: number) {
+    this.maxKeys = maxKeys;
+    this.maxValues = maxValues;
+  }
+
+  bytes(key: string, value: AttributeValue | undefined): Buffer | undefined {
+    if (value === undefined) return undefined;
+    const values = this.byKey.get(key);
+    return values?.get(value) ?? this.remember(key, value, values);
+  }
+
+  private remember(key: string, value: AttributeValue, known: Map<AttributeValue, Buffer> | undefined): Buffer | undefined {
+    if (!(typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.length <= 64))) return undefined;
+    let values = known;
+    if (values === undefined) {
+      if (this.byKey.size >= this.maxKeys) return undefined;
+      values = new Map();
+      this.byKey.set(key, values);
+    }
+    if (values.size >= this.maxValues) return undefined;
+    const writer = this.writer;
+    writer.pos = 0;
+    writer.tag(SPAN_ATTRIBUTES, LENGTH_DELIMITED);
+    writeKeyValue(writer, key, value);
+    const bytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
+    values.set(value, bytes);
+    return bytes;
+  }
+}
+
+const spanAttributes = new EncodedAttributes(64, 32);
 
 /** Span.flags, in both encodings: the W3C trace flags, and whether the parent is known to be remote (the SDK's bits 8 and 9). */
 export function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
@@ -307,15 +374,16 @@ function writeStatus(writer: Writer, status: SpanStatus): void {
 
 /** A Span message (opentelemetry/proto/trace/v1/trace.proto), without its tag and length. */
 function writeSpan(writer: Writer, span: ReadableSpan): void {
-  const context = span.spanContext();
+  // A span of the gateway's gives its ids as bytes and its flags without making its SpanContext.
   const own = span instanceof LeanSpan ? span : undefined;
+  const context = own === undefined ? span.spanContext() : undefined;
   writer.tag(1, LENGTH_DELIMITED);
   if (own !== undefined) writer.traceId(own.traceIdBytes.bytes);
-  else writer.hexId(context.traceId);
+  else writer.hexId(context!.traceId);
   writer.tag(2, LENGTH_DELIMITED);
   if (own !== undefined) writer.spanId(own.spanIdHigh, own.spanIdLow);
-  else writer.hexId(context.spanId);
-  const traceState = context.traceState?.serialize();
+  else writer.hexId(context!.spanId);
+  const traceState = (own !== undefined ? own.traceState : context!.traceState)?.serialize();
   if (traceState) {
     writer.tag(3, LENGTH_DELIMITED);
     writer.string(traceState);
@@ -334,9 +402,11 @@ function writeSpan(writer: Writer, span: ReadableSpan): void {
   writer.tag(6, VARINT);
   writer.uint32(span.kind + 1);
   writer.tag(7, FIXED64);
-  writer.time(span.startTime);
+  if (own !== undefined) writer.timeMs(own.startMs);
+  else writer.time(span.startTime);
   writer.tag(8, FIXED64);
-  writer.time(span.endTime);
+  if (own !== undefined) writer.timeMs(own.endMs);
+  else writer.time(span.endTime);
   writeAttributes(writer, span.attributes, 9);
   writer.tag(10, VARINT);
   writer.uint32(span.droppedAttributesCount);
@@ -348,79 +418,110 @@ function writeSpan(writer: Writer, span: ReadableSpan): void {
   writer.uint32(span.droppedLinksCount);
   writeStatus(writer, span.status);
   writer.tag(16, FIXED32);
-  writer.fixed32(spanFlags(context.traceFlags, span.parentSpanContext?.isRemote));
+  writer.fixed32(spanFlags(own !== undefined ? own.traceFlags : context!.traceFlags, span.parentSpanContext?.isRemote));
+}
+
+/** The bytes of a varint of `value` (below 2^32). */
+function varintSize(value: number): number {
+  return value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5;
 }
 
 /**
  * Encodes ended spans for an OTLP/HTTP protobuf export: `span` as each ends, `request` for a batch of them.
- * A span's encoding is a small Buffer of its own (from Node's pool): the span itself need not be kept.
+ * A span's bytes are appended to one buffer that holds every queued span (oldest first) and the queue keeps
+ * only its length: no object per span outlives the request that made it, which is what kept the garbage
+ * collector busy (docs/decisions/0008-lean-spans.md). `request` takes the oldest spans' bytes off the front.
  */
 export class ProtobufSpans {
   readonly contentType = 'application/x-protobuf';
-  private readonly writer = new Writer();
+  /** The queued spans' bytes, each a ScopeSpans entry (tag, length, Span message), oldest first. */
+  private readonly queued = new Writer();
+  private readonly head = new Writer();
   /** ResourceSpans' field 1 (the resource) and the start of field 2 (ScopeSpans: its scope), written once. */
   private readonly resourceBytes: Buffer;
   private readonly scopeBytes: Buffer;
-  private readonly schemaUrls: { resource: string | undefined; scope: string | undefined };
+  /** ScopeSpans' and ResourceSpans' schema URLs (field 3), written once; empty when there are none. */
+  private readonly scopeSchemaBytes: Buffer;
+  private readonly resourceSchemaBytes: Buffer;
 
   constructor(resource: Resource, scope: InstrumentationScope) {
-    const writer = this.writer;
-    writer.pos = 0;
-    writer.tag(1, LENGTH_DELIMITED);
-    const resourceAt = writer.begin();
-    writeAttributes(writer, resource.attributes, 1);
-    writer.tag(2, VARINT);
-    writer.uint32(0);
-    writer.end(resourceAt);
-    this.resourceBytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
-    writer.pos = 0;
-    writer.tag(1, LENGTH_DELIMITED);
-    const scopeAt = writer.begin();
-    writer.tag(1, LENGTH_DELIMITED);
-    writer.string(scope.name);
-    if (scope.version) {
+    const writer = this.head;
+    const written = (write: () => void) => {
+      writer.pos = 0;
+      write();
+      return Buffer.from(writer.buffer.subarray(0, writer.pos));
+    };
+    this.resourceBytes = written(() => {
+      writer.tag(1, LENGTH_DELIMITED);
+      const resourceAt = writer.begin();
+      writeAttributes(writer, resource.attributes, 1);
+      writer.tag(2, VARINT);
+      writer.uint32(0);
+      writer.end(resourceAt);
+    });
+    this.scopeBytes = written(() => {
+      writer.tag(1, LENGTH_DELIMITED);
+      const scopeAt = writer.begin();
+      writer.tag(1, LENGTH_DELIMITED);
+      writer.string(scope.name);
+      if (scope.version) {
+        writer.tag(2, LENGTH_DELIMITED);
+        writer.string(scope.version);
+      }
+      writer.end(scopeAt);
+    });
+    const schemaUrl = (url: string | undefined) =>
+      written(() => {
+        if (!url) return;
+        writer.tag(3, LENGTH_DELIMITED);
+        writer.string(url);
+      });
+    this.scopeSchemaBytes = schemaUrl(scope.schemaUrl);
+    this.resourceSchemaBytes = schemaUrl(resource.schemaUrl);
+  }
+
+  /** Appends the span's bytes to the queued ones; returns their length, which is what the queue keeps. */
+  span(span: ReadableSpan): number {
+    const writer = this.queued;
+    const start = writer.pos;
+    try {
       writer.tag(2, LENGTH_DELIMITED);
-      writer.string(scope.version);
+      const at = writer.begin();
+      writeSpan(writer, span);
+      writer.end(at);
+    } catch (error) {
+      writer.pos = start; // a span half written is no span: the queued bytes stay whole
+      throw error;
     }
-    writer.end(scopeAt);
-    this.scopeBytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
-    this.schemaUrls = { resource: resource.schemaUrl || undefined, scope: scope.schemaUrl || undefined };
+    return writer.pos - start;
   }
 
-  /** The span's bytes as a ScopeSpans entry (tag, length, Span message). */
-  span(span: ReadableSpan): Buffer {
-    const writer = this.writer;
-    writer.pos = 0;
-    writer.tag(2, LENGTH_DELIMITED);
-    const at = writer.begin();
-    writeSpan(writer, span);
-    writer.end(at);
-    const encoded = Buffer.allocUnsafe(writer.pos);
-    writer.buffer.copy(encoded, 0, 0, writer.pos);
-    return encoded;
+  discard(): void {
+    this.queued.pos = 0;
   }
 
-  /** An ExportTraceServiceRequest of these spans: one ResourceSpans, one ScopeSpans. */
-  request(spans: readonly Buffer[]): Uint8Array {
-    const writer = this.writer;
-    writer.pos = 0;
-    writer.tag(1, LENGTH_DELIMITED);
-    const resourceSpans = writer.begin();
-    writer.raw(this.resourceBytes);
-    writer.tag(2, LENGTH_DELIMITED);
-    const scopeSpans = writer.begin();
-    writer.raw(this.scopeBytes);
-    for (const span of spans) writer.raw(span);
-    if (this.schemaUrls.scope) {
-      writer.tag(3, LENGTH_DELIMITED);
-      writer.string(this.schemaUrls.scope);
-    }
-    writer.end(scopeSpans);
-    if (this.schemaUrls.resource) {
-      writer.tag(3, LENGTH_DELIMITED);
-      writer.string(this.schemaUrls.resource);
-    }
-    writer.end(resourceSpans);
-    return Buffer.from(writer.buffer.subarray(0, writer.pos));
+  /** An ExportTraceServiceRequest (one ResourceSpans, one ScopeSpans) of the oldest queued spans, whose lengths are given. */
+  request(spans: readonly number[]): Uint8Array {
+    let length = 0;
+    for (const spanLength of spans) length += spanLength;
+    const scopeSpansLength = this.scopeBytes.length + length + this.scopeSchemaBytes.length;
+    const resourceSpansLength = this.resourceBytes.length + 1 + varintSize(scopeSpansLength) + scopeSpansLength + this.resourceSchemaBytes.length;
+    const head = this.head;
+    head.pos = 0;
+    head.tag(1, LENGTH_DELIMITED);
+    head.uint32(resourceSpansLength);
+    head.raw(this.resourceBytes);
+    head.tag(2, LENGTH_DELIMITED);
+    head.uint32(scopeSpansLength);
+    head.raw(this.scopeBytes);
+    const request = Buffer.allocUnsafe(head.pos + length + this.scopeSchemaBytes.length + this.resourceSchemaBytes.length);
+    let at = head.buffer.copy(request, 0, 0, head.pos);
+    const queued = this.queued;
+    at += queued.buffer.copy(request, at, 0, length);
+    at += this.scopeSchemaBytes.copy(request, at);
+    this.resourceSchemaBytes.copy(request, at);
+    queued.buffer.copyWithin(0, length, queued.pos);
+    queued.pos -= length;
+    return request;
   }
 }

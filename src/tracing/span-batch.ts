@@ -1,21 +1,26 @@
 // Ended spans, encoded as they end, in a bounded queue sent in batches: the batch span processor's rules
 // (OTEL_BSP_*) over encoded spans, so that no span object is kept until its batch is sent.
-import { TraceFlags } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 
-/** How spans become an export request (OTLP/protobuf or OTLP/JSON). */
+/**
+ * How spans become an export request (OTLP/protobuf or OTLP/JSON). An encoding may keep the bytes itself and
+ * queue only a token (the protobuf encoding queues each span's length): `request` is given the oldest
+ * encoded spans, in the order they were encoded, each once, and the batch keeps to that.
+ */
 export interface SpanEncoding<Encoded> {
   readonly contentType: string;
   /** One ended span's encoding, kept in the queue instead of the span. */
   span(span: ReadableSpan): Encoded;
-  /** The export request of a batch. */
+  /** The export request of a batch: the oldest spans encoded and not yet in a request. */
   request(spans: readonly Encoded[]): Uint8Array;
+  /** Forgets every span encoded and not yet in a request (the batch empties its queue with it). */
+  discard(): void;
 }
 
 /** Where batches go. */
-export interface BatchSender<Encoded> {
-  /** Sends one batch; calls `done` once, with whether the collector took it. */
-  send(spans: Encoded[], done: (delivered: boolean) => void): void;
+export interface BatchSender {
+  /** Sends one batch's export request (`spans` spans); calls `done` once, with whether the collector took it. */
+  send(request: Uint8Array, spans: number, done: (delivered: boolean) => void): void;
   /** After the last batch: waits for sends under way, then closes. */
   shutdown(): Promise<void>;
 }
@@ -44,22 +49,30 @@ export class SpanBatch<Encoded> {
   private sending: Promise<void> | undefined;
   private closed = false;
   private readonly encoding: SpanEncoding<Encoded>;
-  private readonly sender: BatchSender<Encoded>;
+  private readonly sender: BatchSender;
   private readonly options: BatchOptions;
 
-  constructor(encoding: SpanEncoding<Encoded>, sender: BatchSender<Encoded>, options: BatchOptions) {
+  constructor(encoding: SpanEncoding<Encoded>, sender: BatchSender, options: BatchOptions) {
     this.encoding = encoding;
     this.sender = sender;
     this.options = { ...options, maxExportBatchSize: Math.min(options.maxExportBatchSize, options.maxQueueSize) };
   }
 
+  /** A sampled span, ended (the tracer hands over no other, as the SDK's batch processor takes no other). */
   onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.closed || this.queue.length >= this.options.maxQueueSize) {
       this.dropped++;
       return;
     }
-    this.queue.push(this.encoding.span(span));
+    let encoded: Encoded;
+    try {
+      encoded = this.encoding.span(span);
+    } catch {
+      // Never thrown into the request that ended the span: the span is lost and counted (the encoding keeps step).
+      this.dropped++;
+      return;
+    }
+    this.queue.push(encoded);
     this.schedule();
   }
 
@@ -98,6 +111,17 @@ export class SpanBatch<Encoded> {
     const spans = this.queue.length <= size ? this.queue : this.queue.slice(0, size);
     this.queue = this.queue.length <= size ? [] : this.queue.slice(size);
     if (spans.length === 0) return Promise.resolve();
+    // Encoded now, in queue order, whatever the sender does later: the encoding may hold the spans' bytes.
+    let request: Uint8Array;
+    try {
+      request = this.encoding.request(spans);
+    } catch {
+      // The encoding and the queue can no longer be trusted to agree: both start afresh, the spans counted lost.
+      this.dropped += spans.length + this.queue.length;
+      this.queue = [];
+      this.encoding.discard();
+      return Promise.resolve();
+    }
     const sending = new Promise<void>((resolve) => {
       let settled = false;
       const finish = (delivered: boolean) => {
@@ -110,7 +134,7 @@ export class SpanBatch<Encoded> {
       const timeout = setTimeout(() => finish(false), this.options.exportTimeoutMillis);
       timeout.unref();
       try {
-        this.sender.send(spans, finish);
+        this.sender.send(request, spans.length, finish);
       } catch {
         finish(false);
       }

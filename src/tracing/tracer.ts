@@ -1,17 +1,6 @@
 // The gateway's part in a trace: its span for each request and for the upstream exchange, recorded or only propagated.
 import type { IncomingMessage } from 'node:http';
-import {
-  type Attributes,
-  type Context,
-  INVALID_SPAN_CONTEXT,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  trace,
-  TraceFlags,
-} from '@opentelemetry/api';
+import { type Attributes, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace';
 import {
@@ -25,6 +14,7 @@ import {
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
+import { LeanSpan, type LeanTracer } from './lean-tracer.ts';
 import { formatTraceParent, remoteParent } from './trace-context.ts';
 
 /** The trace slice of a request's record: written on arrival, read by the proxy stage and the completion hook. */
@@ -38,9 +28,7 @@ export interface TraceSlice {
   /** The SERVER span, when spans are recorded (an exporter is configured); the completion hook ends it. */
   readonly span: Span | undefined;
   /** What makes the SERVER span's children (startChildSpan); present with `span`. */
-  readonly tracer?: Tracer;
-  /** The context whose span is `span`: the parent of its children, made once a request; present with `span`. */
-  readonly context?: Context;
+  readonly tracer?: LeanTracer;
 }
 
 /** Not recorded, for a slice without a tracer (never met when `span` is defined). */
@@ -51,9 +39,9 @@ const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
  * told. Call it only once `slice.span` is defined, so that a request whose spans are not recorded pays nothing.
  */
 export function startChildSpan(slice: TraceSlice, name: string, attributes?: Attributes, kind: SpanKind = SpanKind.INTERNAL, parent = slice.span): Span {
-  if (slice.tracer === undefined || parent === undefined) return NO_SPAN;
-  const context = parent === slice.span && slice.context !== undefined ? slice.context : trace.setSpan(ROOT_CONTEXT, parent);
-  return slice.tracer.startSpan(name, attributes === undefined ? { kind } : { kind, attributes }, context);
+  // A parent not recorded (not sampled) has no recorded children: every sampler the gateway takes says so.
+  if (slice.tracer === undefined || !(parent instanceof LeanSpan)) return NO_SPAN;
+  return slice.tracer.startChild(parent, name, kind, attributes);
 }
 
 /** What the completion hook knows of a finished request, for its span. */
@@ -135,8 +123,8 @@ export const STAGE_ATTRIBUTES = {
   rateLimitOnStoreError: 'gateway.rate_limit.on_store_error',
 } as const;
 
-/** Spans recorded with `tracer` (an SDK tracer whose provider exports them); `shutdown` flushes the provider. */
-export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
+/** Spans recorded with `tracer`, which hands them to what exports them; `shutdown` sends what is queued. */
+export function recordingTracing(tracer: LeanTracer, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
   const upstreamOrigin = upstreamOrigins();
   return {
     recording: true,
@@ -154,21 +142,15 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
             });
       const method = req.method ?? 'GET';
       const known = KNOWN_METHODS.has(method);
+      const attributes: Attributes = {
+        [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER',
+        [ATTR_URL_SCHEME]: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
+        [ATTR_URL_PATH]: path,
+      };
       const { host, port } = hostOf(req.headers.host);
-      const span = tracer.startSpan(
-        known ? method : 'HTTP',
-        {
-          kind: SpanKind.SERVER,
-          attributes: {
-            [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER',
-            [ATTR_URL_SCHEME]: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
-            [ATTR_URL_PATH]: path,
-            ...(host === undefined ? {} : { [ATTR_SERVER_ADDRESS]: host }),
-            ...(port === undefined ? {} : { [ATTR_SERVER_PORT]: port }),
-          },
-        },
-        context,
-      );
+      if (host !== undefined) attributes[ATTR_SERVER_ADDRESS] = host;
+      if (port !== undefined) attributes[ATTR_SERVER_PORT] = port;
+      const span = tracer.startSpan(known ? method : 'HTTP', { kind: SpanKind.SERVER, attributes }, context);
       const own = span.spanContext();
       return {
         traceId: own.traceId,
@@ -177,27 +159,24 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
         traceState: parent?.traceState,
         span,
         tracer,
-        context: trace.setSpan(ROOT_CONTEXT, span),
       };
     },
     startExchange(slice, method, url) {
-      const parent = slice.span === undefined ? ROOT_CONTEXT : (slice.context ?? trace.setSpan(ROOT_CONTEXT, slice.span));
       const target = upstreamOrigin(url);
       const query = url.indexOf('?');
-      const span = tracer.startSpan(
-        method,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: {
-            [ATTR_HTTP_REQUEST_METHOD]: method,
-            [ATTR_SERVER_ADDRESS]: target.hostname,
-            [ATTR_SERVER_PORT]: target.port,
-            // Without the query: a client may put a secret there by mistake (the access log leaves it out too).
-            [ATTR_URL_FULL]: query === -1 ? url : url.slice(0, query),
-          },
-        },
-        parent,
-      );
+      const attributes: Attributes = {
+        [ATTR_HTTP_REQUEST_METHOD]: method,
+        [ATTR_SERVER_ADDRESS]: target.hostname,
+        [ATTR_SERVER_PORT]: target.port,
+        // The origin as URL writes it (no user:password of a configured base), and the path without the
+        // query: a client may put a secret there by mistake (the access log leaves it out too).
+        [ATTR_URL_FULL]: target.origin + (query === -1 ? url.slice(target.originLength) : url.slice(target.originLength, query)),
+      };
+      // A request not recorded still names a span of the gateway's as the upstream's parent (not recorded either).
+      const span =
+        slice.span instanceof LeanSpan
+          ? tracer.startChild(slice.span, method, SpanKind.CLIENT, attributes)
+          : tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, slice.span === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, slice.span));
       const own = span.spanContext();
       let ended = false;
       return {
@@ -245,20 +224,34 @@ export function recordingTracing(tracer: Tracer, delivery: Pick<Tracing, 'shutdo
   };
 }
 
+/** An upstream URL's origin, parsed: `originLength` is how much of the URL as written it takes. */
+interface UpstreamOrigin {
+  hostname: string;
+  port: number;
+  /** As URL serialises it: scheme, host and a port that is not the default; never a user or password. */
+  origin: string;
+  originLength: number;
+}
+
 /**
- * The host and port of an upstream URL the gateway built (its configured base, then the canonical path):
- * each origin parsed once, not every request's URL. Origins come from the configuration, so there are few.
+ * The origin of an upstream URL the gateway built (its configured base, then the canonical path): each
+ * origin parsed once, not every request's URL. Origins come from the configuration, so there are few.
  */
-function upstreamOrigins(): (url: string) => { hostname: string; port: number } {
-  const origins = new Map<string, { hostname: string; port: number }>();
+function upstreamOrigins(): (url: string) => UpstreamOrigin {
+  const origins = new Map<string, UpstreamOrigin>();
   return (url) => {
     const originEnd = url.indexOf('/', url.indexOf('//') + 2);
-    const origin = originEnd === -1 ? url : url.slice(0, originEnd);
-    let parsed = origins.get(origin);
+    const written = originEnd === -1 ? url : url.slice(0, originEnd);
+    let parsed = origins.get(written);
     if (parsed === undefined) {
-      const target = new URL(origin);
-      parsed = { hostname: target.hostname, port: Number(target.port || (target.protocol === 'https:' ? 443 : 80)) };
-      origins.set(origin, parsed);
+      const target = new URL(written);
+      parsed = {
+        hostname: target.hostname,
+        port: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+        origin: target.origin,
+        originLength: written.length,
+      };
+      origins.set(written, parsed);
     }
     return parsed;
   };
@@ -267,7 +260,13 @@ function upstreamOrigins(): (url: string) => { hostname: string; port: number } 
 /** The Host header's name and port (`server.address`, `server.port`). */
 function hostOf(header: string | undefined): { host?: string; port?: number } {
   if (header === undefined || header === '') return {};
+  // Clients of one gateway name it the same way: the last header's answer is kept (one entry, so a client
+  // that varies it costs the parse, not memory).
+  if (header === lastHost.header) return lastHost.parsed;
   const match = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(header);
-  if (match === null) return {};
-  return match[2] === undefined ? { host: match[1]! } : { host: match[1]!, port: Number(match[2]) };
+  const parsed = match === null ? {} : match[2] === undefined ? { host: match[1]! } : { host: match[1]!, port: Number(match[2]) };
+  lastHost = { header, parsed };
+  return parsed;
 }
+
+let lastHost: { header: string; parsed: { host?: string; port?: number } } = { header: '', parsed: {} };

@@ -189,6 +189,16 @@ describe('spans exported over OTLP/HTTP', () => {
     expect(server.attributes).not.toHaveProperty('gateway.key_id');
   });
 
+  it("names the upstream in the CLIENT span's url.full without the user and password of its configured URL, or the query", async () => {
+    receiver = await startOtlpReceiver();
+    const tracing = tracingFromEnvironment(exporting('http/json'), { name: 'petstore-gateway', version: '1.0.0' }).tracing;
+    const port = await unusedPort();
+    gateway = buildTestGateway({ upstreamUrl: `http://gateway:s3cret@127.0.0.1:${port}/v1`, tracing });
+    await request(gateway.app).get('/v1/pets?limit=5').set('Authorization', `Bearer ${gateway.apiKey}`);
+    const spans = await receiver.waitForSpans(4);
+    expect(spans.find((span) => span.kind === CLIENT)!.attributes['url.full']).toBe(`http://127.0.0.1:${port}/v1/pets`);
+  });
+
   it('marks the CLIENT and SERVER spans as errors when the upstream cannot be reached', async () => {
     receiver = await startOtlpReceiver();
     const tracing = tracingFromEnvironment(exporting('http/json'), { name: 'petstore-gateway', version: '1.0.0' }).tracing;

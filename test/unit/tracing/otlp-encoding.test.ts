@@ -7,7 +7,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LeanTracer } from '../../../src/tracing/lean-tracer.ts';
+import { LeanSpan, LeanTracer } from '../../../src/tracing/lean-tracer.ts';
 import { JsonSpans } from '../../../src/tracing/otlp-json.ts';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
 
@@ -17,7 +17,7 @@ const scope = { name: 'petstore-gateway', version: '1.0.0' };
 /** Spans as the gateway makes them: a LeanTracer whose ended spans are collected. */
 function spansFrom(make: (tracer: LeanTracer) => void): ReadableSpan[] {
   const ended: ReadableSpan[] = [];
-  make(new LeanTracer(resource, scope, new AlwaysOnSampler(), { onEnd: (span) => ended.push(span) }));
+  make(new LeanTracer(resource, scope, new AlwaysOnSampler(), { onEnd: (span) => ended.push(span) }, { childrenFollowParent: true }));
   return ended;
 }
 
@@ -43,25 +43,83 @@ const REMOTE_PARENT = trace.setSpanContext(ROOT_CONTEXT, {
   traceState: new TraceState('congo=t61rcWkgMzE,rojo=00f067aa0ba902b7'),
 });
 
-/** A request's four spans, as the gateway's stages end them. */
+/** A request's five spans, as the gateway's stages make and end them. */
 function requestSpans(): ReadableSpan[] {
-  return spansFrom((tracer) => {
-    const server = tracer.startSpan('GET', { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'GET', 'url.path': '/v1/pets' } }, REMOTE_PARENT);
-    const parent = trace.setSpan(ROOT_CONTEXT, server);
-    tracer.startSpan('authenticate', { attributes: { 'gateway.auth.key_cache': 'hit' } }, parent).end();
-    tracer.startSpan('rate_limit', {}, parent).end();
-    const client = tracer.startSpan('GET', { kind: SpanKind.CLIENT, attributes: { 'server.port': 4010 } }, parent);
-    client.setAttribute('http.response.status_code', 503);
-    client.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream_unavailable' });
-    client.end();
-    server.updateName('GET /v1/pets');
-    server.end();
-  });
+  return spansFrom(makeRequest);
+}
+
+function makeRequest(tracer: LeanTracer): void {
+  const server = tracer.startSpan('GET', { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'GET', 'url.path': '/v1/pets' } }, REMOTE_PARENT);
+  if (!(server instanceof LeanSpan)) throw new Error('the SERVER span is recorded');
+  tracer.startChild(server, 'authenticate', SpanKind.INTERNAL, { 'gateway.auth.key_cache': 'hit' }).end();
+  const rateLimit = tracer.startChild(server, 'rate_limit', SpanKind.INTERNAL);
+  if (!(rateLimit instanceof LeanSpan)) throw new Error('the rate_limit span is recorded');
+  tracer.startChild(rateLimit, 'redis', SpanKind.CLIENT, { 'db.system.name': 'redis' }).end();
+  rateLimit.end();
+  const client = tracer.startChild(server, 'GET', SpanKind.CLIENT, { 'server.port': 4010 });
+  client.setAttribute('http.response.status_code', 503);
+  client.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream_unavailable' });
+  client.end();
+  server.updateName('GET /v1/pets');
+  server.end();
 }
 
 describe('OTLP/protobuf', () => {
   it("writes a request's spans as the SDK's serializer does, byte for byte", () => {
     const spans = requestSpans();
+    expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+  });
+
+  it('takes the oldest queued spans for a request, and leaves the rest for the next', () => {
+    // One tracer, as in the gateway: the SDK's serializer groups spans by their scope object.
+    const spans = spansFrom((tracer) => {
+      for (let request = 0; request < 3; request++) makeRequest(tracer);
+    });
+    const [first, second, third] = [spans.slice(0, 5), spans.slice(5, 10), spans.slice(10)];
+    const encoding = new ProtobufSpans(resource, scope);
+    const queued = [...first, ...second].map((span) => encoding.span(span));
+    const sdk = (batch: ReadableSpan[]) => Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!).toString('hex');
+    expect(Buffer.from(encoding.request(queued.slice(0, first.length))).toString('hex')).toBe(sdk(first));
+    const more = third.map((span) => encoding.span(span));
+    expect(Buffer.from(encoding.request([...queued.slice(first.length), ...more])).toString('hex')).toBe(sdk([...second, ...third]));
+  });
+
+  it('leaves the queued bytes whole when a span cannot be written', () => {
+    const [first, second] = requestSpans();
+    const encoding = new ProtobufSpans(resource, scope);
+    const queued = [encoding.span(first!)];
+    const broken = Object.create(second!, {
+      attributes: {
+        get() {
+          throw new Error('unreadable');
+        },
+      },
+    }) as ReadableSpan;
+    expect(() => encoding.span(broken)).toThrow('unreadable');
+    queued.push(encoding.span(second!));
+    expect(Buffer.from(encoding.request(queued)).toString('hex')).toBe(
+      Buffer.from(ProtobufTraceSerializer.serializeRequest([first!, second!])!).toString('hex'),
+    );
+  });
+
+  it('writes an attribute met before as the SDK does, past the bounds of what is kept encoded too', () => {
+    // 100 keys of 50 values each, every pair twice: more keys and values than are kept as bytes.
+    const spans = spansFrom((tracer) => {
+      for (let round = 0; round < 2; round++)
+        for (let value = 0; value < 50; value++) {
+          const attributes: Attributes = {};
+          for (let key = 0; key < 100; key++) attributes[`gateway.test.${key}`] = key % 3 === 0 ? value : key % 3 === 1 ? `value-${value}` : value % 2 === 0;
+          tracer.startSpan('GET', { kind: SpanKind.SERVER, attributes }, ROOT_CONTEXT).end();
+        }
+    });
+    expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+  });
+
+  it('writes a span shorter than 128 bytes, and one longer than 16 KiB, as the SDK does', () => {
+    const spans = spansFrom((tracer) => {
+      tracer.startSpan('a', { root: true }, ROOT_CONTEXT).end();
+      tracer.startSpan('b', { attributes: { 'gateway.test.long': 'x'.repeat(20_000) } }, ROOT_CONTEXT).end();
+    });
     expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
   });
 

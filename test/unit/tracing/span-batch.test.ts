@@ -1,27 +1,50 @@
 // The span batch as the batch span processor's rules have it: when a batch goes, what is dropped, what shutdown sends.
-import { TraceFlags } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type BatchOptions, type BatchSender, SpanBatch, type SpanEncoding } from '../../../src/tracing/span-batch.ts';
 
-/** A span that is only its name and whether it is sampled: what the batch reads of one. */
-function span(name: string, sampled = true): ReadableSpan {
-  return {
-    name,
-    spanContext: () => ({ traceId: '1'.repeat(32), spanId: '2'.repeat(16), traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE }),
-  } as ReadableSpan;
+/** A span that is only its name: what the encoding below reads of one. */
+function span(name: string): ReadableSpan {
+  return { name } as ReadableSpan;
 }
 
-const byName: SpanEncoding<string> = { contentType: 'text/plain', span: (ended) => ended.name, request: (spans) => Buffer.from(spans.join(',')) };
+const byName: SpanEncoding<string> = {
+  contentType: 'text/plain',
+  span: (ended) => ended.name,
+  request: (spans) => Buffer.from(spans.join(',')),
+  discard: () => undefined,
+};
+
+/** An encoding that cannot write spans named `bad`, nor a request with one named `unsendable`. */
+function failingEncoding(): SpanEncoding<string> & { discarded: number } {
+  const encoding = {
+    ...byName,
+    discarded: 0,
+    span: (ended: ReadableSpan) => {
+      if (ended.name === 'bad') throw new Error('cannot encode');
+      return ended.name;
+    },
+    request: (spans: readonly string[]) => {
+      if (spans.includes('unsendable')) throw new Error('cannot make the request');
+      return Buffer.from(spans.join(','));
+    },
+    discard: () => {
+      encoding.discarded++;
+    },
+  };
+  return encoding;
+}
 
 /** A sender that records each batch and answers when told. */
 function recordingSender() {
   const batches: string[][] = [];
   const pending: ((delivered: boolean) => void)[] = [];
-  const sender: BatchSender<string> & { shutdowns: number } = {
+  const sender: BatchSender & { shutdowns: number } = {
     shutdowns: 0,
-    send(spans, done) {
-      batches.push([...spans]);
+    send(request, spans, done) {
+      const names = Buffer.from(request).toString().split(',');
+      expect(names).toHaveLength(spans);
+      batches.push(names);
       pending.push(done);
     },
     async shutdown() {
@@ -58,15 +81,6 @@ describe('SpanBatch', () => {
     expect(batches).toEqual([]);
     vi.advanceTimersByTime(1);
     expect(batches).toEqual([['a']]);
-  });
-
-  it('queues no span that is not sampled', () => {
-    const { sender, batches } = recordingSender();
-    const batch = new SpanBatch(byName, sender, OPTIONS);
-    batch.onEnd(span('a', false));
-    vi.advanceTimersByTime(5000);
-    expect(batches).toEqual([]);
-    expect(batch.dropped).toBe(0);
   });
 
   it('sends one batch at a time, the next once the last is answered', async () => {
@@ -125,5 +139,36 @@ describe('SpanBatch', () => {
     expect(sender.shutdowns).toBe(1);
     batch.onEnd(span('late'));
     expect(batch.dropped).toBe(1);
+  });
+
+  it('counts a span it cannot encode as dropped, without throwing into the request that ended it', () => {
+    const { sender, batches } = recordingSender();
+    const batch = new SpanBatch(failingEncoding(), sender, OPTIONS);
+    expect(() => batch.onEnd(span('bad'))).not.toThrow();
+    batch.onEnd(span('a'));
+    batch.onEnd(span('b'));
+    expect(batches).toEqual([['a', 'b']]);
+    expect(batch.dropped).toBe(1);
+  });
+
+  it('starts afresh when a batch cannot be encoded: its spans and the queued ones counted, the encoding emptied', async () => {
+    const { sender, batches, answer } = recordingSender();
+    const encoding = failingEncoding();
+    const batch = new SpanBatch(encoding, sender, { ...OPTIONS, maxQueueSize: 8 });
+    batch.onEnd(span('a'));
+    batch.onEnd(span('b'));
+    batch.onEnd(span('unsendable'));
+    batch.onEnd(span('c'));
+    answer();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toEqual([['a', 'b']]);
+    expect(batch.dropped).toBe(2);
+    expect(encoding.discarded).toBe(1);
+    batch.onEnd(span('d'));
+    batch.onEnd(span('e'));
+    expect(batches).toEqual([
+      ['a', 'b'],
+      ['d', 'e'],
+    ]);
   });
 });
