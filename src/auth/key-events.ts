@@ -1,9 +1,12 @@
-// Key changes announced over Redis pub/sub, so every replica drops a revoked key from its cache at once.
-import type { RedisClient } from '../redis/connect.ts';
+// Key changes announced over Redis pub/sub, so every replica drops a revoked key from its cache at once, and
+// numbered, so that a replica whose subscription lost one (a connection cut without a reset, a dropped
+// message) notices within a check and drops its whole cache.
 import type { Logger } from 'pino';
+import type { RedisClient } from '../redis/connect.ts';
 import type { CachedKeyStore } from './cached-key-store.ts';
 import { keyLayout, type KeyEvent } from './key-records.ts';
 
+/** Announces a change whose epoch the caller has already moved (with the record, in one transaction). */
 export async function publishKeyEvent(redis: RedisClient, keyPrefix: string, event: KeyEvent): Promise<void> {
   await redis.publish(keyLayout(keyPrefix).events, JSON.stringify(event));
 }
@@ -11,31 +14,138 @@ export async function publishKeyEvent(redis: RedisClient, keyPrefix: string, eve
 function parseEvent(message: string): KeyEvent | undefined {
   try {
     const event = JSON.parse(message) as Partial<KeyEvent>;
-    return typeof event.keyHash === 'string' && typeof event.type === 'string' ? (event as KeyEvent) : undefined;
+    if (typeof event.keyHash !== 'string' || typeof event.type !== 'string') return undefined;
+    if (event.epoch !== undefined && !Number.isSafeInteger(event.epoch)) return undefined;
+    return event as KeyEvent;
   } catch {
     return undefined;
   }
 }
 
+export interface KeyEventsOptions {
+  /** The subscription's connection (in subscriber mode, it can run no other command). */
+  subscriber: RedisClient;
+  /** A connection for the epoch check. */
+  redis: RedisClient;
+  keyPrefix: string;
+  cache: CachedKeyStore;
+  /** How often the epoch is read: the longest a lost announcement leaves a changed key in the cache. */
+  checkMs: number;
+  logger?: Logger;
+}
+
+export interface KeyEvents {
+  /** Settles once subscribed (the gateway starts without waiting for it: Redis may be away). */
+  readonly subscribed: Promise<void>;
+  close(): void;
+}
+
 /**
- * Evicts each announced key from the cache. ioredis re-subscribes by itself after a reconnect; events
- * published while the connection was down are lost, so the whole cache is dropped on every
- * re-subscription and records are read afresh.
+ * Evicts each announced key from the cache, and drops the whole cache when an announcement was missed:
+ * - ioredis re-subscribes by itself after a reconnect; events published while the connection was down
+ *   are lost, so the cache is dropped on every re-subscription;
+ * - a subscription can also lose events without a reconnect (a connection that a middlebox silently
+ *   dropped, which the client notices only when it next writes). Each change moves an epoch in Redis
+ *   with its record and is announced with it: an event that skips a number, or an epoch read every
+ *   `checkMs` that is ahead of the last event received (or behind it: Redis lost writes), drops the
+ *   cache, and a subscription that then does not answer a ping is reconnected. The check is one GET a
+ *   replica every `checkMs`, off the request path, and runs while there is no subscription too.
+ * A cache dropped needlessly (the check read the epoch just before its event arrived) costs each key
+ * one more lookup.
  */
-export async function followKeyEvents(subscriber: RedisClient, keyPrefix: string, cache: CachedKeyStore, logger?: Logger): Promise<void> {
-  const channel = keyLayout(keyPrefix).events;
+export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
+  const { subscriber, redis, cache, logger, checkMs } = options;
+  const layout = keyLayout(options.keyPrefix);
+  const channel = layout.events;
+  /** The newest epoch known to be reflected in the cache; undefined until the first read. */
+  let seen: number | undefined;
   let subscribedOnce = false;
+  let closed = false;
+  const missed = (epoch: number, how: string) => {
+    cache.clear();
+    logger?.warn({ channel, epoch, lastEventEpoch: seen }, `key events: ${how}; key cache cleared`);
+  };
   subscriber.on('message', (from: string, message: string) => {
     if (from !== channel) return;
     const event = parseEvent(message);
-    if (event) cache.evict(event.keyHash);
-    else logger?.warn({ channel }, 'ignored a malformed key event');
+    if (event === undefined) {
+      logger?.warn({ channel }, 'ignored a malformed key event');
+      return;
+    }
+    cache.evict(event.keyHash);
+    // Before the first check has read the epoch (the baseline, which clears the cache) an event's number
+    // says nothing of what was missed before it: taking it as the baseline would skip that clear.
+    if (event.epoch === undefined || seen === undefined) return;
+    if (event.epoch > seen + 1) missed(event.epoch, 'an event skipped a number (one was lost)');
+    seen = Math.max(seen, event.epoch);
   });
   subscriber.on('ready', () => {
     if (!subscribedOnce) return;
     cache.clear();
     logger?.info({ channel }, 'key events re-subscribed: key cache cleared');
   });
-  await subscriber.subscribe(channel);
-  subscribedOnce = true;
+  // Also while there is no subscription (not yet, or it failed): then every change is seen here.
+  const check = async () => {
+    const raw = await redis.get(layout.eventsEpoch);
+    const stored = raw === null ? 0 : Number(raw);
+    if (!Number.isSafeInteger(stored) || stored < 0) {
+      logger?.warn({ key: layout.eventsEpoch }, 'key events: the epoch in Redis is not a count; ignored');
+      return;
+    }
+    if (seen === undefined) {
+      // The baseline: from here on a change not announced is seen by its number. Anything cached before it
+      // may have changed unannounced (at start-up the cache is all but empty).
+      cache.clear();
+    } else if (stored > seen) {
+      missed(stored, 'the epoch in Redis is ahead of the last event received');
+      void repairSubscription();
+    } else if (stored < seen) {
+      // Redis lost writes (a failover, a restore, another server): what was cached may predate a change.
+      missed(stored, 'the epoch in Redis went back');
+    }
+    seen = stored;
+  };
+  /**
+   * An announcement was missed while subscribed: the connection may be dead without knowing it (nothing
+   * is written on it to find out). A ping that goes unanswered makes it reconnect, and re-subscribe.
+   */
+  let repairing = false;
+  const repairSubscription = async () => {
+    if (!subscribedOnce || repairing || closed || subscriber.isCluster || subscriber.status !== 'ready') return;
+    repairing = true;
+    try {
+      await subscriber.ping();
+    } catch {
+      logger?.warn({ channel }, 'key events: the subscription did not answer a ping; reconnecting');
+      subscriber.disconnect(true);
+    } finally {
+      repairing = false;
+    }
+  };
+  const timer = setInterval(() => {
+    check().catch(() => undefined); // Redis away: nothing can change a key meanwhile; the next check reads it
+  }, checkMs);
+  timer.unref();
+  void check().catch(() => undefined);
+  // Subscribing can fail (Redis away, or too slow to answer at start-up); it is tried again until it holds.
+  const subscribe = async (): Promise<void> => {
+    for (let attempt = 0; !closed; attempt++) {
+      try {
+        await subscriber.subscribe(channel);
+        // Nothing to clear: a change this replica was not subscribed for moved the epoch, which the check reads.
+        subscribedOnce = true;
+        return;
+      } catch (error) {
+        if (attempt === 0) logger?.error({ err: error, channel }, 'could not subscribe to key events; trying again');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(checkMs * 2 ** attempt, 30_000)).unref());
+      }
+    }
+  };
+  return {
+    subscribed: subscribe(),
+    close: () => {
+      closed = true;
+      clearInterval(timer);
+    },
+  };
 }

@@ -12,6 +12,8 @@ export interface KeyLayout {
   ids: string;
   /** Pub/sub channel on which key changes are announced to every gateway replica. */
   events: string;
+  /** STRING: how many key changes have been announced (each event carries its number), for replicas to notice one they missed. */
+  eventsEpoch: string;
   /** STRING: the fingerprint of the pepper the keys were made with (src/auth/pepper-fingerprint.ts). */
   pepperFingerprint: string;
 }
@@ -26,6 +28,7 @@ export function keyLayout(prefix: string): KeyLayout {
     byId: (id) => `${prefix}{keys}:key-id:${id}`,
     ids: `${prefix}{keys}:key-ids`,
     events: `${prefix}key-events`,
+    eventsEpoch: `${prefix}{keys}:key-events-epoch`,
     pepperFingerprint: `${prefix}{keys}:pepper-fingerprint`,
   };
 }
@@ -34,6 +37,8 @@ export function keyLayout(prefix: string): KeyLayout {
 export interface KeyEvent {
   type: 'revoked' | 'changed';
   keyHash: string;
+  /** The change's number (the epoch after it), from this version on; absent in events of older ones. */
+  epoch?: number;
 }
 
 export function toHashFields(record: KeyRecord): Record<string, string> {

@@ -42,9 +42,10 @@ interface Counter {
  * last synchronisation brought back. Every `syncMs` the pending hits of every key go to Redis in one
  * batch (INCRBY + PEXPIRE per key, sent together) and each answer replaces the known total.
  *
- * Accuracy across N replicas: a replica does not see the others' hits of the last interval, so a key
- * can be let through up to (N − 1) × (its request rate at each replica) × syncMs over its limit in a
- * window; with one replica, or once traffic pauses for an interval, counts are exact. If Redis is
+ * Accuracy across N replicas: a replica learns another's hits at its own next synchronisation after the
+ * other's, up to two intervals late, so a key can be let through up to (N − 1) × (its request rate at
+ * each replica) × 2 × syncMs over its limit in a window; with one replica, or once traffic pauses for an
+ * interval, counts are exact (measured: docs/performance.md, "Scale"). If Redis is
  * unreachable every replica goes on counting alone (up to N × the limit) and the hits are sent when
  * it is back. A synchronisation whose reply is lost after Redis applied it (a command timeout) is sent
  * again, counting those hits twice: the error is towards refusing early, never towards letting through.

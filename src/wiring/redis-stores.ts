@@ -19,6 +19,12 @@ import { createRedisClient, pingRedis, type RedisClient } from '../redis/connect
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
 const BROWNOUT_RESYNC_MS = 5000;
 
+/**
+ * The key-events epoch is read this often: a key change whose announcement a replica's subscription lost
+ * reaches it within this (docs/performance.md, "Scale": revocation with the subscription cut).
+ */
+const KEY_EVENTS_CHECK_MS = 1000;
+
 /** An unverified pepper (Redis away, or a mismatch being fixed) is checked again this often. */
 const PEPPER_RETRY_MS = 2000;
 /** A verified pepper is checked again this often: a fingerprint changed in Redis is reported within it. */
@@ -93,10 +99,8 @@ export function createRedisStores(
           }),
         })
       : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, ...observe('rate_limit_increment') });
-  // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes.
-  followKeyEvents(subscriber, config.redis.keyPrefix, keyStore, logger).catch((error: unknown) =>
-    logger.error({ err: error }, 'could not subscribe to key events'),
-  );
+  const keyEvents = followKeyEvents({ subscriber, redis, keyPrefix: config.redis.keyPrefix, cache: keyStore, checkMs: KEY_EVENTS_CHECK_MS, logger });
+  // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes (tried until it holds).
   const pepper = watchPepper(redis, {
     keyPrefix: config.redis.keyPrefix,
     fingerprint: options.pepperFingerprint,
@@ -118,6 +122,7 @@ export function createRedisStores(
     client: redis,
     isRedisAvailable: () => redis.status === 'ready',
     async close() {
+      keyEvents.close();
       brownouts?.close();
       pepper.close();
       if (rateLimitStore instanceof LocalFirstRateLimitStore) await rateLimitStore.close();
