@@ -4,9 +4,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { readBearer } from '../auth/bearer.ts';
 import { loadContract } from '../contract/compile-contract.ts';
-import { allowedMethods, operationFor } from '../contract/match-operation.ts';
-import type { Operation } from '../contract/operations.ts';
-import { isSafePath } from '../contract/safe-path.ts';
+import { matchRoute, type Route } from '../contract/match-operation.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from '../pipeline/request-record.ts';
@@ -87,13 +85,11 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
     );
   }
 
-  function route(req: Request): { operation: Operation; pathParams: Readonly<Record<string, string>> } {
-    const match = isSafePath(req.path) ? contract.matchPath(req.path) : undefined;
-    if (match?.kind !== 'path') throw new GatewayError('not_found', `No admin operation is served at ${req.method} ${req.originalUrl.split('?', 1)[0]}`);
-    const operation = operationFor(match.byMethod, req.method);
-    if (operation) return { operation, pathParams: match.pathParams };
-    const allowed = allowedMethods(match.byMethod).join(', ');
-    throw new GatewayError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
+  function route(req: Request): Route {
+    const matched = matchRoute(contract, req.path, req.method);
+    if (matched === undefined) throw new GatewayError('not_found', `No admin operation is served at ${req.method} ${req.originalUrl.split('?', 1)[0]}`);
+    if (matched instanceof GatewayError) throw matched;
+    return matched;
   }
 
   function answer(res: Response, status: number, body: unknown): void {

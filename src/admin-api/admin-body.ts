@@ -33,6 +33,5 @@ export async function readAdminBody(req: Request, operation: Operation, pathPara
     // raw-body's own errors (too large, aborted) are HTTP errors the gateway already has words for.
     throw toGatewayError(error);
   }
-  checkBody(spec, raw);
-  return raw.length === 0 ? undefined : (JSON.parse(raw.toString('utf8')) as unknown);
+  return checkBody(spec, raw);
 }

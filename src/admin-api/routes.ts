@@ -1,6 +1,7 @@
 // What each operation of the admin document does, on the cores the CLI uses too, and how their refusals are answered.
 import { KeyAdminError, type KeyAdminRefusal, type KeyOperations } from '../auth/key-admin.ts';
 import type { Environment, StabilityMarker } from '../config/schema.ts';
+import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError, RETRY_SOON, type ErrorCode } from '../errors/gateway-error.ts';
 import type { AdminAction } from '../observability/admin-actions.ts';
 import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
@@ -121,13 +122,16 @@ const BROWNOUT_REFUSALS: Readonly<Record<BrownoutAdminRefusal, ErrorCode>> = {
 };
 
 /**
- * The refusal an operation's failure is answered with. The cores' own refusals keep their message; any
- * other failure is Redis's (unreachable, timed out, refused): 503, the cause kept for the log.
+ * The refusal an operation's failure is answered with. The cores' own refusals keep their message; a
+ * fault of the gateway's own code (a TypeError and its kin) is a 500, as on the public side; any other
+ * failure is Redis's (unreachable, timed out, refused): 503, the cause kept for the log.
  */
 export function toAdminRefusal(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof KeyAdminError) return new GatewayError(KEY_REFUSALS[error.refusal], error.message, { cause: error });
   if (error instanceof BrownoutAdminError) return new GatewayError(BROWNOUT_REFUSALS[error.refusal], error.message, { cause: error });
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError || error instanceof SyntaxError)
+    return toGatewayError(error);
   return new GatewayError('service_unavailable', 'Redis did not answer; retry shortly', {
     cause: error,
     headers: RETRY_SOON,

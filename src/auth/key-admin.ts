@@ -199,8 +199,16 @@ export class KeyAdmin implements KeyOperations {
   async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed'): Promise<KeyRecord> {
     const { keyHash } = await this.#find(id);
     await this.#notePepper();
-    await this.#redis.hset(this.#layout.record(keyHash), fields);
-    await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash });
+    // The record and the epoch move together (one slot, one transaction): a replica that sees the epoch
+    // move reads the changed record.
+    const replies = await this.#redis.multi().hset(this.#layout.record(keyHash), fields).incr(this.#layout.eventsEpoch).exec();
+    // A transaction's commands fail one by one (no rollback): the change holds only if both did.
+    const discarded = new Error('the key change was not applied (transaction discarded)');
+    const [written, counted] = [replies?.[0] ?? [discarded], replies?.[1] ?? [discarded, undefined]];
+    if (written[0]) throw written[0];
+    if (counted[0]) throw counted[0];
+    const epoch = counted[1];
+    await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash, epoch: Number(epoch) });
     return (await this.#find(id)).record;
   }
 }

@@ -12,6 +12,20 @@ export class AdminApiError extends Error {
   override name = 'AdminApiError';
 }
 
+/** The CLIs' options for their remote mode, as commander hands them over. */
+export interface AdminOptions {
+  adminUrl?: string;
+  adminTokenFile?: string;
+}
+
+/** `--admin-token-file`'s help, the same in both CLIs. */
+export const ADMIN_TOKEN_FILE_HELP = 'a file whose first line is the admin token (with --admin-url)';
+
+/** The client of the gateway's admin API the options name; undefined without --admin-url (the CLI works on Redis). */
+export function adminClientFrom({ adminUrl, adminTokenFile }: AdminOptions): AdminClient | undefined {
+  return adminUrl === undefined ? undefined : new AdminClient(adminUrl, readAdminToken(adminTokenFile));
+}
+
 /** Where the CLI finds the admin token: ADMIN_API_TOKEN, or the first line of --admin-token-file. */
 export function readAdminToken(tokenFile: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): string {
   if (tokenFile !== undefined) {

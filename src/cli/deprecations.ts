@@ -8,7 +8,7 @@ import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call
 import { BrownoutAdmin, BrownoutAdminError, type BrownoutOperations, type BrownoutRow } from '../policy/brownout-admin.ts';
 import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
 import { systemClock } from '../time/clock.ts';
-import { AdminApiError, AdminClient, readAdminToken, remoteBrownouts, remoteReport } from './admin-client.ts';
+import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminClient, type AdminOptions, adminClientFrom, remoteBrownouts, remoteReport } from './admin-client.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 /** A runtime failure with a message for the operator (exit 1). */
@@ -58,8 +58,7 @@ function requireDeprecated(command: Command, setting: Setting, operation: string
 
 /** With --admin-url: the gateway's admin API. */
 function adminClient(): AdminClient | undefined {
-  const { adminUrl, adminTokenFile } = program.opts<{ adminUrl?: string; adminTokenFile?: string }>();
-  return adminUrl === undefined ? undefined : new AdminClient(adminUrl, readAdminToken(adminTokenFile));
+  return adminClientFrom(program.opts<AdminOptions>());
 }
 
 /** The brownout operations: through the admin API with --admin-url, else on Redis. */
@@ -118,7 +117,7 @@ const USAGE_ERROR = 2;
 const program = new Command('deprecations')
   .description("Brown out deprecated operations and report who still calls them (Redis: REDIS_URL; or a gateway's admin API: --admin-url).")
   .option('--admin-url <url>', "work through a gateway's admin API (http://host:9090) instead of Redis; the token from ADMIN_API_TOKEN or --admin-token-file")
-  .option('--admin-token-file <file>', 'a file whose first line is the admin token (with --admin-url)')
+  .option('--admin-token-file <file>', ADMIN_TOKEN_FILE_HELP)
   .showHelpAfterError()
   // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
   .exitOverride()

@@ -7,7 +7,7 @@ import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
-import { AdminApiError, AdminClient, readAdminToken, remoteKeys } from './admin-client.ts';
+import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
@@ -60,8 +60,8 @@ function printRecord(record: KeyRecord, json: boolean): void {
 
 /** With --admin-url: the gateway's admin API does the work, so neither Redis access nor the pepper is needed here. */
 function remote(): KeyOperations | undefined {
-  const { adminUrl, adminTokenFile } = program.opts<{ adminUrl?: string; adminTokenFile?: string }>();
-  return adminUrl === undefined ? undefined : remoteKeys(new AdminClient(adminUrl, readAdminToken(adminTokenFile)));
+  const client = adminClientFrom(program.opts<AdminOptions>());
+  return client && remoteKeys(client);
 }
 
 /**
@@ -99,7 +99,7 @@ const program = new Command('keys')
     '--admin-url <url>',
     "manage keys through a gateway's admin API (http://host:9090) instead of Redis; the token from ADMIN_API_TOKEN or --admin-token-file",
   )
-  .option('--admin-token-file <file>', 'a file whose first line is the admin token (with --admin-url)')
+  .option('--admin-token-file <file>', ADMIN_TOKEN_FILE_HELP)
   .showHelpAfterError()
   // Commander throws instead of exiting, so the exit code is decided below; set before the subcommands, which inherit both.
   .exitOverride()

@@ -17,6 +17,25 @@ export function allowedMethods(byMethod: ReadonlyMap<string, Operation>): string
   return methods;
 }
 
+/** A request's operation, with the path's parameters. */
+export interface Route {
+  operation: Operation;
+  pathParams: Readonly<Record<string, string>>;
+}
+
+/**
+ * The operation `method` and `path` (below the base path) name; for a path the document has but not with
+ * this method, the 405 refusal (with Allow) to raise; undefined for a path it does not have (404).
+ */
+export function matchRoute(contract: Contract, path: string, method: string): Route | GatewayError | undefined {
+  const match = isSafePath(path) ? contract.matchPath(path) : undefined;
+  if (match?.kind !== 'path') return undefined;
+  const operation = operationFor(match.byMethod, method);
+  if (operation) return { operation, pathParams: match.pathParams };
+  const allowed = allowedMethods(match.byMethod).join(', ');
+  return new GatewayError('method_not_allowed', `${method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
+}
+
 /**
  * Matches once and records the outcome without refusing anything, so that stages before
  * authentication (the deprecation notice) know the operation while unauthenticated callers still
@@ -26,15 +45,9 @@ export function createMatchOperation(contract: Contract): RequestHandler {
   return function matchOperation(req, res, next) {
     const record = res.locals.gateway;
     // The router is mounted at the base path, so the record's path starts with it.
-    const path = record.path.slice(contract.basePath.length);
-    const match = isSafePath(path) ? contract.matchPath(path) : undefined;
-    const operation = match?.kind === 'path' ? operationFor(match.byMethod, req.method) : undefined;
-    if (match?.kind === 'path' && operation) {
-      record.route = { operation, pathParams: match.pathParams };
-    } else if (match?.kind === 'path') {
-      const allowed = allowedMethods(match.byMethod).join(', ');
-      record.routeRefusal = new GatewayError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
-    }
+    const matched = matchRoute(contract, record.path.slice(contract.basePath.length), req.method);
+    if (matched instanceof GatewayError) record.routeRefusal = matched;
+    else if (matched !== undefined) record.route = matched;
     next();
   };
 }

@@ -80,10 +80,11 @@ export function checkMediaType(req: Request, spec: RequestBodySpec): void {
   }
 }
 
-export function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void {
+/** Checks the body against its operation's; returns the value it parsed (undefined for no body). */
+export function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): unknown {
   if (!raw || raw.length === 0) {
     if (spec.required) throw invalid('Request body is required');
-    return;
+    return undefined;
   }
   // Strict, because the upstream gets these bytes and not the parsed value: a duplicate name, a
   // replaced byte or 1e2 for an integer could mean something else to the backend than was checked.
@@ -92,6 +93,7 @@ export function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): void 
   if (!spec.validate(parsed.value)) throw invalid(describeSchemaError(spec.validate.errors?.[0], 'Request body'));
   const misspelled = findNonCanonicalInteger(spec.validate, parsed.value, parsed.nonCanonicalIntegers);
   if (misspelled) throw invalid(describeNonCanonicalInteger(misspelled, 'Request body'));
+  return parsed.value;
 }
 
 /**

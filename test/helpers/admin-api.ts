@@ -1,7 +1,7 @@
 // The admin API over real HTTP: a gateway on a private Redis with a token file, requests from a chosen loopback address, the log it wrote.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Clock } from '../../src/time/clock.ts';
@@ -12,11 +12,16 @@ import { startRedisGateway, type RedisGateway } from './start-redis-gateway.ts';
 export const ADMIN_TOKEN = 'admin-token-a-0123456789abcdefghijklmnop';
 export const SECOND_ADMIN_TOKEN = 'admin-token-b-0123456789abcdefghijklmnop';
 
-/** A file holding `lines`, in a directory of its own; returns its path. */
+/** A file holding `lines`, in a directory of its own; returns its path. Remove it with `removeTokenFile`. */
 export function tokenFile(...lines: string[]): string {
   const file = join(mkdtempSync(join(tmpdir(), 'gateway-admin-')), 'admin-tokens');
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
+}
+
+/** Removes a file `tokenFile` made, with its directory. */
+export function removeTokenFile(file: string): void {
+  rmSync(dirname(file), { recursive: true, force: true });
 }
 
 export interface AdminAnswer {
@@ -79,5 +84,13 @@ export async function startAdminGateway(options: {
   };
   const read = () => loadConfig(env, { shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 }, ...options.overrides });
   const gateway = await startRedisGateway(read(), { pepper: options.pepper, clock: options.clock, logger, reloadConfig: read });
-  return Object.assign(gateway, { logs, tokenFile: file });
+  const close = gateway.close.bind(gateway);
+  return Object.assign(gateway, {
+    logs,
+    tokenFile: file,
+    async close() {
+      await close();
+      removeTokenFile(file);
+    },
+  });
 }

@@ -1,9 +1,9 @@
 // Two gateway processes (npm start's entry point) on one Redis: what an operator does, with the CLIs or one replica's admin API, reaches both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { ADMIN_TOKEN, adminRequest, SECOND_ADMIN_TOKEN, tokenFile } from '../helpers/admin-api.ts';
+import { ADMIN_TOKEN, adminRequest, removeTokenFile, SECOND_ADMIN_TOKEN, tokenFile } from '../helpers/admin-api.ts';
 import { runDeprecationsCli, runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startPetStore } from '../helpers/start-upstream.ts';
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
   };
   replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
   for (const replica of replicas) {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/readyz`)).status === 200);
+    await waitUntilReady(replica);
   }
   adminUrl = `http://127.0.0.1:${replicas[0]!.adminPort}`;
   // An unreachable Redis: any attempt of the CLI to use it would fail.
@@ -37,6 +37,7 @@ afterAll(async () => {
   await Promise.all(replicas.map((replica) => replica.stop()));
   await backend.close();
   await redis.stop();
+  removeTokenFile(env.ADMIN_API_TOKEN_FILE!);
 });
 
 async function status(replica: GatewayProcess, key: string): Promise<number> {
@@ -132,10 +133,12 @@ describe('npm run keys -- --admin-url', () => {
   });
 
   it('reads the token from --admin-token-file', async () => {
-    const result = await runKeysCli(['list', '--json', '--admin-url', adminUrl, '--admin-token-file', tokenFile(SECOND_ADMIN_TOKEN)], {
+    const file = tokenFile(SECOND_ADMIN_TOKEN);
+    const result = await runKeysCli(['list', '--json', '--admin-url', adminUrl, '--admin-token-file', file], {
       REDIS_URL: 'redis://127.0.0.1:1',
-    });
+    }).finally(() => removeTokenFile(file));
     expect(result.code).toBe(0);
+    expect(result.stdout).toBe((await runKeysCli(['list', '--json'], { REDIS_URL: redis.url })).stdout);
   });
 
   it('exits 1 with the API’s message on a refusal', async () => {

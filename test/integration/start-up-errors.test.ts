@@ -1,10 +1,11 @@
 // What an operator reads when the gateway, the demo or the sample backend cannot start: one line naming the setting, exit 1, no stack.
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
 import { PROJECT_ROOT, START_ARGS, startGatewayProcess } from '../helpers/start-gateway-process.ts';
 
 interface Exit {
@@ -106,16 +107,15 @@ describe('a bad setting', () => {
   });
 
   it('names ADMIN_API_TOKEN_FILE when an admin token is too short', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gateway-admin-'));
+    const file = tokenFile('a'.repeat(40), 'short-token');
     try {
-      writeFileSync(join(dir, 'tokens'), `${'a'.repeat(40)}\nshort-token\n`);
-      const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', ADMIN_API_TOKEN_FILE: join(dir, 'tokens') });
+      const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', ADMIN_API_TOKEN_FILE: file });
       expect(result.code).toBe(1);
       expect(result.stderr).toBe(
         'petstore-gateway: could not start: ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the token on line 2 is shorter than 32 characters\n',
       );
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeTokenFile(file);
     }
   });
 
