@@ -286,7 +286,7 @@ export const configSchema = z
          * `exact`: every hit counted in Redis before its request goes on (one command per key per
          * event-loop turn), exact across replicas. `local-first`: counted in process and
          * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
-         * (N − 1) × its rate per replica × syncMs over its limit).
+         * (N − 1) × its rate per replica × 2 × syncMs over its limit).
          */
         mode: z.enum(['exact', 'local-first']).default('exact'),
         /** local-first: how often local counts are synchronised with Redis. */

@@ -102,7 +102,11 @@ export function compileCorsHeaders({ allowedOrigins, exposedHeaders = [] }: Cors
   const everyOrigin = allowedOrigins.includes('*');
   const exposed = headerList([...GATEWAY_EXPOSED, ...exposedHeaders], SAFELISTED_RESPONSE);
   return function announceCors(req, res) {
-    if (!everyOrigin) res.setHeader('Vary', withVary(res.getHeader('vary'), 'Origin'));
+    if (!everyOrigin) {
+      // On the request path nothing has set Vary yet: the merge is for the answers given before it.
+      const vary = res.getHeader('vary');
+      res.setHeader('Vary', vary === undefined ? 'Origin' : withVary(vary, 'Origin'));
+    }
     const allowOrigin = allowOriginFor(req.headers.origin);
     if (allowOrigin !== undefined) {
       res.setHeader('Access-Control-Allow-Origin', allowOrigin);
@@ -157,7 +161,6 @@ function answerFor(byMethod: ReadonlyMap<string, Operation>, accepted: readonly 
  */
 export function createPreflight({ allowedOrigins, contract, acceptedHeaders = [] }: PreflightOptions): RequestHandler {
   const allowOriginFor = compileOriginPolicy(allowedOrigins);
-  const everyOrigin = allowedOrigins.includes('*');
   const byTemplate = new Map<string, Map<string, Operation>>();
   for (const operation of contract.operations) {
     const byMethod = byTemplate.get(operation.pathTemplate) ?? new Map<string, Operation>();
@@ -177,7 +180,7 @@ export function createPreflight({ allowedOrigins, contract, acceptedHeaders = []
     res.setHeader('Access-Control-Allow-Methods', answer.allowMethods);
     res.setHeader('Access-Control-Allow-Headers', answer.allowHeaders);
     res.setHeader('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_SECONDS));
-    if (!everyOrigin) res.setHeader('Vary', withVary(res.getHeader('vary'), 'Origin'));
+    // Vary: Origin is the header stage's, which runs first whenever CORS is on (src/app.ts).
     res.end();
   };
 }

@@ -35,6 +35,13 @@ export async function startChromium(timeoutMs = 20_000): Promise<Chromium> {
   const profile = mkdtempSync(join(tmpdir(), 'gateway-chromium-'));
   const browser = spawn('chromium', [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((resolve) => browser.once('exit', () => resolve()));
+  /** A browser that could not be driven is not left running, nor its profile behind. */
+  const abandon = async (error: unknown): Promise<never> => {
+    browser.kill('SIGKILL');
+    if (browser.exitCode === null && browser.signalCode === null) await exited;
+    rmSync(profile, { recursive: true, force: true });
+    throw error;
+  };
   let stderr = '';
   const endpoint = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chromium gave no DevTools endpoint within ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
@@ -50,13 +57,13 @@ export async function startChromium(timeoutMs = 20_000): Promise<Chromium> {
       clearTimeout(timer);
       reject(new Error(`chromium exited (${code}) before it listened:\n${stderr}`));
     });
-  });
+  }).catch(abandon);
 
   const socket = new WebSocket(endpoint);
   await new Promise((resolve, reject) => {
     socket.addEventListener('open', resolve, { once: true });
     socket.addEventListener('error', () => reject(new Error(`could not connect to ${endpoint}`)), { once: true });
-  });
+  }).catch(abandon);
   let nextId = 1;
   const pending = new Map<number, { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }>();
   const listeners = new Set<(message: Message) => void>();

@@ -1,8 +1,8 @@
 // cors.allowedOrigins: per environment, CORS_ALLOWED_ORIGINS for the running one, origins checked at start-up naming the key.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { DEFAULT_CONFIG_FILE, loadConfig, shadowedByEnvironment } from '../../../src/config/load-config.ts';
 
 const REWRITE = '(scheme://host[:port], lower case, no path, no default port)';
@@ -68,7 +68,9 @@ describe('cors.allowedOrigins', () => {
   });
 
   it("says a reload keeps the variable's list over the file's, for the running environment", () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cors-config-')), 'gateway.yaml');
+    const dir = mkdtempSync(join(tmpdir(), 'cors-config-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'gateway.yaml');
     writeFileSync(file, 'environment: production\ncors:\n  allowedOrigins:\n    production: [https://old.example]\n');
     expect(shadowedByEnvironment({ GATEWAY_CONFIG: file, CORS_ALLOWED_ORIGINS: 'https://shop.example' })).toEqual([
       { variable: 'CORS_ALLOWED_ORIGINS', key: 'cors.allowedOrigins.production' },
