@@ -37,6 +37,16 @@ export function redisAdmin(
 }
 
 /**
+ * A token file on a gateway whose stores have no admin core (keys in memory: the demo) is a configuration
+ * error, at start-up and on a reload alike: there is no API it could turn on.
+ */
+export function refuseTokenFileWithoutAdmin(config: GatewayConfig, admin: StoreAdmin | undefined): void {
+  if (admin === undefined && config.adminApi.tokenFile !== null) {
+    throw new ConfigError('ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory');
+  }
+}
+
+/**
  * The admin API over the stores' cores; undefined for stores that have none (keys in memory: the demo),
  * where a token file is a configuration error rather than an API that could not work.
  */
@@ -46,8 +56,8 @@ export function gatewayAdminApi(
   deps: { tokens: AdminTokenSource; deprecations: AdminOperations['deprecations']; clock: Clock; logger: Logger; metrics: GatewayMetrics },
 ): RequestHandler | undefined {
   if (!admin) {
-    if (config.adminApi.tokenFile === null) return undefined;
-    throw new ConfigError('ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory');
+    refuseTokenFileWithoutAdmin(config, admin);
+    return undefined;
   }
   return createAdminApi({
     operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },

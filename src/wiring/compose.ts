@@ -25,7 +25,7 @@ import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { upstreamReachable } from '../proxy/upstream-reachable.ts';
-import { gatewayAdminApi, redisAdmin, type StoreAdmin } from './admin-operations.ts';
+import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdmin } from './admin-operations.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
@@ -158,7 +158,10 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     live,
     build,
     brownouts,
-    alsoReload: (next) => adminTokens.prepare(next.adminApi.tokenFile),
+    alsoReload: (next) => {
+      refuseTokenFileWithoutAdmin(next, stores.admin);
+      return adminTokens.prepare(next.adminApi.tokenFile);
+    },
     logger,
     metrics,
     clock: parts.clock,

@@ -9,6 +9,7 @@ import { writeSigningKeyFile } from '../../src/identity/generate-key.ts';
 import { loadUpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { fixedClock } from '../../src/time/clock.ts';
+import { ADMIN_TOKEN, removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
 import { buildTestGateway, TEST_NOW, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
@@ -100,6 +101,24 @@ describe('a configuration reload', () => {
     expect([...(await get(port, key)), ...(await get(port, key))]).toEqual([200, 429]);
     expect(await reloads(gateway, 'failure')).toBe(1);
     expect(await reloads(gateway, 'success')).toBe(0);
+  });
+
+  it('is refused when it sets an admin token file on a gateway whose keys are in memory, as start-up is', async () => {
+    let overrides: Record<string, unknown> = {};
+    const { gateway, adminPort } = await reloadable(() => overrides);
+    const file = tokenFile(ADMIN_TOKEN);
+    try {
+      overrides = { adminApi: { tokenFile: file } };
+      expect(await gateway.reload()).toEqual({
+        result: 'failure',
+        reason: 'ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory',
+      });
+      const answer = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(answer.status).toBe(404);
+      expect(await reloads(gateway, 'failure')).toBe(1);
+    } finally {
+      removeTokenFile(file);
+    }
   });
 
   it('is refused, changing nothing, when a brownout names an operation the documents do not deprecate', async () => {
