@@ -2,11 +2,15 @@
 import { parser } from '@prometheus-io/lezer-promql';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/observability/metrics.ts';
+import { registerTraceExportMetrics } from '../../../src/observability/trace-export-metrics.ts';
+import { propagationOnly } from '../../../src/tracing/tracer.ts';
 import { alertQueries, dashboardQueries, substituteGrafanaVariables, type Query } from '../../helpers/promql.ts';
 
 async function exportedNames(): Promise<Set<string>> {
   const metrics = createMetrics({ environment: 'production', version: 't', sunsets: [] });
   metrics.readAtScrape({ inFlight: () => 0, dependencies: [] });
+  // Registered beside the others by the gateway's wiring (src/wiring/compose.ts).
+  registerTraceExportMetrics(metrics.registry, propagationOnly(), 'production');
   const names = new Set<string>();
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     names.add(metric.name);
