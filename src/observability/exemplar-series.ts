@@ -1,5 +1,6 @@
 // One latency histogram series that carries exemplars: a sampled observation refreshes its bucket's exemplar at most once a second.
 import type { Histogram, LabelValues } from 'prom-client';
+import { boundHistogram, type BoundHistogram } from './bound-series.ts';
 
 /** How long a bucket keeps its exemplar before a sampled observation replaces it. */
 export const EXEMPLAR_REFRESH_MS = 1000;
@@ -14,14 +15,14 @@ export class ExemplarSeries {
   private readonly refreshedAt: Float64Array;
   private readonly histogram: Histogram<string>;
   private readonly labels: LabelValues<string>;
-  private readonly child: Histogram.Internal<string>;
+  private readonly child: BoundHistogram;
   private readonly bounds: readonly number[];
   private readonly traceLabel: string;
 
   constructor(histogram: Histogram<string>, labels: LabelValues<string>, bounds: readonly number[], traceLabel: string) {
     this.histogram = histogram;
     this.labels = labels;
-    this.child = histogram.labels(labels);
+    this.child = boundHistogram(histogram, labels);
     this.bounds = bounds;
     this.traceLabel = traceLabel;
     this.refreshedAt = new Float64Array(bounds.length + 1).fill(Number.NEGATIVE_INFINITY);

@@ -6,6 +6,7 @@ import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
+import { boundCounter, type BoundCounter } from './bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
 import { renderOpenMetrics } from './open-metrics.ts';
 import { createSaturationMetrics, type PodResources, type UpstreamPoolReading } from './saturation-metrics.ts';
@@ -349,9 +350,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     saturation.readPools(state.upstreamPools ?? (() => []));
   }
 
-  // Label children are cached per combination: prom-client would otherwise hash the label object on
-  // every observation, on the path of every request.
-  const completedSeries = new Map<string, { count: Counter.Internal; duration: ExemplarSeries }>();
+  // Series are bound once per combination (bound-series.ts): prom-client would otherwise make the
+  // series' key from the label values on every update, on the path of every request.
+  const completedSeries = new Map<string, { count: BoundCounter; duration: ExemplarSeries }>();
   const proxiedSeries = new Map<string, { upstream: ExemplarSeries; overhead: ExemplarSeries }>();
   const withExemplars = (histogram: Histogram<string>, labels: LabelValues<string>) =>
     new ExemplarSeries(histogram, labels, LATENCY_BUCKETS, EXEMPLAR_TRACE_LABEL);
@@ -360,7 +361,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     let series = completedSeries.get(key);
     if (!series) {
       const labels = { operation, method, status_code: String(statusCode), environment };
-      series = { count: requests.labels(labels), duration: withExemplars(requestDuration, labels) };
+      series = { count: boundCounter(requests, labels), duration: withExemplars(requestDuration, labels) };
       completedSeries.set(key, series);
     }
     return series;
@@ -376,11 +377,11 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   }
 
   // Bound per operation, not looked up by label: a backend that adds a header of its own to every answer makes this hot.
-  const droppedSeries = new Map<string, Counter.Internal>();
-  function droppedFor(operation: string): Counter.Internal {
+  const droppedSeries = new Map<string, BoundCounter>();
+  function droppedFor(operation: string): BoundCounter {
     let series = droppedSeries.get(operation);
     if (!series) {
-      series = droppedHeaders.labels({ operation, environment });
+      series = boundCounter(droppedHeaders, { operation, environment });
       droppedSeries.set(operation, series);
     }
     return series;
@@ -389,8 +390,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const cap = options.deprecatedConsumerCap ?? DEFAULT_DEPRECATED_CONSUMER_CAP;
   const trackedConsumers = new Set<string>();
 
-  const keyCacheHits = keyCache.labels({ result: 'hit', environment });
-  const keyCacheMisses = keyCache.labels({ result: 'miss', environment });
+  const keyCacheHits = boundCounter(keyCache, { result: 'hit', environment });
+  const keyCacheMisses = boundCounter(keyCache, { result: 'miss', environment });
   return {
     registry,
     readAtScrape,
