@@ -352,17 +352,22 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   // Series are bound once per combination (bound-series.ts): prom-client would otherwise make the
   // series' key from the label values on every update, on the path of every request.
-  const completedSeries = new Map<string, { count: BoundCounter; duration: ExemplarSeries }>();
+  // Found by operation, method and status in turn, not by a key string made per request: the operation
+  // ids and Node's method names are strings V8 already holds hashed, the status a small integer.
+  const completedSeries = new Map<string, Map<string, Map<number, { count: BoundCounter; duration: ExemplarSeries }>>>();
   const proxiedSeries = new Map<string, { upstream: ExemplarSeries; overhead: ExemplarSeries }>();
   const withExemplars = (histogram: Histogram<string>, labels: LabelValues<string>) =>
     new ExemplarSeries(histogram, labels, LATENCY_BUCKETS, EXEMPLAR_TRACE_LABEL);
   function seriesFor(operation: string, method: string, statusCode: number) {
-    const key = `${operation} ${method} ${statusCode}`;
-    let series = completedSeries.get(key);
-    if (!series) {
+    let byMethod = completedSeries.get(operation);
+    if (byMethod === undefined) completedSeries.set(operation, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(statusCode);
+    if (series === undefined) {
       const labels = { operation, method, status_code: String(statusCode), environment };
       series = { count: boundCounter(requests, labels), duration: withExemplars(requestDuration, labels) };
-      completedSeries.set(key, series);
+      byStatus.set(statusCode, series);
     }
     return series;
   }
