@@ -21,9 +21,12 @@ function metrics(): { counter: Counter<string>; histograms: Histogram<string>[];
   const labelNames = ['operation', 'method', 'status_code', 'environment'];
   return {
     counter: new Counter({ name: 'requests_total', help: 'h', labelNames, registers: [registry] }),
-    histograms: ['a', 'b', 'c'].map(
-      (name) => new Histogram({ name: `${name}_seconds`, help: 'h', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
-    ),
+    // Exemplars kept, as the gateway's latency histograms keep them (registered by hand on a Prometheus-format registry, as metrics.ts does).
+    histograms: ['a', 'b', 'c'].map((name) => {
+      const histogram = new Histogram({ name: `${name}_seconds`, help: 'h', labelNames, buckets: LATENCY_BUCKETS, enableExemplars: true, registers: [] });
+      registry.registerMetric(histogram);
+      return histogram;
+    }),
     keyCache: new Counter({ name: 'key_cache_total', help: 'h', labelNames: ['result', 'environment'], registers: [registry] }),
     redis: new Histogram({
       name: 'redis_seconds',

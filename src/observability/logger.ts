@@ -61,19 +61,68 @@ export interface AccessLineFields {
   errorCode: string | null;
 }
 
-/** The line writer's view of a pino logger: the pieces of a line as pino itself writes them (`pino.symbols`). */
+/** The line writer's view of a pino logger: its state under `pino.symbols`. */
 interface PinoLineParts {
   [key: symbol]: unknown;
+}
+
+/** The access line's top-level fields, which no serializer of the logger's may claim. */
+const LINE_FIELDS = Object.keys({
+  reqId: true,
+  trace_id: true,
+  span_id: true,
+  req: true,
+  res: true,
+  responseTime: true,
+  environment: true,
+  operation: true,
+  deprecated: true,
+  keyId: true,
+  consumer: true,
+  upstreamStatus: true,
+  upstreamMs: true,
+  upstreamFailure: true,
+  upstreamFailureDetail: true,
+  errorCode: true,
+} satisfies Record<keyof AccessLineFields, true>);
+
+/**
+ * Whether pino writes a line as level, time, bindings, the object's fields and "msg" and nothing else:
+ * true for the gateway's loggers. A logger configured to do more (a message key or prefix, a mixin, a
+ * nested key, a log formatter, hooks, serializers for the line's fields, a destination that asks for
+ * each line's level, as pino.multistream does) is left to pino.
+ */
+function writesPlainLines(logger: Logger): boolean {
+  const parts = logger as unknown as PinoLineParts;
+  const symbols = pino.symbols;
+  const formatters = parts[symbols.formattersSym] as { log?: unknown };
+  const hooks = parts[symbols.hooksSym] as { logMethod?: unknown; streamWrite?: unknown };
+  const serializers = parts[symbols.serializersSym] as Record<string, unknown>;
+  const stream = parts[symbols.streamSym] as Record<symbol, unknown>;
+  return (
+    parts[symbols.messageKeySym] === 'msg' &&
+    parts[symbols.mixinSym] === undefined &&
+    !parts[symbols.nestedKeySym] &&
+    // pino's declarations omit msgPrefixSym, which it exports beside the others.
+    parts[(symbols as unknown as Record<string, symbol>).msgPrefixSym!] === undefined &&
+    formatters.log === undefined &&
+    hooks.logMethod === undefined &&
+    hooks.streamWrite === undefined &&
+    !LINE_FIELDS.some((field) => serializers[field] !== undefined) &&
+    stream[Symbol.for('pino.metadata')] !== true
+  );
 }
 
 /**
  * Writes an access line to `logger`'s destination as `logger[level](fields, message)` would, byte for
  * byte, with one JSON.stringify of the fields: pino escapes every key and every string value one at a
  * time, and in the gateway that cost as much as the rest of the access log (decision 0011). The level's
- * opening, the time, the bindings and the line's end are pino's own, read from the logger, so the line
- * follows its configuration; test/unit/observability/access-line.test.ts holds it to pino's output.
+ * opening, the time, the bindings and the line's end are pino's own, read from the logger; a logger
+ * configured to write more than those (see writesPlainLines) is handed the call.
+ * test/unit/observability/access-line.test.ts holds the line to pino's output.
  */
 export function createAccessLineWriter(logger: Logger): (level: Level, fields: AccessLineFields, message: string) => void {
+  if (!writesPlainLines(logger)) return (level, fields, message) => logger[level](fields, message);
   const parts = logger as unknown as PinoLineParts;
   const { lsCacheSym, timeSym, chindingsSym, endSym, streamSym } = pino.symbols;
   const openings = parts[lsCacheSym] as Readonly<Record<number, string>>;
@@ -88,6 +137,11 @@ export function createAccessLineWriter(logger: Logger): (level: Level, fields: A
   };
 }
 
+/** The logger access lines go through: the process logger without redaction (the line carries no headers object to redact). */
+export function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: [] } });
+}
+
 /**
  * One JSON line per request: request id, trace and span ids (W3C, the names OpenTelemetry's log data model uses), operation, status, durations, the consumer (key id and
  * name, never the key). The query string is left out: a client may put a secret there by mistake.
@@ -96,7 +150,7 @@ export function createAccessLineWriter(logger: Logger): (level: Level, fields: A
 export function createAccessLog(logger: Logger, environment: string): (req: IncomingMessage, res: ServerResponse, record: RequestRecord) => void {
   // The line is built field by field from the record, never from a headers object: redaction would
   // find nothing in it, and none is applied.
-  const accessLog = logger.child({}, { redact: { paths: [] } });
+  const accessLog = accessLogger(logger);
   const writeLine = createAccessLineWriter(accessLog);
   return function logRequest(req, res, record) {
     const statusCode = completedStatus(res, record);

@@ -105,7 +105,7 @@ describe('a configuration reload', () => {
 
   it('is refused when it sets an admin token file on a gateway whose keys are in memory, as start-up is', async () => {
     let overrides: Record<string, unknown> = {};
-    const { gateway, adminPort } = await reloadable(() => overrides);
+    const { gateway } = await reloadable(() => overrides);
     const file = tokenFile(ADMIN_TOKEN);
     try {
       overrides = { adminApi: { tokenFile: file } };
@@ -113,9 +113,8 @@ describe('a configuration reload', () => {
         result: 'failure',
         reason: 'ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory',
       });
-      const answer = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      expect(answer.status).toBe(404);
       expect(await reloads(gateway, 'failure')).toBe(1);
+      expect(await reloads(gateway, 'success')).toBe(0);
     } finally {
       removeTokenFile(file);
     }

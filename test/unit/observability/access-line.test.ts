@@ -1,9 +1,9 @@
 // The access line written with one JSON.stringify is the line pino writes for the same fields, byte for
 // byte: pino, configured as the gateway configures it, is the oracle.
 import fc from 'fast-check';
-import type { Level } from 'pino';
+import { type Level, pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { type AccessLineFields, createAccessLineWriter, createLogger } from '../../../src/observability/logger.ts';
+import { type AccessLineFields, accessLogger, createAccessLineWriter, createLogger } from '../../../src/observability/logger.ts';
 
 /** A destination that keeps what it is given. */
 function capture(): { lines: string[]; write(line: string): void } {
@@ -77,10 +77,9 @@ describe('the access line', () => {
       fc.property(fields, fc.constantFrom<Level>('info', 'warn', 'error'), fc.constantFrom('request completed', 'request failed'), (entry, level, message) => {
         const written = capture();
         const oracle = capture();
-        createAccessLineWriter(createLogger('info', written).child({}, { redact: { paths: [] } }))(level, entry, message);
-        createLogger('info', oracle)
-          .child({}, { redact: { paths: [] } })
-          [level](entry, message);
+        // The access log's own logger, as createAccessLog makes it: the writer against pino itself.
+        createAccessLineWriter(accessLogger(createLogger('info', written)))(level, entry, message);
+        accessLogger(createLogger('info', oracle))[level](entry, message);
         expect(written.lines).toHaveLength(1);
         expect(withoutTime(written.lines[0])).toBe(withoutTime(oracle.lines[0]));
       }),
@@ -111,5 +110,34 @@ describe('the access line', () => {
         '"req":{"method":"GET","path":"/v1/pets","remoteAddress":"127.0.0.1"},"res":{"statusCode":200},"responseTime":1.25,"environment":"production",' +
         '"operation":"listPets","keyId":"k1","consumer":"acme","upstreamStatus":200,"upstreamMs":0.5,"errorCode":null,"msg":"request completed"}\n',
     );
+  });
+
+  it.each([
+    ['a message prefix', { msgPrefix: '[access] ' }],
+    ['a message key of its own', { messageKey: 'message' }],
+    ['a mixin', { mixin: () => ({ host: 'gateway-0' }) }],
+    ['a serializer for one of its fields', { serializers: { consumer: () => 'someone' } }],
+    ['a log formatter', { formatters: { log: (object: Record<string, unknown>) => ({ ...object, formatted: true }) } }],
+  ])('is left to pino on a logger configured with %s', (_case, options) => {
+    const written = capture();
+    const oracle = capture();
+    const entry: AccessLineFields = {
+      reqId: 'r-1',
+      trace_id: '0af7651916cd43dd8448eb211c80319c',
+      span_id: 'b7ad6b7169203331',
+      req: { method: 'GET', path: '/v1/pets', remoteAddress: '127.0.0.1' },
+      res: { statusCode: 200 },
+      responseTime: 1.25,
+      environment: 'production',
+      operation: 'listPets',
+      keyId: 'k1',
+      consumer: 'acme',
+      upstreamStatus: 200,
+      upstreamMs: 0.5,
+      errorCode: null,
+    };
+    createAccessLineWriter(pino({ ...options, timestamp: false }, written))('info', entry, 'request completed');
+    pino({ ...options, timestamp: false }, oracle).info(entry, 'request completed');
+    expect(written.lines).toEqual(oracle.lines);
   });
 });
