@@ -360,9 +360,15 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     new ExemplarSeries(histogram, labels, LATENCY_BUCKETS, EXEMPLAR_TRACE_LABEL);
   function seriesFor(operation: string, method: string, statusCode: number) {
     let byMethod = completedSeries.get(operation);
-    if (byMethod === undefined) completedSeries.set(operation, (byMethod = new Map()));
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      completedSeries.set(operation, byMethod);
+    }
     let byStatus = byMethod.get(method);
-    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      byMethod.set(method, byStatus);
+    }
     let series = byStatus.get(statusCode);
     if (series === undefined) {
       const labels = { operation, method, status_code: String(statusCode), environment };
