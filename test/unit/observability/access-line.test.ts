@@ -68,6 +68,23 @@ const fields: fc.Arbitrary<AccessLineFields> = fc
     } as AccessLineFields;
   });
 
+/** A listPets request answered 200. */
+const COMPLETED: AccessLineFields = {
+  reqId: 'r-1',
+  trace_id: '0af7651916cd43dd8448eb211c80319c',
+  span_id: 'b7ad6b7169203331',
+  req: { method: 'GET', path: '/v1/pets', remoteAddress: '127.0.0.1' },
+  res: { statusCode: 200 },
+  responseTime: 1.25,
+  environment: 'production',
+  operation: 'listPets',
+  keyId: 'k1',
+  consumer: 'acme',
+  upstreamStatus: 200,
+  upstreamMs: 0.5,
+  errorCode: null,
+};
+
 /** The line's time is the clock's: the two loggers read it a moment apart. */
 const withoutTime = (line: string | undefined) => line?.replace(/,"time":\d+,/, ',"time":0,');
 
@@ -89,22 +106,7 @@ describe('the access line', () => {
 
   it('reads as pino writes it: level, time, service, the fields in order, the message', () => {
     const written = capture();
-    const entry: AccessLineFields = {
-      reqId: 'r-1',
-      trace_id: '0af7651916cd43dd8448eb211c80319c',
-      span_id: 'b7ad6b7169203331',
-      req: { method: 'GET', path: '/v1/pets', remoteAddress: '127.0.0.1' },
-      res: { statusCode: 200 },
-      responseTime: 1.25,
-      environment: 'production',
-      operation: 'listPets',
-      keyId: 'k1',
-      consumer: 'acme',
-      upstreamStatus: 200,
-      upstreamMs: 0.5,
-      errorCode: null,
-    };
-    createAccessLineWriter(createLogger('info', written))('info', entry, 'request completed');
+    createAccessLineWriter(createLogger('info', written))('info', COMPLETED, 'request completed');
     expect(withoutTime(written.lines[0])).toBe(
       '{"level":30,"time":0,"service":"petstore-gateway","reqId":"r-1","trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331",' +
         '"req":{"method":"GET","path":"/v1/pets","remoteAddress":"127.0.0.1"},"res":{"statusCode":200},"responseTime":1.25,"environment":"production",' +
@@ -121,23 +123,8 @@ describe('the access line', () => {
   ])('is left to pino on a logger configured with %s', (_case, options) => {
     const written = capture();
     const oracle = capture();
-    const entry: AccessLineFields = {
-      reqId: 'r-1',
-      trace_id: '0af7651916cd43dd8448eb211c80319c',
-      span_id: 'b7ad6b7169203331',
-      req: { method: 'GET', path: '/v1/pets', remoteAddress: '127.0.0.1' },
-      res: { statusCode: 200 },
-      responseTime: 1.25,
-      environment: 'production',
-      operation: 'listPets',
-      keyId: 'k1',
-      consumer: 'acme',
-      upstreamStatus: 200,
-      upstreamMs: 0.5,
-      errorCode: null,
-    };
-    createAccessLineWriter(pino({ ...options, timestamp: false }, written))('info', entry, 'request completed');
-    pino({ ...options, timestamp: false }, oracle).info(entry, 'request completed');
+    createAccessLineWriter(pino({ ...options, timestamp: false }, written))('info', COMPLETED, 'request completed');
+    pino({ ...options, timestamp: false }, oracle).info(COMPLETED, 'request completed');
     expect(written.lines).toEqual(oracle.lines);
   });
 });
