@@ -13,7 +13,8 @@ afterEach(async () => {
   await upstream?.close();
 });
 
-const breaker = { upstream: { circuitBreaker: { failureThreshold: 3, openMs: 300 } } };
+// Open long enough that the calls just after the failures meet it open on a slow machine too.
+const breaker = { upstream: { circuitBreaker: { failureThreshold: 3, openMs: 1500 } } };
 
 describe('the circuit breaker in front of the backend', () => {
   it('opens after consecutive failures, answers 503 with Retry-After without calling the backend, and closes after a good trial', async () => {
@@ -29,14 +30,14 @@ describe('the circuit breaker in front of the backend', () => {
     const contacted = upstream.requests;
     const refused = await call();
     expect(refused.status).toBe(503);
-    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['retry-after']).toBe('2');
     expect(refused.body).toEqual({ code: 'upstream_unavailable', message: 'The pet store backend is unavailable; retry shortly', status: 503 });
     expect(upstream.requests).toBe(contacted);
     expect(parseExposition(await gateway.scrape()).get(seriesKey('petstore_gateway_upstream_circuit_open', { environment: 'production' }))).toBe(1);
 
     healthy = true;
     // cockatiel's half-open delay runs on real time; poll for the trial request's success.
-    await waitFor(async () => (await call()).status === 200, 3000, 50);
+    await waitFor(async () => (await call()).status === 200, 8000, 50);
     expect((await call()).status).toBe(200);
     expect(parseExposition(await gateway.scrape()).get(seriesKey('petstore_gateway_upstream_circuit_open', { environment: 'production' }))).toBe(0);
   });

@@ -309,11 +309,14 @@ describe('a client that leaves before its request reaches the upstream', () => {
 
 describe('a request shed at capacity', () => {
   it('closes a connection whose body is still arriving, rather than read the rest', async () => {
-    const held = await startRawUpstream(() => undefined);
+    let heldArrived: () => void = () => undefined;
+    const heldAtUpstream = new Promise<void>((resolve) => (heldArrived = resolve));
+    const held = await startRawUpstream(() => heldArrived());
     const full = await startEdge(held.baseUrl, { listen: { maxInFlight: 1 } });
     try {
       const holding = sendRaw(full.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${full.gateway.apiKey}\r\n\r\n`, { waitMs: 1500 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The one place in flight is taken once the held request is at the upstream, unanswered.
+      await heldAtUpstream;
       const shed = await sendRaw(
         full.running.port,
         `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${full.gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"nam`,
@@ -332,8 +335,15 @@ describe('a request shed at capacity', () => {
 
 describe('pipelined requests during a drain', () => {
   it('are not sent upstream behind the response that closes the connection', async () => {
+    // A is held at the upstream until B and C are written; B is answered at once.
+    let aArrived: () => void = () => undefined;
+    const aAtUpstream = new Promise<void>((resolve) => (aArrived = resolve));
+    let releaseA: () => void = () => undefined;
+    const aReleased = new Promise<void>((resolve) => (releaseA = resolve));
     const slow = await startRecordingUpstream((req, res) => {
-      setTimeout(() => answerCreated(req, res), 300);
+      if (req.headers['x-request-id'] !== 'pipelined-a-0001') return answerCreated(req, res);
+      aArrived();
+      void aReleased.then(() => answerCreated(req, res));
     });
     const draining = await startEdge(slow.baseUrl, { shutdown: { drainDelayMs: 0, gracePeriodMs: 3000 } });
     try {
@@ -343,10 +353,12 @@ describe('pipelined requests during a drain', () => {
       socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
       const closed = new Promise((resolve) => socket.on('close', resolve));
       socket.write(get('pipelined-a-0001'));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await aAtUpstream;
       const stopping = draining.running.shutdown('test drain');
       // Written while A is still at the upstream and the gateway drains: B is answered (closing), C never runs.
       socket.write(get('pipelined-b-0002') + get('pipelined-c-0003'));
+      // A is answered only after the gateway has had B and C to read (a wait that can only help).
+      setTimeout(releaseA, 300);
       await closed;
       await stopping;
       expect([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))).toEqual([200, 200]);
@@ -619,21 +631,31 @@ describe('repeated fields and pooled connections', () => {
   it('costs no upstream connection for a client that left while its request waited for one', async () => {
     const connections = new Set<unknown>();
     let requests = 0;
+    let firstArrived: () => void = () => undefined;
+    const firstAtUpstream = new Promise<void>((resolve) => (firstArrived = resolve));
+    let releaseFirst: () => void = () => undefined;
+    const firstReleased = new Promise<void>((resolve) => (releaseFirst = resolve));
     const raw = await startRawUpstream((socket) => {
       connections.add(socket);
       requests++;
       const answer = () => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]');
-      // The first answer takes a while, so the others queue for the only connection.
-      if (requests === 1) setTimeout(answer, 500);
-      else answer();
+      // The first answer is held, so the others queue for the only connection.
+      if (requests === 1) {
+        firstArrived();
+        void firstReleased.then(answer);
+      } else answer();
     });
     const through = await startEdge(raw.baseUrl, { upstream: { maxSockets: 1 } });
     const get = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`;
+    const inFlight = async () =>
+      parseExposition(await through.gateway.scrape()).get(seriesKey('petstore_gateway_in_flight_requests', { environment: 'production' }));
     try {
       const first = sendRaw(through.running.port, get, { responses: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      // Three clients that give up before a connection is free.
+      await firstAtUpstream;
+      // Three clients that give up before a connection is free; the first is answered once the gateway has seen them go.
       await Promise.all([0, 1, 2].map(() => sendRaw(through.running.port, get, { waitMs: 100 })));
+      await waitFor(async () => (await inFlight()) === 1);
+      releaseFirst();
       expect((await first).statuses).toEqual([200]);
       expect((await sendRaw(through.running.port, get, { responses: 1 })).statuses).toEqual([200]);
       expect(requests).toBe(2);

@@ -20,8 +20,8 @@ beforeAll(async () => {
     REDIS_URL: redis.url,
     UPSTREAM_URL: backend.baseUrl,
     API_KEY_PEPPER: 'rolling-restart-pepper-1',
-    // Readiness turns false this long before the listener closes: longer than the balancer's check period.
-    SHUTDOWN_DRAIN_DELAY_MS: '600',
+    // Readiness turns false this long before the listener closes: many of the balancer's check periods, on a slow machine too.
+    SHUTDOWN_DRAIN_DELAY_MS: '2000',
   };
   key = (
     JSON.parse((await runKeysCli(['create', '--name', 'rolling', '--environment', 'staging', '--rate-limit-per-minute', '1000000', '--json'], env)).stdout) as {
