@@ -6,7 +6,7 @@
 //                                          e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
 // Reported: each variant's median and its ratio to the first's, and the median of each round's own ratio,
 // which with many short rounds (TRACECOST_ROUNDS=30 TRACECOST_DURATION_S=2) resolves what the machine's
-// drift hides from a few long ones.
+// drift hides from a few long ones. The variants take turns at running first in a round.
 // TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8); TRACECOST_PROFILE=<dir>: the traced
 // gateways run under --cpu-prof (profiles written there on exit; the figures are then the profiler's too).
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -163,7 +163,10 @@ try {
   }
   for (const gateway of gateways) await wrk(gateway.url, key, 3);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const gateway of gateways) {
+    // Each round starts with the next variant in turn, so that no variant always runs first. Even so, two
+    // processes of one build measured 3% apart over 16 rounds: a smaller difference between builds is not resolved.
+    const inTurn = [...gateways.slice(round % gateways.length), ...gateways.slice(0, round % gateways.length)];
+    for (const gateway of inTurn) {
       const before = cpuSeconds(gateway.child.pid!);
       const threadsBefore = threadSeconds(gateway.child.pid!);
       const requests = await wrk(gateway.url, key, DURATION_S);
