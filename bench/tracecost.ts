@@ -164,7 +164,8 @@ try {
   for (const gateway of gateways) await wrk(gateway.url, key, 3);
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts with the next variant in turn, so that no variant always runs first. Even so, two
-    // processes of one build measured 3% apart over 16 rounds: a smaller difference between builds is not resolved.
+    // processes of one build measured 3% apart over 16 rounds in a run of two, 8% in a run of four: compare
+    // two builds in both start orders, and read a smaller difference as unresolved.
     const inTurn = [...gateways.slice(round % gateways.length), ...gateways.slice(0, round % gateways.length)];
     for (const gateway of inTurn) {
       const before = cpuSeconds(gateway.child.pid!);
