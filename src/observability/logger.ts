@@ -131,9 +131,16 @@ export function createAccessLineWriter(logger: Logger): (level: Level, fields: A
   const end = parts[endSym] as string;
   const stream = parts[streamSym] as { write(line: string): unknown };
   const levels = logger.levels.values;
+  // The line's end for each message, made once: the access log has two messages.
+  const endings = new Map<string, string>();
   return (level, fields, message) => {
+    let ending = endings.get(message);
+    if (ending === undefined) {
+      ending = `,"msg":${JSON.stringify(message)}${end}`;
+      if (endings.size < 8) endings.set(message, ending);
+    }
     const json = JSON.stringify(fields);
-    stream.write(`${openings[levels[level]!]}${time.call(logger)}${bindings},${json.slice(1, -1)},"msg":${JSON.stringify(message)}${end}`);
+    stream.write(`${openings[levels[level]!]}${time.call(logger)}${bindings},${json.slice(1, -1)}${ending}`);
   };
 }
 

@@ -350,10 +350,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     saturation.readPools(state.upstreamPools ?? (() => []));
   }
 
-  // Series are bound once per combination (bound-series.ts): prom-client would otherwise make the
-  // series' key from the label values on every update, on the path of every request.
-  // Found by operation, method and status in turn, not by a key string made per request: the operation
-  // ids and Node's method names are strings V8 already holds hashed, the status a small integer.
+  // Series are bound once per combination (bound-series.ts) and found by operation, method and status in
+  // turn: no key string is made per request, where prom-client would make one on every update.
   const completedSeries = new Map<string, Map<string, Map<number, { count: BoundCounter; duration: ExemplarSeries }>>>();
   const proxiedSeries = new Map<string, { upstream: ExemplarSeries; overhead: ExemplarSeries }>();
   const withExemplars = (histogram: Histogram<string>, labels: LabelValues<string>) =>
