@@ -6,9 +6,12 @@
 //                                          e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
 // Reported: each variant's median and its ratio to the first's, and the median of each round's own ratio,
 // which with many short rounds (TRACECOST_ROUNDS=30 TRACECOST_DURATION_S=2) resolves what the machine's
-// drift hides from a few long ones. The variants take turns at running first in a round.
-// TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8); TRACECOST_PROFILE=<dir>: the traced
-// gateways run under --cpu-prof (profiles written there on exit; the figures are then the profiler's too).
+// drift hides from a few long ones. The variants take turns at running first in a round, and each round
+// starts new processes of them (warmed 6 s): one process of a build can run a tenth above or below another
+// for its whole life, so a comparison of one process each measures the pair, not the builds.
+// TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8), TRACECOST_FRESH=0 (one process per variant
+// for every round); TRACECOST_PROFILE=<dir>: the gateways run under --cpu-prof (a profile per process written
+// there on exit; the figures are then the profiler's too).
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,13 +22,16 @@ import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
-import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
+import { buildGateway, START_ARGS, waitUntilReady } from '../test/helpers/start-gateway-process.ts';
 import { privateRedisArgs } from '../test/helpers/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ROUNDS = Number(process.env.TRACECOST_ROUNDS ?? 4);
 const DURATION_S = Number(process.env.TRACECOST_DURATION_S ?? 8);
 const PROFILE_DIR = process.env.TRACECOST_PROFILE || undefined;
+const FRESH = process.env.TRACECOST_FRESH !== '0';
+/** Seconds of load before a process is measured: its hot code optimised, its pools and caches filled. */
+const WARM_S = Number(process.env.TRACECOST_WARM_S ?? 6);
 const PEPPER = 'bench-pepper-0123456789abcdef';
 const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
 const workDir = mkdtempSync(join(tmpdir(), 'gateway-tracecost-'));
@@ -132,9 +138,9 @@ try {
   });
   admin.disconnect();
   const flags = START_ARGS.slice(0, -1);
-  const gateways = [];
-  for (const [index, variant] of variants.entries()) {
-    const name = `gateway-${index}`;
+  /** One process of a variant, started and warmed; `generation` names its log and profile apart from earlier ones. */
+  async function launch(variant: (typeof variants)[number], index: number, generation: number) {
+    const name = `gateway-${index}-${generation}`;
     const profile = PROFILE_DIR !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
     const child = start(
       name,
@@ -151,31 +157,52 @@ try {
         : { ...gatewayEnv, ...variant.extra },
       '0',
     );
-    const { port } = await portOf(name, child);
-    gateways.push({
-      ...variant,
-      child,
-      url: `http://127.0.0.1:${port}${PATH_AND_QUERY}`,
-      runs: [] as number[],
-      threads: new Map<string, number>(),
-      requests: 0,
-    });
+    const { port, adminPort } = await portOf(name, child);
+    // Listening comes before the Redis connections: a request before readiness is refused (503).
+    await waitUntilReady({ adminPort: adminPort! });
+    const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
+    await wrk(url, key, WARM_S);
+    // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
+    await sleep(1000);
+    return { child, url };
   }
-  for (const gateway of gateways) await wrk(gateway.url, key, 3);
+  /** Stops processes in order (SIGTERM: the gateway drains and exits, and --cpu-prof writes its profile). */
+  async function stop(children: ChildProcess[]): Promise<void> {
+    const exits = children.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.race([Promise.all(exits), sleep(15_000)]);
+  }
+  const gateways = variants.map((variant) => ({
+    ...variant,
+    runs: [] as number[],
+    /** The share of its core each run used: under 1, the load generator (not the gateway) set the pace. */
+    coreShares: [] as number[],
+    threads: new Map<string, number>(),
+    requests: 0,
+  }));
+  let running = FRESH ? [] : await Promise.all(variants.map((variant, index) => launch(variant, index, 0)));
   for (let round = 0; round < ROUNDS; round++) {
-    // Each round starts with the next variant in turn, so that no variant always runs first. Even so, two
-    // processes of one build measured 3% apart over 16 rounds in a run of two, 8% in a run of four: compare
-    // two builds in both start orders, and read a smaller difference as unresolved.
-    const inTurn = [...gateways.slice(round % gateways.length), ...gateways.slice(0, round % gateways.length)];
-    for (const gateway of inTurn) {
-      const before = cpuSeconds(gateway.child.pid!);
-      const threadsBefore = threadSeconds(gateway.child.pid!);
-      const requests = await wrk(gateway.url, key, DURATION_S);
-      gateway.runs.push(((cpuSeconds(gateway.child.pid!) - before) * 1e6) / requests);
-      for (const [name, seconds] of threadSeconds(gateway.child.pid!))
+    // Each round starts with the next variant in turn, so that no variant always runs first. Two processes of
+    // one build differ by up to a tenth for as long as they run (what each one's JIT made of the code), so by
+    // default every round starts new processes: the median of many rounds' ratios is then one of many pairs
+    // of processes, not of one pair (TRACECOST_FRESH=0 keeps one process per variant for every round).
+    if (FRESH) running = [];
+    if (FRESH) for (const [index, variant] of variants.entries()) running.push(await launch(variant, index, round));
+    const inTurn = [...gateways.keys()].map((at) => (at + round) % gateways.length);
+    for (const at of inTurn) {
+      const gateway = gateways[at]!;
+      const { child, url } = running[at]!;
+      const before = cpuSeconds(child.pid!);
+      const threadsBefore = threadSeconds(child.pid!);
+      const requests = await wrk(url, key, DURATION_S);
+      const used = cpuSeconds(child.pid!) - before;
+      gateway.runs.push((used * 1e6) / requests);
+      gateway.coreShares.push(used / DURATION_S);
+      for (const [name, seconds] of threadSeconds(child.pid!))
         gateway.threads.set(name, (gateway.threads.get(name) ?? 0) + seconds - (threadsBefore.get(name) ?? 0));
       gateway.requests += requests;
     }
+    if (FRESH) await stop(running.map(({ child }) => child));
     process.stdout.write(`round ${round + 1}: ${gateways.map((gateway) => `${gateway.spec} ${gateway.runs.at(-1)!.toFixed(1)}`).join(', ')} CPU µs/req\n`);
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -184,10 +211,16 @@ try {
   // (other tenants, CPU steal) moves both sides of a round's ratio alike, so many short rounds resolve
   // what a ratio of medians over a few long ones cannot.
   const firstRuns: number[] = gateways[0]!.runs;
-  const paired = (runs: number[]) => median(runs.map((run, round) => run / firstRuns[round]!));
+  const ratios = (runs: number[]) => runs.map((run, round) => run / firstRuns[round]!).sort((a, b) => a - b);
+  const paired = (runs: number[]) => median(ratios(runs));
+  /** The middle half of the rounds' ratios: how far one round's pair of processes can be trusted. */
+  const middleHalf = (runs: number[]) => {
+    const sorted = ratios(runs);
+    return `${sorted[Math.floor((sorted.length - 1) / 4)]!.toFixed(2)}-${sorted[Math.ceil(((sorted.length - 1) * 3) / 4)]!.toFixed(2)}`;
+  };
   for (const gateway of gateways)
     process.stdout.write(
-      `${gateway.spec.padEnd(32)} median ${median(gateway.runs).toFixed(1)} µs/req, ×${(median(gateway.runs) / base).toFixed(2)}; median of rounds' ratios ×${paired(gateway.runs).toFixed(2)}\n`,
+      `${gateway.spec.padEnd(32)} median ${median(gateway.runs).toFixed(1)} µs/req, ×${(median(gateway.runs) / base).toFixed(2)}; median of rounds' ratios ×${paired(gateway.runs).toFixed(2)} (middle half ${middleHalf(gateway.runs)}); ${median(gateway.coreShares).toFixed(2)} of its core\n`,
     );
   for (const gateway of gateways)
     process.stdout.write(
@@ -198,10 +231,7 @@ try {
     );
   const stats = (await (await fetch(`http://127.0.0.1:${sink.port}/stats`)).json()) as { spans: number; exports: number };
   process.stdout.write(`sink so far: ${stats.spans} spans in ${stats.exports} exports\n`);
-  // An orderly exit (SIGTERM: the gateway drains and exits) lets --cpu-prof write its profile.
-  const exits = gateways.map((gateway) => new Promise((resolve) => gateway.child.once('exit', resolve)));
-  for (const gateway of gateways) gateway.child.kill('SIGTERM');
-  await Promise.race([Promise.all(exits), sleep(15_000)]);
+  if (!FRESH) await stop(running.map(({ child }) => child));
 } finally {
   killAll();
   rmSync(workDir, { recursive: true, force: true });
