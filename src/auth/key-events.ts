@@ -32,7 +32,17 @@ export interface KeyEventsOptions {
   /** How often the epoch is read: the longest a lost announcement leaves a changed key in the cache. */
   checkMs: number;
   logger?: Logger;
+  /** Told each time the whole cache is dropped, and why (the key cache clears metric). */
+  onCacheCleared?: (reason: KeyCacheClearReason) => void;
 }
+
+/**
+ * Why a replica dropped its whole key cache: `baseline`, the first epoch read after start (whatever
+ * was cached before it); `resubscribed`, the subscription came back after a cut; `event_skipped`, an event's
+ * number skipped one; `epoch_ahead`, the epoch in Redis is ahead of the last event received (the
+ * subscription is losing events); `epoch_back`, the epoch in Redis went back (Redis lost writes).
+ */
+export type KeyCacheClearReason = 'baseline' | 'resubscribed' | 'event_skipped' | 'epoch_ahead' | 'epoch_back';
 
 export interface KeyEvents {
   /** Settles once subscribed (the gateway starts without waiting for it: Redis may be away). */
@@ -54,15 +64,19 @@ export interface KeyEvents {
  * one more lookup.
  */
 export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
-  const { subscriber, redis, cache, logger, checkMs } = options;
+  const { subscriber, redis, cache, logger, checkMs, onCacheCleared } = options;
   const layout = keyLayout(options.keyPrefix);
   const channel = layout.events;
   /** The newest epoch known to be reflected in the cache; undefined until the first read. */
   let seen: number | undefined;
   let subscribedOnce = false;
   let closed = false;
-  const missed = (epoch: number, how: string) => {
+  const clear = (reason: KeyCacheClearReason) => {
     cache.clear();
+    onCacheCleared?.(reason);
+  };
+  const missed = (epoch: number, reason: KeyCacheClearReason, how: string) => {
+    clear(reason);
     logger?.warn({ channel, epoch, lastEventEpoch: seen }, `key events: ${how}; key cache cleared`);
   };
   subscriber.on('message', (from: string, message: string) => {
@@ -76,12 +90,12 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
     // Before the first check has read the epoch (the baseline, which clears the cache) an event's number
     // says nothing of what was missed before it: taking it as the baseline would skip that clear.
     if (event.epoch === undefined || seen === undefined) return;
-    if (event.epoch > seen + 1) missed(event.epoch, 'an event skipped a number (one was lost)');
+    if (event.epoch > seen + 1) missed(event.epoch, 'event_skipped', 'an event skipped a number (one was lost)');
     seen = Math.max(seen, event.epoch);
   });
   subscriber.on('ready', () => {
     if (!subscribedOnce) return;
-    cache.clear();
+    clear('resubscribed');
     logger?.info({ channel }, 'key events re-subscribed: key cache cleared');
   });
   // Also while there is no subscription (not yet, or it failed): then every change is seen here.
@@ -95,13 +109,13 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
     if (seen === undefined) {
       // The baseline: from here on a change not announced is seen by its number. Anything cached before it
       // may have changed unannounced (at start-up the cache is all but empty).
-      cache.clear();
+      clear('baseline');
     } else if (stored > seen) {
-      missed(stored, 'the epoch in Redis is ahead of the last event received');
+      missed(stored, 'epoch_ahead', 'the epoch in Redis is ahead of the last event received');
       void repairSubscription();
     } else if (stored < seen) {
       // Redis lost writes (a failover, a restore, another server): what was cached may predate a change.
-      missed(stored, 'the epoch in Redis went back');
+      missed(stored, 'epoch_back', 'the epoch in Redis went back');
     }
     seen = stored;
   };

@@ -1,6 +1,7 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
+import type { KeyCacheClearReason } from '../auth/key-events.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
@@ -34,6 +35,15 @@ export const AUTH_REFUSAL_REASONS = Object.keys({
   expired: true,
   wrong_environment: true,
 } satisfies Record<AuthRefusalReason, true>) as readonly AuthRefusalReason[];
+
+/** Every reason the whole key cache is dropped; `satisfies` makes the compiler insist on the whole list. */
+export const KEY_CACHE_CLEAR_REASONS = Object.keys({
+  baseline: true,
+  resubscribed: true,
+  event_skipped: true,
+  epoch_ahead: true,
+  epoch_back: true,
+} satisfies Record<KeyCacheClearReason, true>) as readonly KeyCacheClearReason[];
 
 export interface MetricsOptions {
   environment: string;
@@ -96,6 +106,8 @@ export interface GatewayMetrics {
   upstreamRefusedIdentity(operation: string, upstreamStatus: number): void;
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
+  /** The whole key cache dropped (src/auth/key-events.ts says when and why). */
+  keyCacheCleared(reason: KeyCacheClearReason): void;
   deprecatedCall(operation: string, keyId: string, consumer: string): void;
   deprecatedRefused(operation: string, reason: DeprecatedRefusalReason): void;
   /** A marked operation refused 403 stability_not_allowed (denied here, or the key did not opt in). */
@@ -191,6 +203,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     name: name('key_cache_lookups_total'),
     help: 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).',
     labelNames: ['result', 'environment'] as const,
+    registers,
+  });
+  const keyCacheClears = new Counter({
+    name: name('key_cache_clears_total'),
+    help: 'Times the whole API key cache was dropped, by reason: baseline (the first epoch read after start), resubscribed (key events came back after a cut), event_skipped, epoch_ahead (announcements were lost), epoch_back (Redis lost writes).',
+    labelNames: ['reason', 'environment'] as const,
     registers,
   });
   const rateLimited = new Counter({
@@ -319,6 +337,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   }
   for (const { operation, stability } of options.markedOperations ?? []) stabilityRefusals.inc({ operation, stability, environment }, 0);
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
+  for (const reason of KEY_CACHE_CLEAR_REASONS) keyCacheClears.inc({ reason, environment }, 0);
   for (const result of ['hit', 'miss'] as const) keyCache.inc({ result, environment }, 0);
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
@@ -423,6 +442,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),
+    keyCacheCleared: (reason) => keyCacheClears.inc({ reason, environment }),
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
     deprecatedRefused: (operation, reason) => deprecatedRefusals.inc({ operation, reason, environment }),
     stabilityRefused: (operation, stability) => stabilityRefusals.inc({ operation, stability, environment }),

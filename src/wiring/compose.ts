@@ -244,6 +244,7 @@ export async function composeRedisGateway(
         clock,
         brownouts,
         onLookup: metrics.keyCacheLookup,
+        onKeyCacheCleared: metrics.keyCacheCleared,
         onRateLimitStoreError: metrics.rateLimitStoreError,
         pepperFingerprint: parts.hashKey.pepperFingerprint,
         onPepperChecked: metrics.pepperChecked,

@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
-import { followKeyEvents } from '../auth/key-events.ts';
+import { followKeyEvents, type KeyEventsOptions } from '../auth/key-events.ts';
 import { watchPepper } from '../auth/pepper-watch.ts';
 import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -61,6 +61,8 @@ export function createRedisStores(
     /** The process's brownouts, to follow operators' starts and stops on. */
     brownouts?: BrownoutBoard;
     onLookup?: KeyCacheOptions['onLookup'];
+    /** Told each time the whole key cache is dropped, and why. */
+    onKeyCacheCleared?: KeyEventsOptions['onCacheCleared'];
     /**
      * Told of every failed synchronisation of the local-first counts. The exact mode's failures meet a
      * request, and the rate limiter reports them under its policy.
@@ -99,7 +101,15 @@ export function createRedisStores(
           }),
         })
       : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, ...observe('rate_limit_increment') });
-  const keyEvents = followKeyEvents({ subscriber, redis, keyPrefix: config.redis.keyPrefix, cache: keyStore, checkMs: KEY_EVENTS_CHECK_MS, logger });
+  const keyEvents = followKeyEvents({
+    subscriber,
+    redis,
+    keyPrefix: config.redis.keyPrefix,
+    cache: keyStore,
+    checkMs: KEY_EVENTS_CHECK_MS,
+    logger,
+    ...(options.onKeyCacheCleared ? { onCacheCleared: options.onKeyCacheCleared } : {}),
+  });
   // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes (tried until it holds).
   const pepper = watchPepper(redis, {
     keyPrefix: config.redis.keyPrefix,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
-import { followKeyEvents, type KeyEvents } from '../../src/auth/key-events.ts';
+import { followKeyEvents, type KeyCacheClearReason, type KeyEvents } from '../../src/auth/key-events.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import { keyLayout, toHashFields } from '../../src/auth/key-records.ts';
 import { RedisKeyStore } from '../../src/auth/redis-key-store.ts';
@@ -21,6 +21,8 @@ let commands: RedisClient;
 let subscriber: RedisClient;
 let admin: KeyAdmin;
 let following: KeyEvents | undefined;
+/** Why the replica of the test dropped its whole cache, in order (the key cache clears metric). */
+let clears: KeyCacheClearReason[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -46,7 +48,8 @@ async function replicaCache(checkMs: number, subscribeTo = redis.url): Promise<C
     { url: subscribeTo, sentinels: [], sentinelName: 'mymaster', clusterNodes: [], password: null, commandTimeoutMs: 500, connectTimeoutMs: 500 },
     { role: 'subscriber', name: 'key-events-test-events' },
   );
-  following = followKeyEvents({ subscriber, redis: commands, keyPrefix: PREFIX, cache, checkMs });
+  clears = [];
+  following = followKeyEvents({ subscriber, redis: commands, keyPrefix: PREFIX, cache, checkMs, onCacheCleared: (reason) => clears.push(reason) });
   if (subscribeTo === redis.url) await following.subscribed;
   return cache;
 }
@@ -99,6 +102,7 @@ describe('key events', () => {
     // Cached for 30 s: only the check, every 100 ms here, can tell the cache in time.
     await revokeUnannounced(keyHash);
     await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
+    expect(clears).toEqual(['baseline', 'epoch_ahead']);
   });
 
   it('reach the cache by the epoch check while the subscription cannot be made', async () => {
@@ -123,6 +127,7 @@ describe('key events', () => {
       .set(layout.eventsEpoch, '9')
       .exec();
     await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
+    expect(clears).toEqual(['baseline', 'epoch_back']);
   });
 
   it('drop the cache when an announcement skips a number, without waiting for the check', async () => {
@@ -132,5 +137,16 @@ describe('key events', () => {
     await revokeUnannounced(lost.keyHash);
     await admin.revoke(other.id);
     await waitFor(async () => (await cache.findByHash(lost.keyHash))?.revoked === true, 1000, 5);
+    expect(clears).toEqual(['baseline', 'event_skipped']);
+  });
+
+  it('drop the cache when the subscription comes back after a cut: what was announced meanwhile is lost', async () => {
+    const cache = await replicaCache(60_000);
+    const { keyHash } = await cachedKey(cache);
+    await revokeUnannounced(keyHash);
+    // The connection cut and made again: ioredis subscribes anew, and says so.
+    subscriber.disconnect(true);
+    await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
+    expect(clears).toEqual(['baseline', 'resubscribed']);
   });
 });

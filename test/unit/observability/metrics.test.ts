@@ -49,6 +49,12 @@ describe('a fresh registry', () => {
     expect(series.get(metric('key_cache_lookups_total', { result: 'miss' }))).toBe(0);
   });
 
+  it('has key_cache_clears_total at 0 for every reason', async () => {
+    const series = await freshExposition();
+    for (const reason of ['baseline', 'resubscribed', 'event_skipped', 'epoch_ahead', 'epoch_back'])
+      expect(series.get(metric('key_cache_clears_total', { reason })), reason).toBe(0);
+  });
+
   it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open'])('has %s at 0', async (name) => {
     expect((await freshExposition()).get(metric(name))).toBe(0);
   });
