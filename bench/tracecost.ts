@@ -186,8 +186,10 @@ try {
     // one build differ by up to a tenth for as long as they run (what each one's JIT made of the code), so by
     // default every round starts new processes: the median of many rounds' ratios is then one of many pairs
     // of processes, not of one pair (TRACECOST_FRESH=0 keeps one process per variant for every round).
-    if (FRESH) running = [];
-    if (FRESH) for (const [index, variant] of variants.entries()) running.push(await launch(variant, index, round));
+    if (FRESH) {
+      running = [];
+      for (const [index, variant] of variants.entries()) running.push(await launch(variant, index, round));
+    }
     const inTurn = [...gateways.keys()].map((at) => (at + round) % gateways.length);
     for (const at of inTurn) {
       const gateway = gateways[at]!;

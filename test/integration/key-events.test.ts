@@ -102,7 +102,10 @@ describe('key events', () => {
     // Cached for 30 s: only the check, every 100 ms here, can tell the cache in time.
     await revokeUnannounced(keyHash);
     await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
-    expect(clears).toEqual(['baseline', 'epoch_ahead']);
+    // A check that read the epoch of the key's creation before its announcement arrived clears needlessly
+    // (epoch_ahead too): only the first and the last clear are certain.
+    expect(clears[0]).toBe('baseline');
+    expect(clears.at(-1)).toBe('epoch_ahead');
   });
 
   it('reach the cache by the epoch check while the subscription cannot be made', async () => {
@@ -127,7 +130,9 @@ describe('key events', () => {
       .set(layout.eventsEpoch, '9')
       .exec();
     await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
-    expect(clears).toEqual(['baseline', 'epoch_back']);
+    // As above, the key's creation may have cleared needlessly in between.
+    expect(clears[0]).toBe('baseline');
+    expect(clears.at(-1)).toBe('epoch_back');
   });
 
   it('drop the cache when an announcement skips a number, without waiting for the check', async () => {
