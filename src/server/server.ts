@@ -6,6 +6,7 @@ import { createAdminApp, type AdminAppOptions } from '../admin/admin-app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { createClientErrorHandler } from './client-error.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
+import type { AppMessages } from '../http/app-messages.ts';
 import { createServer } from '../http/node-http.ts';
 import { toOriginForm } from './request-target.ts';
 import { serveInTurn } from './serve-in-turn.ts';
@@ -21,6 +22,8 @@ export interface RunningGateway {
 export interface ListenableGateway {
   config: GatewayConfig;
   handler: RequestListener;
+  /** The classes the public listener makes requests and responses with (node:http's own when absent). */
+  messageClasses?: AppMessages['classes'];
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
 }
 
@@ -87,6 +90,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     connectionsCheckingInterval: 1000,
     // The app refuses a request without Host with an Error body; Node's own refusal has none.
     requireHostHeader: false,
+    ...gateway.messageClasses,
   });
   publicServer.maxConnections = config.listen.maxConnections;
   const admission = serveInTurn(

@@ -11,6 +11,7 @@ import type { KeyStore } from '../auth/key-store.ts';
 import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
+import { createAppMessages, type AppMessages } from '../http/app-messages.ts';
 import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
@@ -78,6 +79,8 @@ export interface Gateway<S extends Stores = Stores> {
   stores: S;
   /** What the public listener serves: the request tracker around the pipeline. Tests call it in process. */
   handler: RequestListener;
+  /** The public listener's request and response classes: made with the prototypes of the app serving new requests. */
+  messageClasses: AppMessages['classes'];
   tracker: RequestTracker;
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
   /** Starts both listeners; their shutdown releases the gateway. */
@@ -147,10 +150,12 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
   // A retired generation's requests may still wait for their body, then for the upstream.
+  const messages = createAppMessages();
   const live = createLivePipeline(
     build(config, versions, identity),
     (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs,
     logger,
+    (generation) => messages.adopt(generation.prototypes),
   );
   const reload = createReload({
     loadConfig: parts.reloadConfig ?? (() => config),
@@ -192,6 +197,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     metrics,
     stores,
     handler: tracker.listener,
+    messageClasses: messages.classes,
     tracker,
     admin: {
       checks: [...conditions, ...checks, ...upstreamChecks],

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
+import type { MessagePrototypes } from '../http/app-messages.ts';
 import { compileCorsHeaders, corsHeadersOptions, type AnnounceCors } from '../policy/cors.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
@@ -23,6 +24,8 @@ export interface Pipeline {
   readonly identity: UpstreamIdentity;
   /** Serves a request; counted as this generation's until its response closes. */
   handle: RequestListener;
+  /** The prototypes this generation's app gives requests and responses: new ones are best made with them. */
+  readonly prototypes: MessagePrototypes;
   /** This generation's CORS headers, for answers given before the pipeline (load shedding); undefined: CORS off. */
   announceCors: AnnounceCors | undefined;
   /** Closes the upstream pools once this generation's requests are all answered (at the latest after `graceMs`). */
@@ -64,6 +67,7 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     config,
     identity,
     announceCors: cors ? compileCorsHeaders(cors) : undefined,
+    prototypes: { request: app.request, response: app.response },
     handle(req: IncomingMessage, res: ServerResponse) {
       unanswered++;
       // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.
@@ -105,9 +109,18 @@ export interface LivePipeline {
   upstreamPools(): UpstreamPoolReading[];
 }
 
-/** `graceFor` says how long a retired generation's requests may still take (its own timeouts). */
-export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline) => number, logger: Logger): LivePipeline {
+/**
+ * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `serving` is
+ * told of each generation that new requests go to, the first one included.
+ */
+export function createLivePipeline(
+  first: Pipeline,
+  graceFor: (retired: Pipeline) => number,
+  logger: Logger,
+  serving: (generation: Pipeline) => void = () => undefined,
+): LivePipeline {
   let current = first;
+  serving(first);
   let closed = false;
   const retiring = new Set<Promise<void>>();
   const retiringGenerations = new Set<Pipeline>();
@@ -134,6 +147,7 @@ export function createLivePipeline(first: Pipeline, graceFor: (retired: Pipeline
       if (closed) return retire(next, 0);
       const previous = current;
       current = next;
+      serving(next);
       retire(previous, graceFor(previous));
     },
     async close() {

@@ -38,6 +38,8 @@ export interface TestGatewayOptions {
 export interface TestGateway {
   /** The production handler (request tracker and pipeline), built by the composition root: call it in process. */
   app: RequestListener;
+  /** The classes the public listener makes requests and responses with. */
+  messageClasses: Gateway['messageClasses'];
   config: GatewayConfig;
   clock: ReturnType<typeof fixedClock>;
   keyStore: MemoryKeyStore;
@@ -112,6 +114,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   });
   return {
     app: gateway.handler,
+    messageClasses: gateway.messageClasses,
     config,
     clock,
     keyStore,

@@ -1,6 +1,7 @@
 // A configuration reload (SIGHUP) in process: new requests meet the new policies, a bad file changes nothing, keys rotate without a restart.
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeProtectedHeader } from 'jose';
@@ -76,6 +77,21 @@ describe('a configuration reload', () => {
       level: 30,
       configHash: expect.stringMatching(/^[0-9a-f]{16}$/),
     });
+  });
+
+  it('makes new requests with the prototypes of the app that serves them', async () => {
+    let overrides: Record<string, unknown> = {};
+    const { gateway, port } = await reloadable(() => overrides);
+    // Express's request prototype names its app: the app a new request is made for.
+    const appOfNewRequest = () => (Object.getPrototypeOf(new gateway.messageClasses.IncomingMessage(new Socket())) as { app?: unknown }).app;
+    const before = appOfNewRequest();
+    overrides = { rateLimit: { limits: { production: { default: 2 }, staging: { default: 2 } } } };
+    await gateway.reload();
+    const after = appOfNewRequest();
+    expect(before).toBeTypeOf('function');
+    expect(after).toBeTypeOf('function');
+    expect(after).not.toBe(before);
+    expect(await get(port, gateway.apiKey)).toEqual([200]);
   });
 
   it('gives new requests the new brownout windows', async () => {

@@ -1,0 +1,204 @@
+// Gateways to compare, and what they run against: a private redis-server, the bench backend, the OTLP sink
+// and one API key, started as `npm run bench` starts them. Shared by bench/tracecost.ts (CPU time) and
+// bench/instructions.ts (instructions counted under callgrind).
+//   a variant: off | traced, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
+//   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { KeyAdmin } from '../src/auth/key-admin.ts';
+import { createKeyHasher } from '../src/auth/key-hash.ts';
+import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
+import { buildGateway, START_ARGS, waitUntilReady } from '../test/helpers/start-gateway-process.ts';
+import { privateRedisArgs } from '../test/helpers/start-redis.ts';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PEPPER = 'bench-pepper-0123456789abcdef';
+const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
+
+export interface Variant {
+  /** As given on the command line. */
+  spec: string;
+  traced: boolean;
+  entry: string;
+  /** Environment settings of its own. */
+  extra: Record<string, string>;
+}
+
+export function parseVariants(specs: readonly string[]): Variant[] {
+  return (specs.length > 0 ? specs : ['off', 'traced']).map((spec) => {
+    const [head, ...settings] = spec.split(',') as [string, ...string[]];
+    const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
+    if (kind !== 'off' && kind !== 'traced') throw new Error(`variant ${spec}: off or traced`);
+    const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
+    return { spec, traced: kind === 'traced', entry, extra };
+  });
+}
+
+/** A gateway process of a variant, ready and warmed. */
+export interface RunningVariant {
+  child: ChildProcess;
+  url: string;
+}
+
+export interface LaunchOptions {
+  /** Names its log (and a profile or a callgrind file) apart from the other processes'. */
+  name: string;
+  cpu: string;
+  /** Node's flags before `npm start`'s (a profiler's). */
+  nodeFlags?: readonly string[];
+  /** A command the process runs under, with its arguments (valgrind). */
+  wrapper?: readonly string[];
+  /** How long it may take to listen. */
+  startMs?: number;
+  /** Seconds of load before it is measured: its hot code optimised, its pools and caches filled. */
+  warmS: number;
+  connections?: number;
+}
+
+export interface Bench {
+  workDir: string;
+  /** The API key every request carries. */
+  key: string;
+  sinkPort: number;
+  launch(variant: Variant, options: LaunchOptions): Promise<RunningVariant>;
+  /** Stops processes (SIGTERM: the gateway drains and exits, and --cpu-prof writes its profile). */
+  stop(children: readonly ChildProcess[], waitMs?: number): Promise<void>;
+  /** Kills what is still running and removes the work directory. */
+  close(): void;
+}
+
+/** Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it. */
+export function wrk(url: string, key: string, seconds: number, connections = 50): Promise<number> {
+  const args = [
+    '-c',
+    '1',
+    'wrk',
+    '-t1',
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '-H',
+    `Authorization: Bearer ${key}`,
+    '-s',
+    join(ROOT, 'bench/wrk/throughput.lua'),
+    url,
+  ];
+  return new Promise((resolve, reject) =>
+    execFile('taskset', args, (error, stdout) => {
+      if (error) return reject(error);
+      const report = JSON.parse(stdout.split('\n').findLast((line) => line.startsWith('{'))!) as { requests: number; non2xx: number };
+      if (report.non2xx > 0) return reject(new Error(`${report.non2xx} non-2xx answers`));
+      resolve(report.requests);
+    }),
+  );
+}
+
+/** Builds dist/, then starts redis-server, the backend and the sink, and makes the key. */
+export async function startBench(): Promise<Bench> {
+  const workDir = mkdtempSync(join(tmpdir(), 'gateway-variants-'));
+  const children: ChildProcess[] = [];
+  const killAll = () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  process.on('exit', killAll);
+  process.on('SIGINT', () => process.exit(130));
+
+  function start(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv, cpu: string): ChildProcess {
+    const log = openSync(join(workDir, `${name}.log`), 'a');
+    const child = spawn('taskset', ['-c', cpu, command, ...args], { cwd: ROOT, env, stdio: ['ignore', log, log] });
+    children.push(child);
+    return child;
+  }
+
+  async function portOf(name: string, child: ChildProcess, waitMs = 15_000): Promise<{ port: number; adminPort: number | undefined }> {
+    for (const deadline = Date.now() + waitMs; Date.now() < deadline; await sleep(20)) {
+      if (child.exitCode !== null) break;
+      for (const line of readFileSync(join(workDir, `${name}.log`), 'utf8').split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const parsed = JSON.parse(line) as { port?: number; adminPort?: number; msg?: string };
+        if (parsed.port !== undefined && (parsed.msg === undefined || parsed.msg === 'gateway listening'))
+          return { port: parsed.port, adminPort: parsed.adminPort };
+      }
+    }
+    throw new Error(`${name} did not start; see ${join(workDir, `${name}.log`)}`);
+  }
+
+  try {
+    buildGateway();
+    const redisPort = 20000 + Math.floor(Math.random() * 20000);
+    start('redis', 'redis-server', privateRedisArgs(redisPort, workDir), {}, '1');
+    // The offline queue holds the PING until redis-server accepts connections; the refusals before are expected.
+    const admin = new Redis({ port: redisPort, retryStrategy: () => 50, maxRetriesPerRequest: null });
+    admin.on('error', () => {});
+    await admin.ping();
+    const backend = await portOf('backend', start('backend', process.execPath, ['bench/backend.ts', '0'], process.env, '0'));
+    const sink = await portOf('sink', start('sink', process.execPath, ['bench/otlp-sink.ts', '0'], process.env, '1'));
+    const identityKeyFile = join(workDir, 'identity-key.pem');
+    await writeSigningKeyFile(identityKeyFile, 'ed25519');
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')));
+    const gatewayEnv = {
+      ...env,
+      UPSTREAM_IDENTITY_KEY_FILE: identityKeyFile,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      UPSTREAM_URL: `http://127.0.0.1:${backend.port}/v1`,
+      GATEWAY_ENVIRONMENT: 'production',
+      API_KEY_PEPPER: PEPPER,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_DELAY_MS: '0',
+    };
+    const { key } = await new KeyAdmin(admin, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({
+      consumer: 'bench',
+      environments: ['production'],
+      rateLimitPerMinute: 1_000_000_000,
+    });
+    admin.disconnect();
+    const flags = START_ARGS.slice(0, -1);
+
+    return {
+      workDir,
+      key,
+      sinkPort: sink.port,
+      async launch(variant, options) {
+        const variantEnv = variant.traced
+          ? {
+              ...gatewayEnv,
+              OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}/`,
+              OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+              OTEL_TRACES_SAMPLER: 'always_on',
+              ...variant.extra,
+            }
+          : { ...gatewayEnv, ...variant.extra };
+        const node = [process.execPath, ...(options.nodeFlags ?? []), ...flags, variant.entry];
+        const [command, ...args] = [...(options.wrapper ?? []), ...node] as [string, ...string[]];
+        const child = start(options.name, command, args, variantEnv, options.cpu);
+        const { port, adminPort } = await portOf(options.name, child, options.startMs);
+        // Listening comes before the Redis connections: a request before readiness is refused (503).
+        await waitUntilReady({ adminPort: adminPort! }, options.startMs);
+        const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
+        await wrk(url, key, options.warmS, options.connections);
+        // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
+        await sleep(1000);
+        return { child, url };
+      },
+      async stop(stopping, waitMs = 15_000) {
+        const exits = stopping.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+        for (const child of stopping) child.kill('SIGTERM');
+        await Promise.race([Promise.all(exits), sleep(waitMs)]);
+      },
+      close() {
+        killAll();
+        rmSync(workDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    killAll();
+    rmSync(workDir, { recursive: true, force: true });
+    throw error;
+  }
+}
