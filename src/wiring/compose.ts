@@ -149,8 +149,9 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     tracing,
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
-  // A retired generation's requests may still wait for their body, then for the upstream.
+  // The public listener's requests and responses, made with the prototypes of the generation that will serve them.
   const messages = createAppMessages();
+  // A retired generation's requests may still wait for their body, then for the upstream.
   const live = createLivePipeline(
     build(config, versions, identity),
     (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs,
