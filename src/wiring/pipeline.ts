@@ -117,7 +117,7 @@ export function createLivePipeline(
   first: Pipeline,
   graceFor: (retired: Pipeline) => number,
   logger: Logger,
-  serving: (generation: Pipeline) => void = () => undefined,
+  serving: (generation: Pipeline) => void,
 ): LivePipeline {
   let current = first;
   serving(first);
