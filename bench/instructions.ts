@@ -5,9 +5,9 @@
 // the loopback) nor cache misses, so it is read beside bench/tracecost.ts, not instead of it.
 //   node bench/instructions.ts [variant...]   variants as bench/gateway-variants.ts reads them (default: off traced)
 // Every variant runs at once, each on its own CPU in turn, under load from `wrk -c8` for INSTRUCTIONS_WARM_S
-// (default 120: under valgrind a gateway serves a few hundred requests a second, and V8 compiles its hot
-// code in that time); then each round counts INSTRUCTIONS_DURATION_S (default 20) of load,
-// INSTRUCTIONS_ROUNDS (default 3) rounds. Reported per variant: the median over rounds of instructions per
+// (default 120: under valgrind a gateway serves 40-80 requests a second, enough for the untraced gateway's
+// hot code to be mostly compiled, not the traced one's, which needs longer); then each round counts
+// INSTRUCTIONS_DURATION_S (default 20) of load, INSTRUCTIONS_ROUNDS (default 3) rounds. Reported per variant: the median over rounds of instructions per
 // request, without V8's optimising compiler and garbage collection (they come in bursts that a round
 // catches or misses: printed apart), then by part (JIT code, V8's builtins, V8's runtime, libc, the rest).
 // INSTRUCTIONS_KEEP=<dir> keeps the callgrind files (read them with callgrind_annotate).

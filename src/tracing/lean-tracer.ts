@@ -50,7 +50,7 @@ class Clock {
   }
 }
 
-/** Milliseconds since the epoch as an HrTime (the encoder's Writer.timeMs writes the same nanoseconds). */
+/** Milliseconds since the epoch as an HrTime (the encoder's putMsLE writes the same nanoseconds). */
 function hrTime(ms: number): HrTime {
   const seconds = Math.floor(ms / 1000);
   const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));

@@ -32,7 +32,7 @@ class Writer {
   buffer = Buffer.allocUnsafe(4096);
   pos = 0;
 
-  private ensure(size: number): void {
+  ensure(size: number): void {
     if (this.pos + size <= this.buffer.length) return;
     let length = this.buffer.length * 2;
     while (length < this.pos + size) length *= 2;
@@ -84,26 +84,8 @@ class Writer {
 
   /** An HrTime as nanoseconds since the epoch. */
   time([seconds, nanos]: HrTime): void {
-    this.nanos(seconds, nanos);
-  }
-
-  /** Milliseconds since the epoch as nanoseconds, rounded as hrTime() rounds them (without making the HrTime). */
-  timeMs(ms: number): void {
-    const seconds = Math.floor(ms / 1000);
-    this.nanos(seconds, Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6)));
-  }
-
-  /** Seconds and nanoseconds as nanoseconds since the epoch: past 2^53, so computed in two 32-bit halves. */
-  private nanos(seconds: number, nanos: number): void {
     this.ensure(8);
-    const lowSeconds = seconds & 0xffff;
-    const highSeconds = (seconds / 65536) >>> 0;
-    const fromLow = lowSeconds * 1e9;
-    const fromHigh = highSeconds * 1e9;
-    const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 65536) >>> 0) + nanos;
-    const high = Math.floor(fromLow / TWO_POW_32) + ((fromHigh / 65536) >>> 0) + Math.floor(low / TWO_POW_32);
-    this.pos = this.buffer.writeUInt32LE(low >>> 0, this.pos);
-    this.pos = this.buffer.writeUInt32LE(high >>> 0, this.pos);
+    this.pos = putNanosLE(this.buffer, this.pos, seconds, nanos);
   }
 
   double(value: number): void {
@@ -144,22 +126,6 @@ class Writer {
     this.ensure(length);
     const buffer = this.buffer;
     for (let i = 0; i < length; i++) buffer[this.pos++] = (HEX_VALUE[hex.charCodeAt(2 * i) & 127]! << 4) | HEX_VALUE[hex.charCodeAt(2 * i + 1) & 127]!;
-  }
-
-  /** A trace id's 16 bytes, as kept by the gateway's spans. */
-  traceId(bytes: Uint8Array): void {
-    this.ensure(17);
-    const buffer = this.buffer;
-    buffer[this.pos++] = 16;
-    for (let i = 0; i < 16; i++) buffer[this.pos++] = bytes[i]!;
-  }
-
-  /** A span id's 8 bytes, from its two 32-bit words (big-endian, as its hex reads). */
-  spanId(high: number, low: number): void {
-    this.ensure(9);
-    this.buffer[this.pos++] = 8;
-    this.pos = this.buffer.writeUInt32BE(high, this.pos);
-    this.pos = this.buffer.writeUInt32BE(low, this.pos);
   }
 
   bytes(value: Uint8Array): void {
@@ -259,8 +225,10 @@ function writeKeyValue(writer: Writer, key: string, value: AttributeValue | unkn
 }
 
 function writeAttributes(writer: Writer, attributes: Attributes, field: number): void {
-  for (const key in attributes) {
-    if (!Object.hasOwn(attributes, key)) continue;
+  // Own keys only (as the SDK's serializer takes them), listed without an Object.hasOwn call each.
+  const keys = Object.keys(attributes);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     const value = attributes[key];
     if (field === SPAN_ATTRIBUTES) {
       const encoded = spanAttributes.bytes(key, value);
@@ -374,26 +342,21 @@ function writeStatus(writer: Writer, status: SpanStatus): void {
 
 /** A Span message (opentelemetry/proto/trace/v1/trace.proto), without its tag and length. */
 function writeSpan(writer: Writer, span: ReadableSpan): void {
-  // A span of the gateway's gives its ids as bytes and its flags without making its SpanContext.
-  const own = span instanceof LeanSpan ? span : undefined;
-  const context = own === undefined ? span.spanContext() : undefined;
+  if (span instanceof LeanSpan) {
+    writeOwnSpan(writer, span);
+    return;
+  }
+  const context = span.spanContext();
   writer.tag(1, LENGTH_DELIMITED);
-  if (own !== undefined) writer.traceId(own.traceIdBytes.bytes);
-  else writer.hexId(context!.traceId);
+  writer.hexId(context.traceId);
   writer.tag(2, LENGTH_DELIMITED);
-  if (own !== undefined) writer.spanId(own.spanIdHigh, own.spanIdLow);
-  else writer.hexId(context!.spanId);
-  const traceState = (own !== undefined ? own.traceState : context!.traceState)?.serialize();
+  writer.hexId(context.spanId);
+  const traceState = context.traceState?.serialize();
   if (traceState) {
     writer.tag(3, LENGTH_DELIMITED);
     writer.string(traceState);
   }
-  if (own !== undefined) {
-    if (own.parentIdHigh !== -1) {
-      writer.tag(4, LENGTH_DELIMITED);
-      writer.spanId(own.parentIdHigh, own.parentIdLow);
-    }
-  } else if (span.parentSpanContext?.spanId) {
+  if (span.parentSpanContext?.spanId) {
     writer.tag(4, LENGTH_DELIMITED);
     writer.hexId(span.parentSpanContext.spanId);
   }
@@ -402,12 +365,15 @@ function writeSpan(writer: Writer, span: ReadableSpan): void {
   writer.tag(6, VARINT);
   writer.uint32(span.kind + 1);
   writer.tag(7, FIXED64);
-  if (own !== undefined) writer.timeMs(own.startMs);
-  else writer.time(span.startTime);
+  writer.time(span.startTime);
   writer.tag(8, FIXED64);
-  if (own !== undefined) writer.timeMs(own.endMs);
-  else writer.time(span.endTime);
-  writeAttributes(writer, span.attributes, 9);
+  writer.time(span.endTime);
+  writeAttributes(writer, span.attributes, SPAN_ATTRIBUTES);
+  writeSpanTail(writer, span, context.traceFlags);
+}
+
+/** Span's fields after its attributes (10 on), the same for every span. */
+function writeSpanTail(writer: Writer, span: ReadableSpan, traceFlags: number): void {
   writer.tag(10, VARINT);
   writer.uint32(span.droppedAttributesCount);
   for (const event of span.events) writeEvent(writer, event);
@@ -418,7 +384,121 @@ function writeSpan(writer: Writer, span: ReadableSpan): void {
   writer.uint32(span.droppedLinksCount);
   writeStatus(writer, span.status);
   writer.tag(16, FIXED32);
-  writer.fixed32(spanFlags(own !== undefined ? own.traceFlags : context!.traceFlags, span.parentSpanContext?.isRemote));
+  writer.fixed32(spanFlags(traceFlags, span.parentSpanContext?.isRemote));
+}
+
+/** The most a span of the gateway's takes before its name's length: trace id, span id and parent id (tagged and sized), the name's tag. */
+const OWN_IDS_BYTES = 2 + 16 + 2 + 8 + 2 + 8 + 1;
+/** Of which, after a trace state: the parent id and the name's tag. */
+const OWN_PARENT_BYTES = 2 + 8 + 1;
+/** And between its name and its attributes: kind, start and end, tagged. */
+const OWN_TIMES_BYTES = 2 + 9 + 9;
+/** And after its attributes, when it has no events, links or status message: the counts, the status, the flags' tag. */
+const OWN_TAIL_BYTES = 6 + 4 + 2;
+
+/**
+ * A span of the gateway's: its ids copied from the words and bytes it keeps, its fixed-size fields written
+ * a byte at a time into room made once, so that the writer's calls (each one a call: the encoder is too
+ * large for V8 to inline them all) are left for the fields of variable length. The same bytes as writeSpan's.
+ */
+function writeOwnSpan(writer: Writer, span: LeanSpan): void {
+  writer.ensure(OWN_IDS_BYTES);
+  let buffer = writer.buffer;
+  let pos = writer.pos;
+  buffer[pos++] = (1 << 3) | LENGTH_DELIMITED;
+  buffer[pos++] = 16;
+  const traceId = span.traceIdBytes.bytes;
+  for (let i = 0; i < 16; i++) buffer[pos++] = traceId[i]!;
+  buffer[pos++] = (2 << 3) | LENGTH_DELIMITED;
+  buffer[pos++] = 8;
+  pos = putWordBE(buffer, pos, span.spanIdHigh);
+  pos = putWordBE(buffer, pos, span.spanIdLow);
+  const traceState = span.traceState?.serialize();
+  if (traceState) {
+    writer.pos = pos;
+    writer.tag(3, LENGTH_DELIMITED);
+    writer.string(traceState);
+    writer.ensure(OWN_PARENT_BYTES);
+    buffer = writer.buffer;
+    pos = writer.pos;
+  }
+  if (span.parentIdHigh !== -1) {
+    buffer[pos++] = (4 << 3) | LENGTH_DELIMITED;
+    buffer[pos++] = 8;
+    pos = putWordBE(buffer, pos, span.parentIdHigh);
+    pos = putWordBE(buffer, pos, span.parentIdLow);
+  }
+  buffer[pos++] = (5 << 3) | LENGTH_DELIMITED;
+  writer.pos = pos;
+  writer.string(span.name);
+  writer.ensure(OWN_TIMES_BYTES);
+  buffer = writer.buffer;
+  pos = writer.pos;
+  buffer[pos++] = (6 << 3) | VARINT;
+  buffer[pos++] = span.kind + 1;
+  buffer[pos++] = (7 << 3) | FIXED64;
+  pos = putMsLE(buffer, pos, span.startMs);
+  buffer[pos++] = (8 << 3) | FIXED64;
+  pos = putMsLE(buffer, pos, span.endMs);
+  writer.pos = pos;
+  writeAttributes(writer, span.attributes, SPAN_ATTRIBUTES);
+  // A span of the gateway's drops nothing (its counts are 0), and seldom has events, links or a status message.
+  if (span.events.length > 0 || span.links.length > 0 || span.status.message) {
+    writeSpanTail(writer, span, span.traceFlags);
+    return;
+  }
+  writer.ensure(OWN_TAIL_BYTES);
+  buffer = writer.buffer;
+  pos = writer.pos;
+  buffer[pos++] = (10 << 3) | VARINT;
+  buffer[pos++] = 0;
+  buffer[pos++] = (12 << 3) | VARINT;
+  buffer[pos++] = 0;
+  buffer[pos++] = (14 << 3) | VARINT;
+  buffer[pos++] = 0;
+  buffer[pos++] = (15 << 3) | LENGTH_DELIMITED;
+  buffer[pos++] = 2;
+  buffer[pos++] = (3 << 3) | VARINT;
+  buffer[pos++] = span.status.code;
+  // Field 16's tag is two bytes as a varint: (16 << 3) | FIXED32 is 133.
+  buffer[pos++] = 0x85;
+  buffer[pos++] = 0x01;
+  writer.pos = pos;
+  writer.fixed32(spanFlags(span.traceFlags, span.parentSpanContext?.isRemote));
+}
+
+/** A 32-bit word, big-endian (a span id's half, as its hex reads). */
+function putWordBE(buffer: Buffer, pos: number, word: number): number {
+  buffer[pos] = word >>> 24;
+  buffer[pos + 1] = (word >>> 16) & 0xff;
+  buffer[pos + 2] = (word >>> 8) & 0xff;
+  buffer[pos + 3] = word & 0xff;
+  return pos + 4;
+}
+
+/** Milliseconds since the epoch as seconds and nanoseconds, rounded as the API's hrTime() rounds them, written as putNanosLE writes them. */
+function putMsLE(buffer: Buffer, pos: number, ms: number): number {
+  const seconds = Math.floor(ms / 1000);
+  return putNanosLE(buffer, pos, seconds, Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6)));
+}
+
+/** Seconds and nanoseconds as a fixed64 of nanoseconds since the epoch, little-endian: past 2^53, so computed in two 32-bit halves. */
+function putNanosLE(buffer: Buffer, pos: number, seconds: number, nanos: number): number {
+  const fromLow = (seconds & 0xffff) * 1e9;
+  const fromHigh = ((seconds / 65536) >>> 0) * 1e9;
+  const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 65536) >>> 0) + nanos;
+  const high = Math.floor(fromLow / TWO_POW_32) + ((fromHigh / 65536) >>> 0) + Math.floor(low / TWO_POW_32);
+  const lowWord = low >>> 0;
+  const highWord = high >>> 0;
+  buffer[pos] = lowWord & 0xff;
+  buffer[pos + 1] = (lowWord >>> 8) & 0xff;
+  buffer[pos + 2] = (lowWord >>> 16) & 0xff;
+  buffer[pos + 3] = lowWord >>> 24;
+  buffer[pos + 4] = highWord & 0xff;
+  buffer[pos + 5] = (highWord >>> 8) & 0xff;
+  buffer[pos + 6] = (highWord >>> 16) & 0xff;
+  buffer[pos + 7] = highWord >>> 24;
+  return pos + 8;
 }
 
 /** The bytes of a varint of `value` (below 2^32). */

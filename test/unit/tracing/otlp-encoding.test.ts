@@ -123,6 +123,26 @@ describe('OTLP/protobuf', () => {
     expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
   });
 
+  it("writes spans whose fixed fields meet the end of the encoder's buffer as the SDK does, at every offset", () => {
+    // A first span one byte longer each time puts the next spans' ids, times and status across the end of
+    // the encoder's first 4 KiB at every offset: those fields are written in room made for them at once.
+    // The next spans are a trace of the gateway's own (no trace state), or one continued (with it).
+    const ownTrace = (tracer: LeanTracer) => {
+      const server = tracer.startSpan('GET', { kind: SpanKind.SERVER }, ROOT_CONTEXT);
+      if (!(server instanceof LeanSpan)) throw new Error('the SERVER span is recorded');
+      tracer.startChild(server, 'authenticate', SpanKind.INTERNAL).end();
+      server.end();
+    };
+    for (const next of [ownTrace, makeRequest])
+      for (let shift = 0; shift < 120; shift++) {
+        const spans = spansFrom((tracer) => {
+          tracer.startSpan('fill', { attributes: { 'gateway.test.fill': 'x'.repeat(3_900 + shift) } }, ROOT_CONTEXT).end();
+          next(tracer);
+        });
+        expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+      }
+  });
+
   it('writes a batch of one span as the SDK does', () => {
     const [span] = requestSpans();
     expect(protobufOf([span!]).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([span!])!))).toBe(true);
