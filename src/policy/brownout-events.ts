@@ -100,8 +100,9 @@ export interface BrownoutFollower {
 
 /**
  * Applies announced overrides at once, and reads them all after subscribing, on every re-subscription
- * (announcements made while disconnected are lost) and every `resyncMs`. Redis unreachable: the board
- * keeps the last known state; an operator's brownout still ends at its end, by the process's clock.
+ * (announcements made while disconnected are lost), whenever the reading connection comes up, and every
+ * `resyncMs`. Redis unreachable: the board keeps the last known state; an operator's brownout still ends
+ * at its end, by the process's clock.
  */
 export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollower {
   const { redis, subscriber, keyPrefix, board, logger } = options;
@@ -146,9 +147,13 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
     announcedDuringRead?.add(announcement.operation);
     apply(announcement.operation, override, 'announced');
   });
-  subscriber.on('ready', () => {
+  // The read goes over the request-path connection, which may come up after the subscription does:
+  // its coming up (again) is a reason to read, as the subscription's is.
+  const resyncOnReady = () => {
     if (subscribed) void resync();
-  });
+  };
+  subscriber.on('ready', resyncOnReady);
+  redis.on('ready', resyncOnReady);
   subscriber.subscribe(events).then(
     () => {
       subscribed = true;
@@ -158,5 +163,12 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
   );
   const timer = setInterval(() => void resync(), options.resyncMs);
   timer.unref();
-  return { resync, close: () => clearInterval(timer) };
+  return {
+    resync,
+    close: () => {
+      clearInterval(timer);
+      redis.off('ready', resyncOnReady);
+      subscriber.off('ready', resyncOnReady);
+    },
+  };
 }

@@ -1,9 +1,12 @@
 // Operator brownouts through Redis, in process: a replica that starts late reads them; Redis away, the last known state holds.
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
+import { followBrownouts, publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
+import { BrownoutBoard } from '../../src/policy/brownouts.ts';
+import { createRedisClient } from '../../src/redis/connect.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
@@ -55,6 +58,25 @@ describe('operator brownouts in Redis', () => {
     const { gateway, key } = await startGateway();
     await waitFor(async () => (await getPet(gateway, key)).code === 'brownout', 1000, 10);
     expect(await getPet(gateway, key)).toEqual({ status: 410, code: 'brownout' });
+  });
+
+  it('are read as soon as the reading connection comes up, when it comes up after the subscription', async () => {
+    await startBrownout();
+    const board = new BrownoutBoard(new Map([['getPet', []]]));
+    const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'test-brownout-subscriber' });
+    const reader = new Redis(redis.url, { lazyConnect: true });
+    // A resync period no test waits out: only the connection's coming up can read the brownout in time.
+    const follower = followBrownouts({ redis: reader, subscriber, keyPrefix: config.redis.keyPrefix, board, resyncMs: TEN_MINUTES });
+    try {
+      await waitFor(async () => (await redis.client.pubsub('NUMSUB', `${config.redis.keyPrefix}brownout-events`))[1] === 1, 2000, 10);
+      expect(board.override('getPet')).toBeUndefined();
+      await reader.connect();
+      await waitFor(async () => board.override('getPet')?.kind === 'started', 1000, 10);
+    } finally {
+      follower.close();
+      reader.disconnect();
+      subscriber.disconnect();
+    }
   });
 
   it('hold in their last known state while Redis is unreachable', async () => {
