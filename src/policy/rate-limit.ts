@@ -1,11 +1,12 @@
 // Per-key rate limits: counted by key id and operation, shared by every replica through the store; what a failing store means is decided here.
 import { type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { NextFunction, RequestHandler } from 'express';
-import { rateLimit, type Logger as LibraryLogger, type Store } from 'express-rate-limit';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { type Logger as LibraryLogger, type RateLimitInfo, rateLimit, type Store } from 'express-rate-limit';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
 import { STAGE_ATTRIBUTES, startChildSpan, type TraceSlice } from '../tracing/tracer.ts';
+import { RateLimitFields } from './rate-limit-fields.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
@@ -42,6 +43,11 @@ function countsInRedis(store: Store | undefined): boolean {
   return store !== undefined && 'countsInRedis' in store && store.countsInRedis === true;
 }
 
+/** What the limiter counted for this request (express-rate-limit's `req.rateLimit`): none when the store could not count. */
+function countedBy(req: Request): RateLimitInfo | undefined {
+  return (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
+}
+
 /** The library would write its reports to the console, beside the gateway's JSON log. */
 const SILENT: LibraryLogger = { error: () => undefined, warn: () => undefined };
 
@@ -60,6 +66,7 @@ export function perWindow(perMinute: number, windowMs: number): number {
  */
 export function createRateLimit(options: RateLimitOptions): RequestHandler {
   const { windowMs, limits, onStoreError, onStoreUnavailable, onPassedUnlimited } = options;
+  const fields = new RateLimitFields(windowMs);
   const limiter = rateLimit({
     windowMs,
     limit: (_req, res) => {
@@ -69,23 +76,33 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
       return limits[routeOf(record).operation.id] ?? limits.default;
     },
     keyGenerator: (_req, res) => `${callerOf(res.locals.gateway).keyId}:${routeOf(res.locals.gateway).operation.id}`,
-    standardHeaders: 'draft-8',
+    // The draft-8 RateLimit fields are written by `fields` (below), as the library writes them: the library
+    // hashes the partition key on every request (decision 0013). Nor does it then write Retry-After.
+    standardHeaders: false,
     legacyHeaders: false,
-    identifier: (_req, res) => routeOf(res.locals.gateway).operation.id,
     // The store's rejection goes to `next`, where limitRate (below) sees it first and applies the policy.
     passOnStoreError: false,
     ...(options.store ? { store: options.store } : {}),
     // The checks are about keying by client address, which this limiter never does.
     validate: false,
     logger: options.logger ?? SILENT,
-    handler: (_req, res, next) => {
+    handler: (req, res, next) => {
       const operation = routeOf(res.locals.gateway).operation.id;
+      const info = countedBy(req);
+      if (info !== undefined) {
+        fields.write(res, info, operation);
+        fields.writeRetryAfter(res, info);
+      }
       options.onLimited?.(operation);
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },
   });
   /** What the policy does once the limiter decided: `error` is the limiter's (a refusal, the store's failure) or none. */
-  function decided(error: unknown, next: NextFunction): void {
+  function decided(req: Request, res: Response, error: unknown, next: NextFunction): void {
+    if (error === undefined) {
+      const info = countedBy(req);
+      if (info !== undefined) fields.write(res, info, routeOf(res.locals.gateway).operation.id);
+    }
     if (!(error instanceof RateLimitStoreUnavailableError)) {
       next(error);
       return;
@@ -110,7 +127,7 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     : undefined;
 
   /** The decision on the request's `rate_limit` span (and its `redis` wait), ended before the next stage runs. */
-  function traced(span: Span, command: Span | undefined, error: unknown, next: NextFunction): void {
+  function traced(req: Request, res: Response, span: Span, command: Span | undefined, error: unknown, next: NextFunction): void {
     if (command !== undefined) {
       if (error instanceof RateLimitStoreUnavailableError) {
         command.setAttribute('error.type', error.name);
@@ -125,15 +142,15 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     } else if (error instanceof GatewayError && error.code === 'rate_limited') span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'limited');
     else span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
-    decided(error, next);
+    decided(req, res, error, next);
   }
 
   return function limitRate(req, res, next) {
     const trace = res.locals.gateway.trace;
     // Spans not recorded: the limiter as it always was, nothing made for a trace.
-    if (trace.span === undefined) return limiter(req, res, (error?: unknown) => decided(error, next));
+    if (trace.span === undefined) return limiter(req, res, (error?: unknown) => decided(req, res, error, next));
     const span = startChildSpan(trace, 'rate_limit');
     const command = storeSpan?.(trace, span);
-    return limiter(req, res, (error?: unknown) => traced(span, command, error, next));
+    return limiter(req, res, (error?: unknown) => traced(req, res, span, command, error, next));
   };
 }

@@ -1,0 +1,52 @@
+// The IETF RateLimit and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers-08) and a refusal's
+// Retry-After, written as express-rate-limit's `standardHeaders: 'draft-8'` writes them, byte for byte, except
+// that each counter's partition key is hashed once, not on every request (decision 0013).
+import { createHash } from 'node:crypto';
+import type { Response } from 'express';
+import type { RateLimitInfo } from 'express-rate-limit';
+
+/** How many counters' partition keys are remembered; past that the oldest is forgotten (and hashed again if met). */
+const REMEMBERED_KEYS = 10_000;
+
+/**
+ * The fields of one limiter (one window length). `name` is the quota's name in the fields (the operation id),
+ * `info` what express-rate-limit counted (its `req.rateLimit`).
+ */
+export class RateLimitFields {
+  readonly #windowSeconds: number;
+  readonly #partitionKeys = new Map<string, string>();
+
+  constructor(windowMs: number) {
+    this.#windowSeconds = Math.ceil(windowMs / 1000);
+  }
+
+  /** RateLimit and RateLimit-Policy, on a request the limiter counted (let through or refused). */
+  write(res: Response, info: RateLimitInfo, name: string): void {
+    if (res.headersSent) return;
+    res.setHeader('RateLimit', `"${name}"; r=${info.remaining}; t=${this.#resetSeconds(info)}`);
+    res.setHeader('RateLimit-Policy', `"${name}"; q=${info.limit}; w=${this.#windowSeconds}; pk=:${this.#partitionKey(info.key)}:`);
+  }
+
+  /** Retry-After on a refusal: the seconds until the window resets. */
+  writeRetryAfter(res: Response, info: RateLimitInfo): void {
+    if (!res.headersSent) res.setHeader('Retry-After', String(this.#resetSeconds(info)));
+  }
+
+  // As the library reckons it: against the wall clock, which is also what its memory store's reset times are
+  // made from (the Redis stores make theirs from the gateway's clock, which is the wall clock in production).
+  #resetSeconds(info: RateLimitInfo): number {
+    if (info.resetTime === undefined) return this.#windowSeconds;
+    return Math.max(0, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000));
+  }
+
+  /** The library's partition key: the first 12 hex digits of the counter key's SHA-256, in base64 (never the API key: the counter key is key id and operation). */
+  #partitionKey(key: string): string {
+    let partitionKey = this.#partitionKeys.get(key);
+    if (partitionKey === undefined) {
+      partitionKey = Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
+      if (this.#partitionKeys.size >= REMEMBERED_KEYS) this.#partitionKeys.delete(this.#partitionKeys.keys().next().value!);
+      this.#partitionKeys.set(key, partitionKey);
+    }
+    return partitionKey;
+  }
+}
