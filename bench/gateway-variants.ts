@@ -1,8 +1,9 @@
 // Gateways to compare, and what they run against: a private redis-server, the bench backend, the OTLP sink
 // and one API key, started as `npm run bench` starts them. Shared by bench/tracecost.ts (CPU time) and
 // bench/instructions.ts (instructions counted under callgrind).
-//   a variant: off | traced, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
-//   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128
+//   a variant: off | traced | floor, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
+//   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128;
+//   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,8 @@ export interface Variant {
   /** As given on the command line. */
   spec: string;
   traced: boolean;
+  /** The Node floor, not a gateway: no key, no features, the same backend. */
+  floor: boolean;
   entry: string;
   /** Environment settings of its own. */
   extra: Record<string, string>;
@@ -33,9 +36,9 @@ export function parseVariants(specs: readonly string[]): Variant[] {
   return (specs.length > 0 ? specs : ['off', 'traced']).map((spec) => {
     const [head, ...settings] = spec.split(',') as [string, ...string[]];
     const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
-    if (kind !== 'off' && kind !== 'traced') throw new Error(`variant ${spec}: off or traced`);
+    if (kind !== 'off' && kind !== 'traced' && kind !== 'floor') throw new Error(`variant ${spec}: off, traced or floor`);
     const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
-    return { spec, traced: kind === 'traced', entry, extra };
+    return { spec, traced: kind === 'traced', floor: kind === 'floor', entry: kind === 'floor' ? 'bench/node-floor.ts' : entry, extra };
   });
 }
 
@@ -165,6 +168,16 @@ export async function startBench(): Promise<Bench> {
       key,
       sinkPort: sink.port,
       async launch(variant, options) {
+        if (variant.floor) {
+          const node = [process.execPath, ...(options.nodeFlags ?? []), variant.entry, `http://127.0.0.1:${backend.port}`, '0'];
+          const [command, ...args] = [...(options.wrapper ?? []), ...node] as [string, ...string[]];
+          const child = start(options.name, command, args, { ...process.env, ...variant.extra }, options.cpu);
+          const { port } = await portOf(options.name, child, options.startMs);
+          const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
+          await wrk(url, key, options.warmS, options.connections);
+          await sleep(1000);
+          return { child, url };
+        }
         const variantEnv = variant.traced
           ? {
               ...gatewayEnv,
