@@ -20,7 +20,10 @@ export class RateLimitFields {
     this.#windowSeconds = Math.ceil(windowMs / 1000);
   }
 
-  /** RateLimit and RateLimit-Policy, on a request the limiter counted (let through or refused). */
+  /**
+   * RateLimit and RateLimit-Policy, on a request the limiter counted (let through or refused). Set, where the
+   * library appends: the one limiter a request passes is the only writer of these fields, so the two agree.
+   */
   write(res: Response, info: RateLimitInfo, name: string): void {
     if (res.headersSent) return;
     res.setHeader('RateLimit', `"${name}"; r=${info.remaining}; t=${this.#resetSeconds(info)}`);
@@ -35,7 +38,7 @@ export class RateLimitFields {
   // As the library reckons it: against the wall clock, which is also what its memory store's reset times are
   // made from (the Redis stores make theirs from the gateway's clock, which is the wall clock in production).
   #resetSeconds(info: RateLimitInfo): number {
-    if (info.resetTime === undefined) return this.#windowSeconds;
+    if (!info.resetTime) return this.#windowSeconds;
     return Math.max(0, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000));
   }
 
