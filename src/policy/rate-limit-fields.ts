@@ -1,11 +1,12 @@
 // The IETF RateLimit and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers-08) and a refusal's
 // Retry-After, written as express-rate-limit's `standardHeaders: 'draft-8'` writes them, byte for byte, except
 // that each counter's partition key is hashed once, not on every request (decision 0013).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Response } from 'express';
 import type { RateLimitInfo } from 'express-rate-limit';
+import { LRUCache } from 'lru-cache';
 
-/** How many counters' partition keys are remembered; past that the oldest is forgotten (and hashed again if met). */
+/** How many counters' partition keys are remembered; past that the least recently used is forgotten (and hashed again if met). */
 const REMEMBERED_KEYS = 10_000;
 
 /**
@@ -14,7 +15,7 @@ const REMEMBERED_KEYS = 10_000;
  */
 export class RateLimitFields {
   readonly #windowSeconds: number;
-  readonly #partitionKeys = new Map<string, string>();
+  readonly #partitionKeys = new LRUCache<string, string>({ max: REMEMBERED_KEYS });
 
   constructor(windowMs: number) {
     this.#windowSeconds = Math.ceil(windowMs / 1000);
@@ -46,8 +47,7 @@ export class RateLimitFields {
   #partitionKey(key: string): string {
     let partitionKey = this.#partitionKeys.get(key);
     if (partitionKey === undefined) {
-      partitionKey = Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
-      if (this.#partitionKeys.size >= REMEMBERED_KEYS) this.#partitionKeys.delete(this.#partitionKeys.keys().next().value!);
+      partitionKey = Buffer.from(hash('sha256', key, 'hex').slice(0, 12)).toString('base64');
       this.#partitionKeys.set(key, partitionKey);
     }
     return partitionKey;
