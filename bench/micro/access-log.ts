@@ -47,7 +47,7 @@ function arrive(): { req: Req; res: Res; record: RequestRecord } {
     startedAt: process.hrtime.bigint(),
     path: '/v1/pets',
     query: 'limit=20',
-    trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: false, traceState: undefined, span: undefined },
+    trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: false, traceState: undefined, spans: undefined },
     route: { operation: { id: 'listPets' }, pathParams: {} } as unknown as NonNullable<RequestRecord['route']>,
     caller: { keyId: 'k_7f3a9c', name: 'bench' } as NonNullable<RequestRecord['caller']>,
     upstream: { status: 200, ms: 1.237 },

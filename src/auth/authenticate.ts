@@ -1,5 +1,4 @@
 // Authenticates the bearer API key: every request on /v1 passes here before anything else is decided.
-import { type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { NextFunction, RequestHandler } from 'express';
 import type { Environment } from '../config/schema.ts';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
@@ -8,7 +7,8 @@ import { hasApiKeyShape } from './api-key.ts';
 import { readBearer } from './bearer.ts';
 import type { KeyHasher } from './key-hash.ts';
 import type { Consumer, KeyRecord, KeyStore } from './key-store.ts';
-import { STAGE_ATTRIBUTES, startChildSpan, type TraceSlice } from '../tracing/tracer.ts';
+import type { RequestSpans } from '../tracing/request-spans.ts';
+import type { TraceSlice } from '../tracing/tracer.ts';
 
 export type AuthRefusalReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_environment';
 
@@ -52,27 +52,31 @@ interface AuthenticatedRecord {
 export function createAuthenticate(options: AuthenticateOptions): RequestHandler {
   const { keyStore, hashKey, environment, clock, onRefusal } = options;
 
-  function refuse(reason: AuthRefusalReason, span: Span | undefined): GatewayError {
+  function refuse(reason: AuthRefusalReason, spans: RequestSpans | undefined): GatewayError {
     onRefusal?.(reason);
-    span?.setAttribute(STAGE_ATTRIBUTES.authResult, reason);
+    spans?.endAuthenticate(reason);
     const error = reason === 'missing' ? CHALLENGE : `${CHALLENGE}, error="${reason === 'malformed' ? 'invalid_request' : 'invalid_token'}"`;
     return new GatewayError('unauthorized', MESSAGES[reason], { headers: { 'WWW-Authenticate': error } });
   }
 
   /**
-   * Sets the caller the bearer key names, then calls `next` when given; or throws the refusal. `span` (the
-   * request's spans recorded) is told how it went.
+   * Sets the caller the bearer key names, then calls `next` when given; or throws the refusal. `spans` (the
+   * request's spans recorded) is told how it went: the `authenticate` span ends here.
    */
-  async function identify(authorization: string | undefined, request: AuthenticatedRecord, span: Span | undefined, next?: NextFunction): Promise<void> {
+  async function identify(
+    authorization: string | undefined,
+    request: AuthenticatedRecord,
+    spans: RequestSpans | undefined,
+    next?: NextFunction,
+  ): Promise<void> {
     const bearer = readBearer(authorization);
-    if (bearer.kind !== 'token') throw refuse(bearer.kind, span);
-    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', span);
+    if (bearer.kind !== 'token') throw refuse(bearer.kind, spans);
+    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', spans);
     let record: KeyRecord | undefined;
     try {
-      record = await (span === undefined ? keyStore.findByHash(hashKey(bearer.token)) : tracedLookup(hashKey(bearer.token), request.trace, span));
+      record = await (spans === undefined ? keyStore.findByHash(hashKey(bearer.token)) : tracedLookup(hashKey(bearer.token), spans));
     } catch (cause) {
-      span?.setAttribute(STAGE_ATTRIBUTES.authResult, 'store_unavailable');
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: 'API keys cannot be checked' });
+      spans?.endAuthenticate('store_unavailable');
       // Whatever went wrong, the key was not checked: fail closed.
       throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
         cause,
@@ -80,8 +84,8 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
       });
     }
     const reason = refusalFor(record, environment, clock.now());
-    if (reason || !record) throw refuse(reason ?? 'unknown', span);
-    span?.setAttribute(STAGE_ATTRIBUTES.authResult, 'ok');
+    if (reason || !record) throw refuse(reason ?? 'unknown', spans);
+    spans?.endAuthenticate('ok');
     request.caller = {
       keyId: record.id,
       name: record.consumer,
@@ -92,40 +96,30 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
   }
 
   /** The lookup with its cache outcome on the `authenticate` span, and a CLIENT `redis` span for a miss (the store asked). */
-  async function tracedLookup(keyHash: string, trace: TraceSlice, span: Span): Promise<KeyRecord | undefined> {
-    let lookup: Span | undefined;
-    const found = keyStore.findByHash(keyHash, (outcome) => {
-      span.setAttribute(STAGE_ATTRIBUTES.keyCache, outcome);
-      if (outcome === 'miss') {
-        lookup = startChildSpan(trace, 'redis', { 'db.system.name': 'redis', [STAGE_ATTRIBUTES.redisCommand]: 'key_lookup' }, SpanKind.CLIENT, span);
-      }
-    });
+  async function tracedLookup(keyHash: string, spans: RequestSpans): Promise<KeyRecord | undefined> {
     try {
-      return await found;
+      const found = await keyStore.findByHash(keyHash, (outcome) => spans.keyCacheAnswered(outcome));
+      spans.endLookup();
+      return found;
     } catch (error) {
-      lookup?.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
-      lookup?.setStatus({ code: SpanStatusCode.ERROR });
+      spans.endLookup(error instanceof Error ? error.name : 'unknown');
       throw error;
-    } finally {
-      lookup?.end();
     }
   }
 
   return function authenticate(req, res, next) {
     const record = res.locals.gateway;
-    // Spans not recorded: the stage as it always was, nothing made for a trace.
-    if (record.trace.span === undefined) return identify(req.headers.authorization, record, undefined, next);
-    return traced(req.headers.authorization, record, next);
+    const spans = record.trace.spans;
+    // Spans not recorded: the stage as it always was, nothing written for a trace.
+    if (spans === undefined) return identify(req.headers.authorization, record, undefined, next);
+    spans.startAuthenticate();
+    return identify(req.headers.authorization, record, spans).then(
+      () => next(),
+      (error: unknown) => {
+        // A failure that is not a refusal (those end the span with their reason) ends it with no result.
+        spans.endAuthenticate(undefined);
+        throw error;
+      },
+    );
   };
-
-  /** The stage as an `authenticate` span, ended before the next stage runs. */
-  async function traced(authorization: string | undefined, record: AuthenticatedRecord, next: NextFunction): Promise<void> {
-    const span = startChildSpan(record.trace, 'authenticate');
-    try {
-      await identify(authorization, record, span);
-    } finally {
-      span.end();
-    }
-    next();
-  }
 }

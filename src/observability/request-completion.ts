@@ -31,8 +31,8 @@ export function createRequestCompletion(
       statusCode,
       durationSeconds: Number(process.hrtime.bigint() - record.startedAt) / 1e9,
       ...(upstreamMs === undefined ? {} : { upstreamSeconds: upstreamMs / 1000 }),
-      // A sampled request whose spans are exported: its trace is there to be linked to from the latency buckets.
-      ...(record.trace.span !== undefined && record.trace.sampled ? { traceId: record.trace.traceId } : {}),
+      // A request whose spans are exported (sampled): its trace is there to be linked to from the latency buckets.
+      ...(record.trace.spans !== undefined ? { traceId: record.trace.traceId } : {}),
     });
     const upstream = record.upstream;
     if (operation && upstream) {
@@ -45,8 +45,8 @@ export function createRequestCompletion(
       metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
       onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);
     }
-    if (record.trace.span !== undefined) {
-      tracing.end(record.trace, method, {
+    if (record.trace.spans !== undefined) {
+      tracing.end(record.trace, {
         statusCode,
         route: operation?.route,
         operationId: operation?.id,

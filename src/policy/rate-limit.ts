@@ -1,11 +1,10 @@
 // Per-key rate limits: counted by key id and operation, shared by every replica through the store; what a failing store means is decided here.
-import { type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { type Logger as LibraryLogger, type RateLimitInfo, rateLimit, type Store } from 'express-rate-limit';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
-import { STAGE_ATTRIBUTES, startChildSpan, type TraceSlice } from '../tracing/tracer.ts';
+import type { RateLimitOutcome, RequestSpans } from '../tracing/request-spans.ts';
 import { RateLimitFields } from './rate-limit-fields.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
@@ -118,39 +117,31 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
   }
 
   /**
-   * The request's wait for its count, as a CLIENT span: the store sends one command per key per event-loop
-   * turn, which the turn's requests for that key share (gateway.redis.command says which command).
+   * The request's wait for its count is a CLIENT `redis` span when the store sends one command per key per
+   * event-loop turn, which the turn's requests for that key share (gateway.redis.command says which command).
    */
-  const storeSpan = countsInRedis(options.store)
-    ? (trace: TraceSlice, parent: Span) =>
-        startChildSpan(trace, 'redis', { 'db.system.name': 'redis', [STAGE_ATTRIBUTES.redisCommand]: 'rate_limit_increment' }, SpanKind.CLIENT, parent)
-    : undefined;
+  const waitsForRedis = countsInRedis(options.store);
 
   /** The decision on the request's `rate_limit` span (and its `redis` wait), ended before the next stage runs. */
-  function traced(req: Request, res: Response, span: Span, command: Span | undefined, error: unknown, next: NextFunction): void {
-    if (command !== undefined) {
-      if (error instanceof RateLimitStoreUnavailableError) {
-        command.setAttribute('error.type', error.name);
-        command.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      command.end();
-    }
-    if (error === undefined) span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'allowed');
-    else if (error instanceof RateLimitStoreUnavailableError) {
-      span.setAttributes({ [STAGE_ATTRIBUTES.rateLimitDecision]: 'store_unavailable', [STAGE_ATTRIBUTES.rateLimitOnStoreError]: onStoreError });
-      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the rate-limit store cannot count' });
-    } else if (error instanceof GatewayError && error.code === 'rate_limited') span.setAttribute(STAGE_ATTRIBUTES.rateLimitDecision, 'limited');
-    else span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
+  function traced(req: Request, res: Response, spans: RequestSpans, error: unknown, next: NextFunction): void {
+    const unavailable = error instanceof RateLimitStoreUnavailableError;
+    const outcome: RateLimitOutcome =
+      error === undefined
+        ? 'allowed'
+        : unavailable
+          ? 'store_unavailable'
+          : error instanceof GatewayError && error.code === 'rate_limited'
+            ? 'limited'
+            : 'failed';
+    spans.endRateLimit(outcome, unavailable ? { name: error.name, onStoreError } : undefined);
     decided(req, res, error, next);
   }
 
   return function limitRate(req, res, next) {
-    const trace = res.locals.gateway.trace;
-    // Spans not recorded: the limiter as it always was, nothing made for a trace.
-    if (trace.span === undefined) return limiter(req, res, (error?: unknown) => decided(req, res, error, next));
-    const span = startChildSpan(trace, 'rate_limit');
-    const command = storeSpan?.(trace, span);
-    return limiter(req, res, (error?: unknown) => traced(req, res, span, command, error, next));
+    const spans = res.locals.gateway.trace.spans;
+    // Spans not recorded: the limiter as it always was, nothing written for a trace.
+    if (spans === undefined) return limiter(req, res, (error?: unknown) => decided(req, res, error, next));
+    spans.startRateLimit(waitsForRedis);
+    return limiter(req, res, (error?: unknown) => traced(req, res, spans, error, next));
   };
 }

@@ -5,9 +5,9 @@ import { type ISerializer, JsonTraceSerializer, ProtobufTraceSerializer } from '
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import { LeanTracer } from './lean-tracer.ts';
 import { JsonSpans } from './otlp-json.ts';
 import { ProtobufSpans } from './otlp-protobuf.ts';
+import type { RequestSpans } from './request-spans.ts';
 import { type BatchOptions, SpanBatch, type SpanEncoding } from './span-batch.ts';
 import { propagationOnly, recordingTracing, type Tracing } from './tracer.ts';
 
@@ -67,12 +67,11 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
     protocol === 'http/json'
       ? otlpBatch(new JsonSpans(resource, scope), JsonTraceSerializer, transport, batch)
       : otlpBatch(new ProtobufSpans(resource, scope), ProtobufTraceSerializer, transport, batch);
-  // The global API's provider is left alone: the gateway hands its tracer to what uses it, as it does its logger.
-  // Its spans are the gateway's own small objects, encoded as they end (docs/decisions/0008-lean-spans.md);
-  // the sampler and the OTLP/HTTP transport are the SDK's.
-  const tracer = new LeanTracer(resource, scope, sampler, batched, { childrenFollowParent: true });
+  // The global API's provider is left alone: the gateway hands its tracing to what uses it, as it does its
+  // logger. A request's spans are slots of its record, encoded once it completes
+  // (docs/decisions/0014-spans-from-the-request-record.md); the sampler and the OTLP/HTTP transport are the SDK's.
   return {
-    tracing: recordingTracing(tracer, {
+    tracing: recordingTracing(sampler, batched, {
       // A collector that is down fails the last export (its spans counted as dropped): shutdown goes on.
       shutdown: () => batched.shutdown().catch(() => undefined),
       droppedSpans: () => batched.dropped,
@@ -146,11 +145,11 @@ interface ExportRequest {
  * gateway's: the SDK's serializer takes the spans themselves, which is what the queue no longer keeps.
  */
 function otlpBatch<Encoded>(
-  encoding: SpanEncoding<Encoded>,
+  encoding: SpanEncoding<RequestSpans, Encoded>,
   responses: Pick<ISerializer<unknown, unknown>, 'deserializeResponse'>,
   transport: { url: string; timeoutMillis: number },
   batch: BatchOptions,
-): SpanBatch<Encoded> {
+): SpanBatch<RequestSpans, Encoded> {
   const serializer: ISerializer<ExportRequest, unknown> = {
     serializeRequest: (request) => request.bytes,
     deserializeResponse: (data) => responses.deserializeResponse(data),

@@ -1,10 +1,13 @@
-// OTLP/JSON for ended spans, one span at a time: each span's JSON is written as it ends, and a batch's request
-// is those spans between its resource and scope (the objects of the SDK's JSON serializer).
+// OTLP/JSON for a request's spans: each span's JSON is written once the request completes, and a batch's
+// request is those spans between its resource and scope (the objects of the SDK's JSON serializer).
 import type { Attributes, HrTime, Link, TraceState } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
 import { spanFlags } from './otlp-protobuf.ts';
+import { readableSpans } from './readable-spans.ts';
+import type { RequestSpans } from './request-spans.ts';
+import type { SpanEncoding } from './span-batch.ts';
 
 /** Nanoseconds since the epoch, as OTLP/JSON writes a fixed64: a decimal string. */
 function nanos([seconds, nanoseconds]: HrTime): string {
@@ -71,15 +74,21 @@ function link(linked: Link) {
 }
 
 /**
- * Encodes ended spans for an OTLP/HTTP JSON export: `span` as each ends (its JSON text, the span itself
- * not kept), `request` for a batch of them. Ids are hex, times decimal strings, as OTLP/JSON has them.
+ * Encodes spans for an OTLP/HTTP JSON export: `encode` a request's as it completes (each span's JSON text,
+ * the spans themselves not kept), `request` for a batch of them. Ids are hex, times decimal strings, as
+ * OTLP/JSON has them. The request's spans are made as the SDK's ReadableSpans first: JSON is the protocol
+ * for trying things out; protobuf, the default, writes its bytes from the record (otlp-protobuf.ts).
  */
-export class JsonSpans {
+export class JsonSpans implements SpanEncoding<RequestSpans, string> {
   readonly contentType = 'application/json';
   private readonly head: string;
   private readonly tail: string;
+  private readonly resource: Resource;
+  private readonly scope: InstrumentationScope;
 
   constructor(resource: Resource, scope: InstrumentationScope) {
+    this.resource = resource;
+    this.scope = scope;
     const resourceJson = JSON.stringify({ attributes: keyValues(resource.attributes), droppedAttributesCount: 0, schemaUrl: resource.schemaUrl || undefined });
     const scopeJson = JSON.stringify({ name: scope.name, version: scope.version });
     this.head = `{"resourceSpans":[{"resource":${resourceJson},"scopeSpans":[{"scope":${scopeJson},"spans":[`;
@@ -88,6 +97,17 @@ export class JsonSpans {
     this.tail = `]${scopeSchema}}]${resourceSchema}}]}`;
   }
 
+  count(request: RequestSpans): number {
+    return request.spanCount();
+  }
+
+  encode(request: RequestSpans, queue: string[]): void {
+    // Every span's text is made before any is queued: a throw leaves the queue as it was.
+    const texts = readableSpans(request, this.resource, this.scope).map((span) => this.span(span));
+    for (const text of texts) queue.push(text);
+  }
+
+  /** One span's JSON text. */
   span(span: ReadableSpan): string {
     const context = span.spanContext();
     return JSON.stringify({

@@ -1,10 +1,11 @@
-// OTLP/protobuf for ended spans, one span at a time: each span's bytes are written as it ends, and a batch's
+// OTLP/protobuf for a request's spans: their bytes are written once the request completes, and a batch's
 // request is those bytes between its resource and scope (the layout of the SDK's serializer, byte for byte).
-import type { Attributes, AttributeValue, HrTime, Link, SpanStatus } from '@opentelemetry/api';
+import { type Attributes, type AttributeValue, SpanKind, type SpanStatus } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
-import { LeanSpan } from './lean-tracer.ts';
+import type { RequestSpans } from './request-spans.ts';
+import { type AttributeKey, describeSpans, type FixedAttributes, type SpanSink } from './span-description.ts';
+import type { SpanEncoding } from './span-batch.ts';
 
 const VARINT = 0;
 const FIXED64 = 1;
@@ -16,13 +17,6 @@ const FLAGS_IS_REMOTE = 0x200;
 const TWO_POW_32 = 4294967296;
 const MIN_INT64 = -(2 ** 63);
 const MAX_INT64 = 2 ** 63;
-
-/** Each ASCII code's value as a hex digit (0 for a character that is none: the API's ids are hex, checked where they come in). */
-const HEX_VALUE = new Uint8Array(128);
-for (let digit = 0; digit < 16; digit++) {
-  HEX_VALUE['0123456789abcdef'.charCodeAt(digit)] = digit;
-  HEX_VALUE['0123456789ABCDEF'.charCodeAt(digit)] = digit;
-}
 
 /**
  * A protobuf writer over one reusable buffer that grows as needed. A nested message reserves one byte for
@@ -82,12 +76,6 @@ class Writer {
     this.pos = this.buffer.writeUInt32LE(value >>> 0, this.pos);
   }
 
-  /** An HrTime as nanoseconds since the epoch. */
-  time([seconds, nanos]: HrTime): void {
-    this.ensure(8);
-    this.pos = putNanosLE(this.buffer, this.pos, seconds, nanos);
-  }
-
   double(value: number): void {
     this.ensure(8);
     this.pos = this.buffer.writeDoubleLE(value, this.pos);
@@ -117,15 +105,6 @@ class Writer {
     this.uint32(length);
     this.ensure(length);
     this.pos += this.buffer.write(value, this.pos, length, 'utf8');
-  }
-
-  /** A trace or span id, given in hex (as the API holds ids), as its bytes (a span not of the gateway's, or a link). */
-  hexId(hex: string): void {
-    const length = hex.length >>> 1;
-    this.uint32(length);
-    this.ensure(length);
-    const buffer = this.buffer;
-    for (let i = 0; i < length; i++) buffer[this.pos++] = (HEX_VALUE[hex.charCodeAt(2 * i) & 127]! << 4) | HEX_VALUE[hex.charCodeAt(2 * i + 1) & 127]!;
   }
 
   bytes(value: Uint8Array): void {
@@ -229,242 +208,189 @@ function writeAttributes(writer: Writer, attributes: Attributes, field: number):
   const keys = Object.keys(attributes);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
-    const value = attributes[key];
-    if (field === SPAN_ATTRIBUTES) {
-      const encoded = spanAttributes.bytes(key, value);
-      if (encoded !== undefined) {
-        writer.raw(encoded);
-        continue;
-      }
-    }
     writer.tag(field, LENGTH_DELIMITED);
-    writeKeyValue(writer, key, value);
+    writeKeyValue(writer, key, attributes[key]);
   }
 }
 
 /** Span.attributes' field number. */
 const SPAN_ATTRIBUTES = 9;
-
-/**
- * Span attributes as encoded once: most of a request's attributes are the same pair on every request
- * (`http.request.method` GET, `gateway.auth.result` ok, the route), so their bytes (tag, length and
- * KeyValue) are copied, not written a field at a time. Bounded: at most `maxKeys` keys of `maxValues`
- * scalar values each, short strings only; a pair past that is written as any other (a key of many
- * values, like `url.full`, keeps its first few and takes no more room).
- */
-class EncodedAttributes {
-  private readonly byKey = new Map<string, Map<AttributeValue, Buffer>>();
-  private readonly writer = new Writer();
-  private readonly maxKeys: number;
-  private readonly maxValues: number;
-
-  constructor(maxKeys: number, maxValues: number) {
-    this.maxKeys = maxKeys;
-    this.maxValues = maxValues;
-  }
-
-  bytes(key: string, value: AttributeValue | undefined): Buffer | undefined {
-    if (value === undefined) return undefined;
-    const values = this.byKey.get(key);
-    return values?.get(value) ?? this.remember(key, value, values);
-  }
-
-  private remember(key: string, value: AttributeValue, known: Map<AttributeValue, Buffer> | undefined): Buffer | undefined {
-    if (!(typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.length <= 64))) return undefined;
-    let values = known;
-    if (values === undefined) {
-      if (this.byKey.size >= this.maxKeys) return undefined;
-      values = new Map();
-      this.byKey.set(key, values);
-    }
-    if (values.size >= this.maxValues) return undefined;
-    const writer = this.writer;
-    writer.pos = 0;
-    writer.tag(SPAN_ATTRIBUTES, LENGTH_DELIMITED);
-    writeKeyValue(writer, key, value);
-    const bytes = Buffer.from(writer.buffer.subarray(0, writer.pos));
-    values.set(value, bytes);
-    return bytes;
-  }
-}
-
-const spanAttributes = new EncodedAttributes(64, 32);
+/** Span.flags' tag (field 16): 133, two bytes as a varint. */
+const FLAGS_TAG = (16 << 3) | FIXED32;
 
 /** Span.flags, in both encodings: the W3C trace flags, and whether the parent is known to be remote (the SDK's bits 8 and 9). */
 export function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | FLAGS_HAS_IS_REMOTE | (isRemote ? FLAGS_IS_REMOTE : 0);
 }
 
-function writeEvent(writer: Writer, event: TimedEvent): void {
-  writer.tag(11, LENGTH_DELIMITED);
-  const at = writer.begin();
-  writer.tag(1, FIXED64);
-  writer.time(event.time);
-  writer.tag(2, LENGTH_DELIMITED);
-  writer.string(event.name);
-  if (event.attributes) writeAttributes(writer, event.attributes, 3);
-  writer.tag(4, VARINT);
-  writer.uint32(event.droppedAttributesCount ?? 0);
-  writer.end(at);
+/**
+ * How many values of one key keep their encoded bytes (AttributeKey.encoded), short scalars only: most
+ * of a request's attributes are the same pair on every request (`http.request.method` GET, the route,
+ * status 200), so their bytes (tag, length, KeyValue) are copied, not written a field at a time. A key
+ * of many values (`url.path`) keeps its first few and takes no more room.
+ */
+const ENCODED_VALUES_PER_KEY = 32;
+
+/** A span attribute's bytes: tag, length, KeyValue. */
+function encodedAttribute(writer: Writer, key: string, value: AttributeValue): Buffer {
+  writer.pos = 0;
+  writer.tag(SPAN_ATTRIBUTES, LENGTH_DELIMITED);
+  writeKeyValue(writer, key, value);
+  return Buffer.from(writer.buffer.subarray(0, writer.pos));
 }
 
-function writeLink(writer: Writer, link: Link): void {
-  writer.tag(13, LENGTH_DELIMITED);
-  const at = writer.begin();
-  writer.tag(1, LENGTH_DELIMITED);
-  writer.hexId(link.context.traceId);
-  writer.tag(2, LENGTH_DELIMITED);
-  writer.hexId(link.context.spanId);
-  const traceState = link.context.traceState?.serialize();
-  if (traceState) {
-    writer.tag(3, LENGTH_DELIMITED);
-    writer.string(traceState);
-  }
-  if (link.attributes) writeAttributes(writer, link.attributes, 4);
-  writer.tag(5, VARINT);
-  writer.uint32(link.droppedAttributesCount ?? 0);
-  writer.tag(6, FIXED32);
-  writer.fixed32(spanFlags(link.context.traceFlags, link.context.isRemote));
-  writer.end(at);
-}
-
-function writeStatus(writer: Writer, status: SpanStatus): void {
-  writer.tag(15, LENGTH_DELIMITED);
-  const at = writer.begin();
-  if (status.message) {
-    writer.tag(2, LENGTH_DELIMITED);
-    writer.string(status.message);
-  }
-  writer.tag(3, VARINT);
-  writer.uint32(status.code);
-  writer.end(at);
-}
-
-/** A Span message (opentelemetry/proto/trace/v1/trace.proto), without its tag and length. */
-function writeSpan(writer: Writer, span: ReadableSpan): void {
-  if (span instanceof LeanSpan) {
-    writeOwnSpan(writer, span);
-    return;
-  }
-  const context = span.spanContext();
-  writer.tag(1, LENGTH_DELIMITED);
-  writer.hexId(context.traceId);
-  writer.tag(2, LENGTH_DELIMITED);
-  writer.hexId(context.spanId);
-  const traceState = context.traceState?.serialize();
-  if (traceState) {
-    writer.tag(3, LENGTH_DELIMITED);
-    writer.string(traceState);
-  }
-  if (span.parentSpanContext?.spanId) {
-    writer.tag(4, LENGTH_DELIMITED);
-    writer.hexId(span.parentSpanContext.spanId);
-  }
-  writer.tag(5, LENGTH_DELIMITED);
-  writer.string(span.name);
-  writer.tag(6, VARINT);
-  writer.uint32(span.kind + 1);
-  writer.tag(7, FIXED64);
-  writer.time(span.startTime);
-  writer.tag(8, FIXED64);
-  writer.time(span.endTime);
-  writeAttributes(writer, span.attributes, SPAN_ATTRIBUTES);
-  writeSpanTail(writer, span, context.traceFlags);
-}
-
-/** Span's fields after its attributes (10 on), the same for every span. */
-function writeSpanTail(writer: Writer, span: ReadableSpan, traceFlags: number): void {
-  writer.tag(10, VARINT);
-  writer.uint32(span.droppedAttributesCount);
-  for (const event of span.events) writeEvent(writer, event);
-  writer.tag(12, VARINT);
-  writer.uint32(span.droppedEventsCount);
-  for (const link of span.links) writeLink(writer, link);
-  writer.tag(14, VARINT);
-  writer.uint32(span.droppedLinksCount);
-  writeStatus(writer, span.status);
-  writer.tag(16, FIXED32);
-  writer.fixed32(spanFlags(traceFlags, span.parentSpanContext?.isRemote));
-}
-
-/** The most a span of the gateway's takes before its name's length: trace id, span id and parent id (tagged and sized), the name's tag. */
-const OWN_IDS_BYTES = 2 + 16 + 2 + 8 + 2 + 8 + 1;
+/** The most a span takes before its name's length: its tag, trace id, span id and parent id (tagged and sized), the name's tag. */
+const SPAN_HEAD_BYTES = 1 + 2 + 16 + 2 + 8 + 2 + 8 + 1;
 /** Of which, after a trace state: the parent id and the name's tag. */
-const OWN_PARENT_BYTES = 2 + 8 + 1;
+const SPAN_PARENT_BYTES = 2 + 8 + 1;
 /** And between its name and its attributes: kind, start and end, tagged. */
-const OWN_TIMES_BYTES = 2 + 9 + 9;
-/** And after its attributes, when it has no events, links or status message: the counts, the status, the flags' tag. */
-const OWN_TAIL_BYTES = 6 + 4 + 2;
+const SPAN_TIMES_BYTES = 2 + 9 + 9;
+/** And after its attributes, for a status without a message: the counts, the status, the flags. */
+const SPAN_TAIL_BYTES = 6 + 4 + 2 + 4;
 
 /**
- * A span of the gateway's: its ids copied from the words and bytes it keeps, its fixed-size fields written
- * a byte at a time into room made once, so that the writer's calls (each one a call: the encoder is too
- * large for V8 to inline them all) are left for the fields of variable length. The same bytes as writeSpan's.
+ * Writes the spans `describeSpans` gives as ScopeSpans entries (tag, length, Span message), each field as
+ * the SDK's serializer writes it: the fixed-size fields a byte at a time into room made once, ids from
+ * the words and bytes the record keeps, attributes from their bytes met before (the writer's calls, each
+ * a call the encoder is too large for V8 to inline, are left for the fields of variable length).
  */
-function writeOwnSpan(writer: Writer, span: LeanSpan): void {
-  writer.ensure(OWN_IDS_BYTES);
-  let buffer = writer.buffer;
-  let pos = writer.pos;
-  buffer[pos++] = (1 << 3) | LENGTH_DELIMITED;
-  buffer[pos++] = 16;
-  const traceId = span.traceIdBytes.bytes;
-  for (let i = 0; i < 16; i++) buffer[pos++] = traceId[i]!;
-  buffer[pos++] = (2 << 3) | LENGTH_DELIMITED;
-  buffer[pos++] = 8;
-  pos = putWordBE(buffer, pos, span.spanIdHigh);
-  pos = putWordBE(buffer, pos, span.spanIdLow);
-  const traceState = span.traceState?.serialize();
-  if (traceState) {
+class ProtobufSink implements SpanSink {
+  /** Where each span's bytes go, and each span's length. */
+  writer!: Writer;
+  lengths!: number[];
+  private spanAt = 0;
+  private lengthAt = 0;
+  private traceFlags = 0;
+  private parentIsRemote = false;
+  /** For pairs met the first time. */
+  private readonly scratch = new Writer();
+
+  begin(
+    request: RequestSpans,
+    name: string,
+    kind: SpanKind,
+    high: number,
+    low: number,
+    parentHigh: number,
+    parentLow: number,
+    startMs: number,
+    endMs: number,
+  ): void {
+    const writer = this.writer;
+    this.spanAt = writer.pos;
+    this.traceFlags = request.traceFlags;
+    // Only the SERVER span has a parent not of the gateway's: the client's.
+    this.parentIsRemote = kind === SpanKind.SERVER && parentHigh !== -1;
+    writer.ensure(SPAN_HEAD_BYTES);
+    let buffer = writer.buffer;
+    let pos = writer.pos;
+    buffer[pos++] = (2 << 3) | LENGTH_DELIMITED;
+    this.lengthAt = pos++;
+    buffer[pos++] = (1 << 3) | LENGTH_DELIMITED;
+    buffer[pos++] = 16;
+    const traceId = request.traceId.bytes;
+    for (let i = 0; i < 16; i++) buffer[pos++] = traceId[i]!;
+    buffer[pos++] = (2 << 3) | LENGTH_DELIMITED;
+    buffer[pos++] = 8;
+    pos = putWordBE(buffer, pos, high);
+    pos = putWordBE(buffer, pos, low);
+    const traceState = request.traceState;
+    if (traceState) {
+      writer.pos = pos;
+      writer.tag(3, LENGTH_DELIMITED);
+      writer.string(traceState);
+      writer.ensure(SPAN_PARENT_BYTES);
+      buffer = writer.buffer;
+      pos = writer.pos;
+    }
+    if (parentHigh !== -1) {
+      buffer[pos++] = (4 << 3) | LENGTH_DELIMITED;
+      buffer[pos++] = 8;
+      pos = putWordBE(buffer, pos, parentHigh);
+      pos = putWordBE(buffer, pos, parentLow);
+    }
+    buffer[pos++] = (5 << 3) | LENGTH_DELIMITED;
     writer.pos = pos;
-    writer.tag(3, LENGTH_DELIMITED);
-    writer.string(traceState);
-    writer.ensure(OWN_PARENT_BYTES);
+    writer.string(name);
+    writer.ensure(SPAN_TIMES_BYTES);
     buffer = writer.buffer;
     pos = writer.pos;
+    buffer[pos++] = (6 << 3) | VARINT;
+    buffer[pos++] = kind + 1;
+    buffer[pos++] = (7 << 3) | FIXED64;
+    pos = putMsLE(buffer, pos, startMs);
+    buffer[pos++] = (8 << 3) | FIXED64;
+    pos = putMsLE(buffer, pos, Math.max(startMs, endMs));
+    writer.pos = pos;
   }
-  if (span.parentIdHigh !== -1) {
-    buffer[pos++] = (4 << 3) | LENGTH_DELIMITED;
-    buffer[pos++] = 8;
-    pos = putWordBE(buffer, pos, span.parentIdHigh);
-    pos = putWordBE(buffer, pos, span.parentIdLow);
+
+  fixed(attributes: FixedAttributes): void {
+    if (attributes.encoded === undefined) {
+      const writer = this.scratch;
+      writer.pos = 0;
+      for (const [key, value] of attributes.pairs) {
+        writer.tag(SPAN_ATTRIBUTES, LENGTH_DELIMITED);
+        writeKeyValue(writer, key, value);
+      }
+      attributes.encoded = Buffer.from(writer.buffer.subarray(0, writer.pos));
+    }
+    this.writer.raw(attributes.encoded);
   }
-  buffer[pos++] = (5 << 3) | LENGTH_DELIMITED;
-  writer.pos = pos;
-  writer.string(span.name);
-  writer.ensure(OWN_TIMES_BYTES);
-  buffer = writer.buffer;
-  pos = writer.pos;
-  buffer[pos++] = (6 << 3) | VARINT;
-  buffer[pos++] = span.kind + 1;
-  buffer[pos++] = (7 << 3) | FIXED64;
-  pos = putMsLE(buffer, pos, span.startMs);
-  buffer[pos++] = (8 << 3) | FIXED64;
-  pos = putMsLE(buffer, pos, span.endMs);
-  writer.pos = pos;
-  writeAttributes(writer, span.attributes, SPAN_ATTRIBUTES);
-  // A span of the gateway's drops nothing (its counts are 0), and seldom has events, links or a status message.
-  if (span.events.length > 0 || span.links.length > 0 || span.status.message) {
-    writeSpanTail(writer, span, span.traceFlags);
-    return;
+
+  attribute(key: AttributeKey, value: AttributeValue): void {
+    let bytes = key.encoded.get(value);
+    if (bytes === undefined) {
+      if (
+        key.encoded.size >= ENCODED_VALUES_PER_KEY ||
+        !(typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.length <= 64))
+      ) {
+        this.writer.tag(SPAN_ATTRIBUTES, LENGTH_DELIMITED);
+        writeKeyValue(this.writer, key.name, value);
+        return;
+      }
+      bytes = encodedAttribute(this.scratch, key.name, value);
+      key.encoded.set(value, bytes);
+    }
+    this.writer.raw(bytes);
   }
-  writer.ensure(OWN_TAIL_BYTES);
-  buffer = writer.buffer;
-  pos = writer.pos;
-  buffer[pos++] = (10 << 3) | VARINT;
-  buffer[pos++] = 0;
-  buffer[pos++] = (12 << 3) | VARINT;
-  buffer[pos++] = 0;
-  buffer[pos++] = (14 << 3) | VARINT;
-  buffer[pos++] = 0;
-  buffer[pos++] = (15 << 3) | LENGTH_DELIMITED;
-  buffer[pos++] = 2;
-  buffer[pos++] = (3 << 3) | VARINT;
-  buffer[pos++] = span.status.code;
-  // Field 16's tag is two bytes as a varint: (16 << 3) | FIXED32 is 133.
-  buffer[pos++] = 0x85;
-  buffer[pos++] = 0x01;
-  writer.pos = pos;
-  writer.fixed32(spanFlags(span.traceFlags, span.parentSpanContext?.isRemote));
+
+  end(status: SpanStatus): void {
+    const writer = this.writer;
+    // The gateway's spans drop nothing and have no events or links: their counts are 0.
+    writer.ensure(SPAN_TAIL_BYTES);
+    let buffer = writer.buffer;
+    let pos = writer.pos;
+    buffer[pos++] = (10 << 3) | VARINT;
+    buffer[pos++] = 0;
+    buffer[pos++] = (12 << 3) | VARINT;
+    buffer[pos++] = 0;
+    buffer[pos++] = (14 << 3) | VARINT;
+    buffer[pos++] = 0;
+    buffer[pos++] = (15 << 3) | LENGTH_DELIMITED;
+    if (status.message) {
+      writer.pos = pos;
+      const at = writer.begin();
+      writer.tag(2, LENGTH_DELIMITED);
+      writer.string(status.message);
+      writer.tag(3, VARINT);
+      writer.uint32(status.code);
+      writer.end(at);
+      writer.ensure(SPAN_TAIL_BYTES);
+      buffer = writer.buffer;
+      pos = writer.pos;
+    } else {
+      buffer[pos++] = 2;
+      buffer[pos++] = (3 << 3) | VARINT;
+      buffer[pos++] = status.code;
+    }
+    // Field 16's tag is two bytes as a varint.
+    buffer[pos++] = (FLAGS_TAG & 0x7f) | 0x80;
+    buffer[pos++] = FLAGS_TAG >>> 7;
+    writer.pos = pos;
+    writer.fixed32(spanFlags(this.traceFlags, this.parentIsRemote));
+    writer.end(this.lengthAt);
+    this.lengths.push(writer.pos - this.spanAt);
+  }
 }
 
 /** A 32-bit word, big-endian (a span id's half, as its hex reads). */
@@ -507,15 +433,16 @@ function varintSize(value: number): number {
 }
 
 /**
- * Encodes ended spans for an OTLP/HTTP protobuf export: `span` as each ends, `request` for a batch of them.
- * A span's bytes are appended to one buffer that holds every queued span (oldest first) and the queue keeps
- * only its length: no object per span outlives the request that made it, which is what kept the garbage
- * collector busy (docs/decisions/0008-lean-spans.md). `request` takes the oldest spans' bytes off the front.
+ * Encodes spans for an OTLP/HTTP protobuf export: `encode` a request's as it completes, `request` for a batch
+ * of them. A span's bytes are appended to one buffer that holds every queued span (oldest first) and the
+ * queue keeps only its length: no object per span outlives the request that made it, which is what kept the
+ * garbage collector busy (docs/decisions/0008-lean-spans.md). `request` takes the oldest spans' bytes off the front.
  */
-export class ProtobufSpans {
+export class ProtobufSpans implements SpanEncoding<RequestSpans, number> {
   readonly contentType = 'application/x-protobuf';
   /** The queued spans' bytes, each a ScopeSpans entry (tag, length, Span message), oldest first. */
   private readonly queued = new Writer();
+  private readonly sink = new ProtobufSink();
   private readonly head = new Writer();
   /** ResourceSpans' field 1 (the resource) and the start of field 2 (ScopeSpans: its scope), written once. */
   private readonly resourceBytes: Buffer;
@@ -560,20 +487,25 @@ export class ProtobufSpans {
     this.resourceSchemaBytes = schemaUrl(resource.schemaUrl);
   }
 
-  /** Appends the span's bytes to the queued ones; returns their length, which is what the queue keeps. */
-  span(span: ReadableSpan): number {
-    const writer = this.queued;
-    const start = writer.pos;
+  /** A request's spans: each one's bytes appended to the queued ones, its length to `queue` (what the batch keeps). */
+  encode(request: RequestSpans, queue: number[]): void {
+    const sink = this.sink;
+    const start = this.queued.pos;
+    const queued = queue.length;
+    sink.writer = this.queued;
+    sink.lengths = queue;
     try {
-      writer.tag(2, LENGTH_DELIMITED);
-      const at = writer.begin();
-      writeSpan(writer, span);
-      writer.end(at);
+      describeSpans(request, sink);
     } catch (error) {
-      writer.pos = start; // a span half written is no span: the queued bytes stay whole
+      // Spans half written are no spans: the queued bytes and lengths stay whole.
+      this.queued.pos = start;
+      queue.length = queued;
       throw error;
     }
-    return writer.pos - start;
+  }
+
+  count(request: RequestSpans): number {
+    return request.spanCount();
   }
 
   discard(): void {

@@ -1,16 +1,18 @@
 // Ended spans, encoded as they end, in a bounded queue sent in batches: the batch span processor's rules
 // (OTEL_BSP_*) over encoded spans, so that no span object is kept until its batch is sent.
-import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 
 /**
- * How spans become an export request (OTLP/protobuf or OTLP/JSON). An encoding may keep the bytes itself and
- * queue only a token (the protobuf encoding queues each span's length): `request` is given the oldest
- * encoded spans, in the order they were encoded, each once, and the batch keeps to that.
+ * How spans become an export request (OTLP/protobuf or OTLP/JSON). What ends (`Ended`) may be several spans
+ * (a request's); each is one entry in the queue. An encoding may keep the bytes itself and queue only a
+ * token (the protobuf encoding queues each span's length): `request` is given the oldest encoded spans, in
+ * the order they were encoded, each once, and the batch keeps to that.
  */
-export interface SpanEncoding<Encoded> {
+export interface SpanEncoding<Ended, Encoded> {
   readonly contentType: string;
-  /** One ended span's encoding, kept in the queue instead of the span. */
-  span(span: ReadableSpan): Encoded;
+  /** How many spans `ended` is. */
+  count(ended: Ended): number;
+  /** Appends each span's encoding to `queue`, kept there instead of the span; on a throw, the queue is as it was. */
+  encode(ended: Ended, queue: Encoded[]): void;
   /** The export request of a batch: the oldest spans encoded and not yet in a request. */
   request(spans: readonly Encoded[]): Uint8Array;
   /** Forgets every span encoded and not yet in a request (the batch empties its queue with it). */
@@ -38,41 +40,44 @@ export interface BatchOptions {
  * The span processor of the gateway's spans, as the SDK's batch processor behaves: sampled spans queue (up
  * to `maxQueueSize`, past it dropped), a batch goes when `maxExportBatchSize` are queued or
  * `scheduledDelayMillis` after the first, one batch at a time, and `shutdown` sends what is left. Unlike
- * it, a span is encoded when it ends, so what waits in the queue is a few bytes, not the span (the spans
- * were most of what tracing cost in garbage collection: docs/decisions/0008-lean-spans.md). `dropped`
+ * it, spans are encoded when they are handed over (a request's when it completes), so what waits in the
+ * queue is a few bytes, not the span (the spans were most of what tracing cost in garbage collection:
+ * docs/decisions/0008-lean-spans.md). `dropped`
  * counts what never reached the collector: a full queue, a failed or timed-out send.
  */
-export class SpanBatch<Encoded> {
+export class SpanBatch<Ended, Encoded> {
   dropped = 0;
   private queue: Encoded[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private closed = false;
-  private readonly encoding: SpanEncoding<Encoded>;
+  private readonly encoding: SpanEncoding<Ended, Encoded>;
   private readonly sender: BatchSender;
   private readonly options: BatchOptions;
 
-  constructor(encoding: SpanEncoding<Encoded>, sender: BatchSender, options: BatchOptions) {
+  constructor(encoding: SpanEncoding<Ended, Encoded>, sender: BatchSender, options: BatchOptions) {
     this.encoding = encoding;
     this.sender = sender;
     this.options = { ...options, maxExportBatchSize: Math.min(options.maxExportBatchSize, options.maxQueueSize) };
   }
 
-  /** A sampled span, ended (the tracer hands over no other, as the SDK's batch processor takes no other). */
-  onEnd(span: ReadableSpan): void {
-    if (this.closed || this.queue.length >= this.options.maxQueueSize) {
-      this.dropped++;
+  /**
+   * Sampled spans, ended (the tracing hands over no other, as the SDK's batch processor takes no other).
+   * A request's spans are queued together, or dropped together when the queue has no room for them all.
+   */
+  onEnd(ended: Ended): void {
+    const count = this.encoding.count(ended);
+    if (this.closed || this.queue.length + count > this.options.maxQueueSize) {
+      this.dropped += count;
       return;
     }
-    let encoded: Encoded;
     try {
-      encoded = this.encoding.span(span);
+      this.encoding.encode(ended, this.queue);
     } catch {
-      // Never thrown into the request that ended the span: the span is lost and counted (the encoding keeps step).
-      this.dropped++;
+      // Never thrown into the request that ended the spans: they are lost and counted (the encoding keeps step).
+      this.dropped += count;
       return;
     }
-    this.queue.push(encoded);
     this.schedule();
   }
 

@@ -1,23 +1,14 @@
 // The gateway's part in a trace: its span for each request and for the upstream exchange, recorded or only propagated.
 import type { IncomingMessage } from 'node:http';
-import { type Attributes, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
+import { type Attributes, ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
-import { RandomIdGenerator } from '@opentelemetry/sdk-trace';
-import {
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_URL_FULL,
-  ATTR_URL_PATH,
-  ATTR_URL_SCHEME,
-} from '@opentelemetry/semantic-conventions';
-import { LeanSpan, type LeanTracer } from './lean-tracer.ts';
+import { RandomIdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME } from '@opentelemetry/semantic-conventions';
+import { type HostAttributes, newTraceId, type RequestOutcome, RequestSpans, spanIdHex, spanIdWords, traceIdOf, type UpstreamOrigin } from './request-spans.ts';
+import { isKnownMethod } from './span-description.ts';
 import { formatTraceParent, remoteParent } from './trace-context.ts';
 
-/** The trace slice of a request's record: written on arrival, read by the proxy stage and the completion hook. */
+/** The trace slice of a request's record: written on arrival, read by the stages, the proxy and the completion hook. */
 export interface TraceSlice {
   readonly traceId: string;
   /** The gateway's span for the request (the SERVER span): the access log's `span_id`. */
@@ -25,35 +16,11 @@ export interface TraceSlice {
   readonly sampled: boolean;
   /** The client's `tracestate`, checked, passed on to the upstream; undefined when there is none (or a new trace began). */
   readonly traceState: string | undefined;
-  /** The SERVER span, when spans are recorded (an exporter is configured); the completion hook ends it. */
-  readonly span: Span | undefined;
-  /** What makes the SERVER span's children (startChildSpan); present with `span`. */
-  readonly tracer?: LeanTracer;
-}
-
-/** Not recorded, for a slice without a tracer (never met when `span` is defined). */
-const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
-
-/**
- * A child of the request's SERVER span (or of `parent`, itself one), for a stage's own work: INTERNAL unless
- * told. Call it only once `slice.span` is defined, so that a request whose spans are not recorded pays nothing.
- */
-export function startChildSpan(slice: TraceSlice, name: string, attributes?: Attributes, kind: SpanKind = SpanKind.INTERNAL, parent = slice.span): Span {
-  // A parent not recorded (not sampled) has no recorded children: every sampler the gateway takes says so.
-  if (slice.tracer === undefined || !(parent instanceof LeanSpan)) return NO_SPAN;
-  return slice.tracer.startChild(parent, name, kind, attributes);
-}
-
-/** What the completion hook knows of a finished request, for its span. */
-export interface RequestOutcome {
-  statusCode: number;
-  /** The operation's route, with the base path (`/v1/pets/{petId}`), once the request matched one. */
-  route: string | undefined;
-  operationId: string | undefined;
-  /** The caller's key id (never the key). */
-  keyId: string | undefined;
-  /** The Error body's code of a refusal. */
-  errorCode: string | undefined;
+  /**
+   * The request's spans, when they are recorded and exported (an exporter is configured and the request
+   * sampled): each stage writes its own span's slot, the completion hook hands them to the export.
+   */
+  readonly spans: RequestSpans | undefined;
 }
 
 /** The upstream exchange as a span: a child of the request's, the parent the upstream's `traceparent` names. */
@@ -70,8 +37,8 @@ export interface Tracing {
   begin(req: IncomingMessage, path: string): TraceSlice;
   /** Just before the request is sent upstream. */
   startExchange(slice: TraceSlice, method: string, url: string): ExchangeSpan;
-  /** On completion: the SERVER span ends, named by its route. */
-  end(slice: TraceSlice, method: string, outcome: RequestOutcome): void;
+  /** On completion: the request's spans end and go to the export. */
+  end(slice: TraceSlice, outcome: RequestOutcome): void;
   /** Sends what is queued (on shutdown, after the last request completed). */
   shutdown(): Promise<void>;
   /** Spans recorded but never delivered (a full queue, a failed export): counted since start. */
@@ -82,8 +49,13 @@ const ids = new RandomIdGenerator();
 
 const NOT_RECORDED: ExchangeSpan['end'] = () => undefined;
 
+/** An exchange whose span is not recorded: a span id of the gateway's all the same, as the upstream's parent. */
+function unrecordedExchange(slice: TraceSlice): ExchangeSpan {
+  return { traceparent: formatTraceParent(slice.traceId, ids.generateSpanId(), slice.sampled), end: NOT_RECORDED };
+}
+
 /**
- * No exporter: no SDK span is made. The gateway still takes part in the trace: it continues the client's
+ * No exporter: no span is recorded. The gateway still takes part in the trace: it continues the client's
  * (or starts one, not sampled: nothing records it here), and names a span id of its own, which the access
  * log and the upstream's `traceparent` share, so a backend's log line joins the gateway's by it.
  */
@@ -93,8 +65,8 @@ export function propagationOnly(): Tracing {
     begin(req) {
       const parent = remoteParent(req.headers);
       const spanId = ids.generateSpanId();
-      if (parent === undefined) return { traceId: ids.generateTraceId(), spanId, sampled: false, traceState: undefined, span: undefined };
-      return { traceId: parent.traceId, spanId, sampled: parent.sampled, traceState: parent.traceState, span: undefined };
+      if (parent === undefined) return { traceId: ids.generateTraceId(), spanId, sampled: false, traceState: undefined, spans: undefined };
+      return { traceId: parent.traceId, spanId, sampled: parent.sampled, traceState: parent.traceState, spans: undefined };
     },
     startExchange: (slice) => ({ traceparent: formatTraceParent(slice.traceId, slice.spanId, slice.sampled), end: NOT_RECORDED }),
     end: () => undefined,
@@ -103,28 +75,21 @@ export function propagationOnly(): Tracing {
   };
 }
 
-/** HTTP methods semantic conventions name as they are; any other is `_OTHER` (and the span is named `HTTP`). */
-const KNOWN_METHODS: ReadonlySet<string> = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY']);
+/** What takes a completed request's spans: the span batch. */
+export interface CompletedSpans {
+  onEnd(request: RequestSpans): void;
+}
 
-/** Attribute names of the gateway's own facts on its SERVER span (the access log's `operation`, `keyId`, `errorCode`). */
-export const GATEWAY_ATTRIBUTES = { operation: 'gateway.operation', keyId: 'gateway.key_id', errorCode: 'gateway.error_code' } as const;
-
-/** Attribute names on the stages' child spans (`authenticate`, its `redis` lookup, `rate_limit`). */
-export const STAGE_ATTRIBUTES = {
-  /** `hit` or `miss`: whether the key cache answered (absent for a store without a cache). */
-  keyCache: 'gateway.auth.key_cache',
-  /** `ok`, or why the key was refused (`missing`, `unknown`, `revoked`, ...), or `store_unavailable`. */
-  authResult: 'gateway.auth.result',
-  /** What the store's command did for the gateway (`key_lookup`). */
-  redisCommand: 'gateway.redis.command',
-  /** `allowed`, `limited` or `store_unavailable`. */
-  rateLimitDecision: 'gateway.rate_limit.decision',
-  /** With `store_unavailable`: what the policy did, `allow` (let through unlimited) or `deny` (503). */
-  rateLimitOnStoreError: 'gateway.rate_limit.on_store_error',
-} as const;
-
-/** Spans recorded with `tracer`, which hands them to what exports them; `shutdown` sends what is queued. */
-export function recordingTracing(tracer: LeanTracer, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
+/**
+ * Spans recorded for each request the sampler samples, and handed to `completed` as the request
+ * completes; `shutdown` sends what is queued. The sampler decides for the SERVER span as the SDK's tracer
+ * asks it (the client's span as a remote parent, or none); the stages' spans and the CLIENT span follow it
+ * without asking, which every sampler OTEL_TRACES_SAMPLER names would answer the same way (a sampled local
+ * parent's child is sampled, an unsampled one's is not). None of the six adds attributes of its own, and
+ * the SERVER span takes none (test/unit/tracing/request-spans.test.ts checks the six). A request the
+ * sampler would record but not sample has nothing to export, so nothing is recorded.
+ */
+export function recordingTracing(sampler: Sampler, completed: CompletedSpans, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
   const upstreamOrigin = upstreamOrigins();
   return {
     recording: true,
@@ -140,97 +105,50 @@ export function recordingTracing(tracer: LeanTracer, delivery: Pick<Tracing, 'sh
               isRemote: true,
               ...(parent.traceState === undefined ? {} : { traceState: new TraceState(parent.traceState) }),
             });
+      const traceId = parent === undefined ? newTraceId() : traceIdOf(parent.traceId);
       const method = req.method ?? 'GET';
-      const known = KNOWN_METHODS.has(method);
-      const attributes: Attributes = {
-        [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER',
-        [ATTR_URL_SCHEME]: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
-        [ATTR_URL_PATH]: path,
-      };
-      const { host, port } = hostOf(req.headers.host);
-      if (host !== undefined) attributes[ATTR_SERVER_ADDRESS] = host;
-      if (port !== undefined) attributes[ATTR_SERVER_PORT] = port;
-      const span = tracer.startSpan(known ? method : 'HTTP', { kind: SpanKind.SERVER, attributes }, context);
-      const own = span.spanContext();
-      return {
-        traceId: own.traceId,
-        spanId: own.spanId,
-        sampled: (own.traceFlags & TraceFlags.SAMPLED) !== 0,
-        traceState: parent?.traceState,
-        span,
-        tracer,
-      };
+      const known = isKnownMethod(method);
+      const scheme = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http';
+      const host = hostOf(req.headers.host);
+      // The SERVER span's attributes on arrival, as a sampler is given them.
+      const attributes: Attributes = { [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER', [ATTR_URL_SCHEME]: scheme, [ATTR_URL_PATH]: path };
+      if (host.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = host.host;
+      if (host.port !== undefined) attributes[ATTR_SERVER_PORT] = host.port;
+      const sampling = sampler.shouldSample(context, traceId.hex, known ? method : 'HTTP', SpanKind.SERVER, attributes, []);
+      if (sampling.decision !== SamplingDecision.RECORD_AND_SAMPLED)
+        return { traceId: traceId.hex, spanId: ids.generateSpanId(), sampled: false, traceState: parent?.traceState, spans: undefined };
+      const spans = new RequestSpans({
+        traceId,
+        remoteParent: parent === undefined ? undefined : spanIdWords(parent.spanId),
+        traceFlags: TraceFlags.SAMPLED,
+        traceState: sampling.traceState?.serialize() ?? parent?.traceState,
+        method,
+        scheme,
+        path,
+        host,
+      });
+      return { traceId: traceId.hex, spanId: spans.serverSpanId(), sampled: true, traceState: parent?.traceState, spans };
     },
     startExchange(slice, method, url) {
+      const spans = slice.spans;
+      if (spans === undefined) return unrecordedExchange(slice);
       const target = upstreamOrigin(url);
       const query = url.indexOf('?');
-      const attributes: Attributes = {
-        [ATTR_HTTP_REQUEST_METHOD]: method,
-        [ATTR_SERVER_ADDRESS]: target.hostname,
-        [ATTR_SERVER_PORT]: target.port,
-        // The origin as URL writes it (no user:password of a configured base), and the path without the
-        // query: a client may put a secret there by mistake (the access log leaves it out too).
-        [ATTR_URL_FULL]: target.origin + (query === -1 ? url.slice(target.originLength) : url.slice(target.originLength, query)),
-      };
-      // A request not recorded still names a span of the gateway's as the upstream's parent (not recorded either).
-      const span =
-        slice.span instanceof LeanSpan
-          ? tracer.startChild(slice.span, method, SpanKind.CLIENT, attributes)
-          : tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, slice.span === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, slice.span));
-      const own = span.spanContext();
-      let ended = false;
+      spans.startClient(method, target, query === -1 ? url.slice(target.originLength) : url.slice(target.originLength, query));
       return {
-        traceparent: formatTraceParent(own.traceId, own.spanId, (own.traceFlags & TraceFlags.SAMPLED) !== 0),
-        end(outcome) {
-          if (ended) return;
-          ended = true;
-          if (outcome?.status) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);
-          if (outcome?.failure !== undefined) {
-            span.setAttribute(ATTR_ERROR_TYPE, outcome.failure);
-            span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.failure });
-          } else if (outcome?.status !== undefined && outcome.status >= 400) {
-            // A client span's 4xx is an error too (semantic conventions): the gateway's request was refused.
-            span.setAttribute(ATTR_ERROR_TYPE, String(outcome.status));
-            span.setStatus({ code: SpanStatusCode.ERROR });
-          }
-          span.end();
-        },
+        traceparent: formatTraceParent(slice.traceId, spanIdHex(spans.clientHigh, spans.clientLow), true),
+        end: (outcome) => spans.endClient(outcome?.status, outcome?.failure),
       };
     },
-    end(slice, method, outcome) {
-      const span = slice.span;
-      if (span === undefined || !span.isRecording()) {
-        span?.end();
-        return;
-      }
-      const known = KNOWN_METHODS.has(method);
-      if (outcome.route !== undefined) {
-        span.updateName(`${known ? method : 'HTTP'} ${outcome.route}`);
-        span.setAttribute(ATTR_HTTP_ROUTE, outcome.route);
-      }
-      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.statusCode);
-      if (outcome.operationId !== undefined) span.setAttribute(GATEWAY_ATTRIBUTES.operation, outcome.operationId);
-      if (outcome.keyId !== undefined) span.setAttribute(GATEWAY_ATTRIBUTES.keyId, outcome.keyId);
-      if (outcome.errorCode !== undefined) span.setAttribute(GATEWAY_ATTRIBUTES.errorCode, outcome.errorCode);
-      // A server span is an error for 5xx only (semantic conventions): a 4xx is the client's, its code says why.
-      if (outcome.statusCode >= 500) {
-        span.setAttribute(ATTR_ERROR_TYPE, String(outcome.statusCode));
-        span.setStatus({ code: SpanStatusCode.ERROR, ...(outcome.errorCode === undefined ? {} : { message: outcome.errorCode }) });
-      }
-      span.end();
+    end(slice, outcome) {
+      const spans = slice.spans;
+      if (spans === undefined || spans.endMs !== 0) return;
+      spans.end(outcome);
+      completed.onEnd(spans);
     },
     shutdown: delivery.shutdown,
     droppedSpans: delivery.droppedSpans,
   };
-}
-
-/** An upstream URL's origin, parsed: `originLength` is how much of the URL as written it takes. */
-interface UpstreamOrigin {
-  hostname: string;
-  port: number;
-  /** As URL serialises it: scheme, host and a port that is not the default; never a user or password. */
-  origin: string;
-  originLength: number;
 }
 
 /**
@@ -258,7 +176,7 @@ function upstreamOrigins(): (url: string) => UpstreamOrigin {
 }
 
 /** The Host header's name and port (`server.address`, `server.port`). */
-function hostOf(header: string | undefined): { host?: string; port?: number } {
+function hostOf(header: string | undefined): HostAttributes {
   if (header === undefined || header === '') return {};
   // Clients of one gateway name it the same way: the last header's answer is kept (one entry, so a client
   // that varies it costs the parse, not memory).
@@ -269,4 +187,4 @@ function hostOf(header: string | undefined): { host?: string; port?: number } {
   return parsed;
 }
 
-let lastHost: { header: string; parsed: { host?: string; port?: number } } = { header: '', parsed: {} };
+let lastHost: { header: string; parsed: HostAttributes } = { header: '', parsed: {} };

@@ -8,7 +8,7 @@ const record = (upstream?: RequestRecord['upstream']): RequestRecord => ({
   startedAt: 0n,
   path: '/v1/pets',
   query: '',
-  trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, span: undefined },
+  trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, spans: undefined },
   ...(upstream ? { upstream } : {}),
 });
 const response = (writableFinished: boolean, statusCode: number) => ({ writableFinished, statusCode }) as ServerResponse;

@@ -52,7 +52,7 @@ function run(limiter: RequestHandler): Promise<{ next: unknown; fields: Record<s
     startedAt: 0n,
     path: '/v1/pets',
     query: '',
-    trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, span: undefined },
+    trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, spans: undefined },
     caller: { keyId: 'key_a', name: 'acme' },
     route: { operation: { id: 'listPets' } as Operation, pathParams: {} },
   };

@@ -1,224 +1,290 @@
-// The gateway's span encodings against the SDK's serializers: the same spans make the same request, byte for
-// byte in protobuf, the same document in JSON, whatever the attributes, events, links and status.
-import { type Attributes, type AttributeValue, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
+// The gateway's span encodings against the SDK's serializers: a request's spans, written from its record,
+// make the same request the SDK's serializer makes of them as ReadableSpans, byte for byte in protobuf and
+// the same document in JSON, whatever the stages found, the ids, the times and the attribute values.
+import { TraceFlags } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOnSampler, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LeanSpan, LeanTracer } from '../../../src/tracing/lean-tracer.ts';
 import { JsonSpans } from '../../../src/tracing/otlp-json.ts';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
+import { readableSpans } from '../../../src/tracing/readable-spans.ts';
+import { type RateLimitOutcome, RequestSpans, type ServerArrival, traceIdOf } from '../../../src/tracing/request-spans.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
 
-/** Spans as the gateway makes them: a LeanTracer whose ended spans are collected. */
-function spansFrom(make: (tracer: LeanTracer) => void): ReadableSpan[] {
-  const ended: ReadableSpan[] = [];
-  make(new LeanTracer(resource, scope, new AlwaysOnSampler(), { onEnd: (span) => ended.push(span) }, { childrenFollowParent: true }));
-  return ended;
+/** What a request's stages found, and when. */
+interface Shape {
+  arrival: Omit<ServerArrival, 'traceId' | 'traceFlags'> & { traceId: string };
+  authenticate?: { keyCache?: 'hit' | 'miss'; lookupError?: string; result?: string };
+  rateLimit?: { countsInRedis: boolean; outcome: RateLimitOutcome; onStoreError?: string };
+  client?: { method: string; hostname: string; port: number; origin: string; path: string; status?: number; failure?: string };
+  outcome: { statusCode: number; route?: string; operationId?: string; keyId?: string; errorCode?: string };
+  /** Milliseconds since the epoch: each slot's start and end, in the order the record is written; 0 for an end leaves the stage running. */
+  times: number[];
 }
 
-function protobufOf(spans: ReadableSpan[]): Buffer {
+/** The record of a request of this shape, written as the stages write it, with the shape's times. */
+function recordOf(shape: Shape): RequestSpans {
+  const { arrival } = shape;
+  const times = [...shape.times];
+  const next = () => times.shift() ?? 1_700_000_000_000;
+  const spans = new RequestSpans({ ...arrival, traceId: traceIdOf(arrival.traceId), traceFlags: TraceFlags.SAMPLED }, next());
+  if (shape.authenticate) {
+    const { keyCache, lookupError, result } = shape.authenticate;
+    spans.startAuthenticate();
+    spans.authStartMs = next();
+    if (keyCache !== undefined) spans.keyCacheAnswered(keyCache);
+    if (keyCache === 'miss') {
+      spans.lookupStartMs = next();
+      spans.endLookup(lookupError);
+      spans.lookupEndMs = next();
+    }
+    spans.endAuthenticate(result);
+    spans.authEndMs = next();
+  }
+  if (shape.rateLimit) {
+    const { countsInRedis, outcome, onStoreError } = shape.rateLimit;
+    spans.startRateLimit(countsInRedis);
+    spans.rateLimitStartMs = next();
+    if (countsInRedis) spans.countStartMs = next();
+    spans.endRateLimit(outcome, onStoreError === undefined ? undefined : { name: 'RateLimitStoreUnavailableError', onStoreError });
+    spans.rateLimitEndMs = next();
+    if (countsInRedis) spans.countEndMs = next();
+  }
+  if (shape.client) {
+    const { method, hostname, port, origin, path, status, failure } = shape.client;
+    spans.startClient(method, { hostname, port, origin, originLength: origin.length }, path);
+    spans.clientStartMs = next();
+    spans.endClient(status, failure);
+    spans.clientEndMs = next();
+  }
+  spans.end({ route: undefined, operationId: undefined, keyId: undefined, errorCode: undefined, ...shape.outcome });
+  spans.endMs = Math.max(spans.startMs, next());
+  return spans;
+}
+
+function protobufOf(requests: RequestSpans[]): string {
   const encoding = new ProtobufSpans(resource, scope);
-  return Buffer.from(encoding.request(spans.map((span) => encoding.span(span))));
+  const queue: number[] = [];
+  for (const request of requests) encoding.encode(request, queue);
+  return Buffer.from(encoding.request(queue)).toString('hex');
 }
 
-function jsonOf(spans: ReadableSpan[]): unknown {
+function sdkProtobufOf(requests: RequestSpans[]): string {
+  return Buffer.from(ProtobufTraceSerializer.serializeRequest(requests.flatMap(readable))!).toString('hex');
+}
+
+function readable(request: RequestSpans): ReadableSpan[] {
+  return readableSpans(request, resource, scope);
+}
+
+function jsonOf(requests: RequestSpans[]): unknown {
   const encoding = new JsonSpans(resource, scope);
-  return JSON.parse(Buffer.from(encoding.request(spans.map((span) => encoding.span(span)))).toString());
+  const queue: string[] = [];
+  for (const request of requests) encoding.encode(request, queue);
+  return JSON.parse(Buffer.from(encoding.request(queue)).toString());
 }
 
-function sdkJsonOf(spans: ReadableSpan[]): unknown {
-  return JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(spans)!).toString());
+function sdkJsonOf(requests: RequestSpans[]): unknown {
+  return JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(requests.flatMap(readable))!).toString());
 }
 
-const REMOTE_PARENT = trace.setSpanContext(ROOT_CONTEXT, {
-  traceId: '0af7651916cd43dd8448eb211c80319c',
-  spanId: 'b7ad6b7169203331',
-  traceFlags: TraceFlags.SAMPLED,
-  isRemote: true,
-  traceState: new TraceState('congo=t61rcWkgMzE,rojo=00f067aa0ba902b7'),
-});
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const START = 1_764_000_000_123.456;
 
-/** A request's five spans, as the gateway's stages make and end them. */
-function requestSpans(): ReadableSpan[] {
-  return spansFrom(makeRequest);
-}
-
-function makeRequest(tracer: LeanTracer): void {
-  const server = tracer.startSpan('GET', { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'GET', 'url.path': '/v1/pets' } }, REMOTE_PARENT);
-  if (!(server instanceof LeanSpan)) throw new Error('the SERVER span is recorded');
-  tracer.startChild(server, 'authenticate', SpanKind.INTERNAL, { 'gateway.auth.key_cache': 'hit' }).end();
-  const rateLimit = tracer.startChild(server, 'rate_limit', SpanKind.INTERNAL);
-  if (!(rateLimit instanceof LeanSpan)) throw new Error('the rate_limit span is recorded');
-  tracer.startChild(rateLimit, 'redis', SpanKind.CLIENT, { 'db.system.name': 'redis' }).end();
-  rateLimit.end();
-  const client = tracer.startChild(server, 'GET', SpanKind.CLIENT, { 'server.port': 4010 });
-  client.setAttribute('http.response.status_code', 503);
-  client.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream_unavailable' });
-  client.end();
-  server.updateName('GET /v1/pets');
-  server.end();
-}
+/** A request of the gateway's usual kind: continued from a client, a key cache miss, the exact store, an upstream 503. */
+const USUAL: Shape = {
+  arrival: {
+    traceId: TRACE_ID,
+    remoteParent: [0xb7ad6b71, 0x69203331],
+    traceState: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
+    method: 'GET',
+    scheme: 'http',
+    path: '/v1/pets',
+    host: { host: 'gateway.test', port: 8080 },
+  },
+  authenticate: { keyCache: 'miss', result: 'ok' },
+  rateLimit: { countsInRedis: true, outcome: 'allowed' },
+  client: { method: 'GET', hostname: '127.0.0.1', port: 4010, origin: 'http://127.0.0.1:4010', path: '/v1/pets', status: 503 },
+  outcome: { statusCode: 503, route: '/v1/pets', operationId: 'listPets', keyId: 'key_0123456789ab' },
+  times: [START, START + 0.1, START + 0.2, START + 0.5, START + 0.6, START + 0.7, START + 0.8, START + 1.2, START + 1.3, START + 1.4, START + 9.9, START + 10],
+};
 
 describe('OTLP/protobuf', () => {
   it("writes a request's spans as the SDK's serializer does, byte for byte", () => {
-    const spans = requestSpans();
-    expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+    const request = recordOf(USUAL);
+    expect(request.spanCount()).toBe(6);
+    expect(protobufOf([request])).toBe(sdkProtobufOf([request]));
   });
 
   it('takes the oldest queued spans for a request, and leaves the rest for the next', () => {
-    // One tracer, as in the gateway: the SDK's serializer groups spans by their scope object.
-    const spans = spansFrom((tracer) => {
-      for (let request = 0; request < 3; request++) makeRequest(tracer);
-    });
-    const [first, second, third] = [spans.slice(0, 5), spans.slice(5, 10), spans.slice(10)];
+    const [first, second, third] = [recordOf(USUAL), recordOf(USUAL), recordOf(USUAL)] as const;
     const encoding = new ProtobufSpans(resource, scope);
-    const queued = [...first, ...second].map((span) => encoding.span(span));
-    const sdk = (batch: ReadableSpan[]) => Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!).toString('hex');
-    expect(Buffer.from(encoding.request(queued.slice(0, first.length))).toString('hex')).toBe(sdk(first));
-    const more = third.map((span) => encoding.span(span));
-    expect(Buffer.from(encoding.request([...queued.slice(first.length), ...more])).toString('hex')).toBe(sdk([...second, ...third]));
-  });
-
-  it('leaves the queued bytes whole when a span cannot be written', () => {
-    const [first, second] = requestSpans();
-    const encoding = new ProtobufSpans(resource, scope);
-    const queued = [encoding.span(first!)];
-    const broken = Object.create(second!, {
-      attributes: {
-        get() {
-          throw new Error('unreadable');
-        },
-      },
-    }) as ReadableSpan;
-    expect(() => encoding.span(broken)).toThrow('unreadable');
-    queued.push(encoding.span(second!));
-    expect(Buffer.from(encoding.request(queued)).toString('hex')).toBe(
-      Buffer.from(ProtobufTraceSerializer.serializeRequest([first!, second!])!).toString('hex'),
+    const queue: number[] = [];
+    encoding.encode(first, queue);
+    encoding.encode(second, queue);
+    const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+    // One request and a span of the next: a batch need not end where a request does.
+    expect(hex(encoding.request(queue.slice(0, 7)))).toBe(
+      hex(ProtobufTraceSerializer.serializeRequest([...readable(first), ...readable(second).slice(0, 1)])!),
     );
+    const rest = queue.slice(7);
+    encoding.encode(third, rest);
+    expect(hex(encoding.request(rest))).toBe(hex(ProtobufTraceSerializer.serializeRequest([...readable(second).slice(1), ...readable(third)])!));
   });
 
-  it('writes an attribute met before as the SDK does, past the bounds of what is kept encoded too', () => {
-    // 100 keys of 50 values each, every pair twice: more keys and values than are kept as bytes.
-    const spans = spansFrom((tracer) => {
-      for (let round = 0; round < 2; round++)
-        for (let value = 0; value < 50; value++) {
-          const attributes: Attributes = {};
-          for (let key = 0; key < 100; key++) attributes[`gateway.test.${key}`] = key % 3 === 0 ? value : key % 3 === 1 ? `value-${value}` : value % 2 === 0;
-          tracer.startSpan('GET', { kind: SpanKind.SERVER, attributes }, ROOT_CONTEXT).end();
-        }
-    });
-    expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+  it("leaves the queued bytes and lengths whole when a request's spans cannot be written", () => {
+    const encoding = new ProtobufSpans(resource, scope);
+    const queue: number[] = [];
+    const first = recordOf(USUAL);
+    encoding.encode(first, queue);
+    // The SERVER span is written last: the request's other spans are written by then, and must be taken back.
+    const broken = unreadable(recordOf(USUAL));
+    expect(() => encoding.encode(broken, queue)).toThrow('unreadable');
+    expect(queue).toHaveLength(6);
+    const second = recordOf(USUAL);
+    encoding.encode(second, queue);
+    expect(Buffer.from(encoding.request(queue)).toString('hex')).toBe(sdkProtobufOf([first, second]));
+  });
+
+  it('writes attribute values met before as the SDK does, past the values of a key whose bytes are kept too', () => {
+    // 50 paths, key ids and statuses, every one twice: more values than a key keeps encoded.
+    const requests = [0, 1].flatMap(() =>
+      Array.from({ length: 50 }, (_, value) =>
+        recordOf({
+          ...USUAL,
+          arrival: { ...USUAL.arrival, path: `/v1/pets/${value}` },
+          outcome: { ...USUAL.outcome, statusCode: 200 + value, keyId: `key_${value}` },
+        }),
+      ),
+    );
+    expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
   });
 
   it('writes a span shorter than 128 bytes, and one longer than 16 KiB, as the SDK does', () => {
-    const spans = spansFrom((tracer) => {
-      tracer.startSpan('a', { root: true }, ROOT_CONTEXT).end();
-      tracer.startSpan('b', { attributes: { 'gateway.test.long': 'x'.repeat(20_000) } }, ROOT_CONTEXT).end();
+    const short = recordOf({
+      arrival: { ...USUAL.arrival, remoteParent: undefined, traceState: undefined, path: '/', host: {} },
+      outcome: { statusCode: 404 },
+      times: [],
     });
-    expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+    const long = recordOf({ ...USUAL, arrival: { ...USUAL.arrival, path: `/${'x'.repeat(20_000)}` } });
+    expect(protobufOf([short, long])).toBe(sdkProtobufOf([short, long]));
   });
 
   it("writes spans whose fixed fields meet the end of the encoder's buffer as the SDK does, at every offset", () => {
-    // A first span one byte longer each time puts the next spans' ids, times and status across the end of
-    // the encoder's first 4 KiB at every offset: those fields are written in room made for them at once.
-    // The next spans are a trace of the gateway's own (no trace state), or one continued (with it).
-    const ownTrace = (tracer: LeanTracer) => {
-      const server = tracer.startSpan('GET', { kind: SpanKind.SERVER }, ROOT_CONTEXT);
-      if (!(server instanceof LeanSpan)) throw new Error('the SERVER span is recorded');
-      tracer.startChild(server, 'authenticate', SpanKind.INTERNAL).end();
-      server.end();
-    };
-    for (const next of [ownTrace, makeRequest])
+    // A first request's path one byte longer each time puts the next request's ids, times and status across
+    // the end of the encoder's first 4 KiB at every offset: those fields are written in room made for them at
+    // once. The next request is a trace of the gateway's own (no trace state), or one continued (with it).
+    const ownTrace: Shape = { ...USUAL, arrival: { ...USUAL.arrival, remoteParent: undefined, traceState: undefined } };
+    for (const next of [ownTrace, USUAL])
       for (let shift = 0; shift < 120; shift++) {
-        const spans = spansFrom((tracer) => {
-          tracer.startSpan('fill', { attributes: { 'gateway.test.fill': 'x'.repeat(3_900 + shift) } }, ROOT_CONTEXT).end();
-          next(tracer);
-        });
-        expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+        const fill = recordOf({ arrival: { ...USUAL.arrival, path: `/${'x'.repeat(3_800 + shift)}` }, outcome: { statusCode: 200 }, times: [] });
+        const requests = [fill, recordOf(next)];
+        expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
       }
-  });
-
-  it('writes a batch of one span as the SDK does', () => {
-    const [span] = requestSpans();
-    expect(protobufOf([span!]).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([span!])!))).toBe(true);
   });
 });
 
 describe('OTLP/JSON', () => {
   it("writes a request's spans as the SDK's serializer does", () => {
-    const spans = requestSpans();
-    expect(jsonOf(spans)).toEqual(sdkJsonOf(spans));
+    const request = recordOf(USUAL);
+    expect(jsonOf([request])).toEqual(sdkJsonOf([request]));
+  });
+
+  it("queues none of a request's spans when one cannot be written", () => {
+    const encoding = new JsonSpans(resource, scope);
+    const queue: string[] = [];
+    expect(() => encoding.encode(unreadable(recordOf(USUAL)), queue)).toThrow('unreadable');
+    expect(queue).toEqual([]);
   });
 });
 
-const attributeValue: fc.Arbitrary<AttributeValue> = fc.oneof(
-  fc.string({ unit: 'grapheme', maxLength: 300 }),
-  fc.boolean(),
-  fc.integer(),
-  fc.maxSafeInteger(),
-  fc.double({ noNaN: false }),
-  fc.array(fc.string({ maxLength: 20 }), { maxLength: 4 }),
-  fc.array(fc.integer(), { maxLength: 4 }),
-  fc.array(fc.option(fc.boolean(), { nil: null }), { maxLength: 4 }),
-);
-const attributes: fc.Arbitrary<Attributes> = fc.dictionary(fc.string({ minLength: 1, maxLength: 40 }), attributeValue, { maxKeys: 12 });
-const hexId = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`)).filter((id) => /[1-9a-f]/.test(id));
-const spanShape = fc.record({
-  name: fc.string({ unit: 'grapheme', maxLength: 200 }),
-  kind: fc.constantFrom(SpanKind.INTERNAL, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.PRODUCER, SpanKind.CONSUMER),
-  attributes,
-  events: fc.array(fc.record({ name: fc.string({ maxLength: 30 }), attributes, at: fc.integer({ min: 0, max: 2 ** 40 }) }), { maxLength: 3 }),
-  links: fc.array(fc.record({ traceId: hexId(32), spanId: hexId(16), sampled: fc.boolean(), attributes }), { maxLength: 2 }),
-  status: fc.constantFrom(
-    { code: SpanStatusCode.UNSET },
-    { code: SpanStatusCode.OK },
-    { code: SpanStatusCode.ERROR },
-    { code: SpanStatusCode.ERROR, message: 'upstream_timeout' },
-  ),
-  remoteParent: fc.boolean(),
-  duration: fc.integer({ min: 0, max: 120_000 }),
-});
-
-type SpanShape = typeof spanShape extends fc.Arbitrary<infer Shape> ? Shape : never;
-
-/** The spans of these shapes, from one tracer (the SDK groups a batch by its tracer's scope). */
-function spansOf(shapes: SpanShape[]): ReadableSpan[] {
-  return spansFrom((tracer) => {
-    for (const shape of shapes) {
-      const started = tracer.startSpan(shape.name, { kind: shape.kind, attributes: shape.attributes }, shape.remoteParent ? REMOTE_PARENT : ROOT_CONTEXT);
-      for (const event of shape.events) started.addEvent(event.name, event.attributes, event.at);
-      for (const link of shape.links)
-        started.addLink({
-          context: { traceId: link.traceId, spanId: link.spanId, traceFlags: link.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE },
-          attributes: link.attributes,
-        });
-      started.setStatus(shape.status);
-      started.end(Date.now() + shape.duration);
-    }
+/** The request with an outcome that cannot be read: the SERVER span's, written last. */
+function unreadable(request: RequestSpans): RequestSpans {
+  request.outcome = Object.defineProperty({ ...request.outcome! }, 'statusCode', {
+    get() {
+      throw new Error('unreadable');
+    },
   });
+  return request;
 }
 
-describe('any span the API lets a stage make', () => {
-  it('encodes in protobuf byte for byte as the SDK does', () => {
+const text = (maxLength: number) => fc.string({ unit: 'grapheme', maxLength });
+const word = fc.stringMatching(/^[a-z_]{1,20}$/);
+const hexId = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`)).filter((id) => /[1-9a-f]/.test(id));
+const epochMs = fc.double({ min: 1_000_000_000_000, max: 4_000_000_000_000, noNaN: true });
+const shape: fc.Arbitrary<Shape> = fc.record(
+  {
+    arrival: fc.record({
+      traceId: hexId(32),
+      remoteParent: fc.option(fc.tuple(fc.nat(0xffffffff), fc.nat(0xffffffff)), { nil: undefined }),
+      // As the gateway keeps one: checked, each key once (src/tracing/trace-context.ts).
+      traceState: fc.option(
+        fc.stringMatching(/^[a-z]{1,8}=[a-z0-9]{1,16}(,[a-z]{1,8}=[a-z0-9]{1,16}){0,3}$/).map((list) => new TraceState(list).serialize()),
+        { nil: undefined },
+      ),
+      method: fc.constantFrom('GET', 'POST', 'DELETE', 'HEAD', 'BREW', 'get'),
+      scheme: fc.constantFrom('http' as const, 'https' as const),
+      path: text(200),
+      host: fc.record({ host: text(40), port: fc.nat(65535) }, { requiredKeys: [] }),
+    }),
+    authenticate: fc.record(
+      {
+        keyCache: fc.constantFrom('hit' as const, 'miss' as const),
+        lookupError: word,
+        result: fc.constantFrom('ok', 'unknown', 'revoked', 'store_unavailable', 'missing'),
+      },
+      { requiredKeys: [] },
+    ),
+    rateLimit: fc.record(
+      {
+        countsInRedis: fc.boolean(),
+        outcome: fc.constantFrom<RateLimitOutcome>('allowed', 'limited', 'store_unavailable', 'failed'),
+        onStoreError: fc.constantFrom('allow', 'deny'),
+      },
+      { requiredKeys: ['countsInRedis', 'outcome'] },
+    ),
+    client: fc.record(
+      {
+        method: fc.constantFrom('GET', 'POST', 'DELETE'),
+        hostname: text(40),
+        port: fc.nat(65535),
+        origin: text(60),
+        path: text(200),
+        status: fc.integer({ min: 0, max: 599 }),
+        failure: word,
+      },
+      { requiredKeys: ['method', 'hostname', 'port', 'origin', 'path'] },
+    ),
+    outcome: fc.record(
+      { statusCode: fc.integer({ min: 100, max: 599 }), route: text(80), operationId: word, keyId: text(40), errorCode: word },
+      { requiredKeys: ['statusCode'] },
+    ),
+    times: fc.array(fc.oneof(epochMs, fc.constant(0)), { maxLength: 14 }),
+  },
+  { requiredKeys: ['arrival', 'outcome', 'times'] },
+);
+
+describe("any request's spans", () => {
+  it('encode in protobuf byte for byte as the SDK does', () => {
     fc.assert(
-      fc.property(fc.array(spanShape, { minLength: 1, maxLength: 4 }), (shapes) => {
-        const spans = spansOf(shapes);
-        expect(protobufOf(spans).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'));
+      fc.property(fc.array(shape, { minLength: 1, maxLength: 3 }), (shapes) => {
+        const requests = shapes.map(recordOf);
+        expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
       }),
       { numRuns: 300 },
     );
   });
 
-  it('encodes in JSON as the SDK does', () => {
+  it('encode in JSON as the SDK does', () => {
     fc.assert(
-      fc.property(fc.array(spanShape, { minLength: 1, maxLength: 4 }), (shapes) => {
-        const spans = spansOf(shapes);
-        expect(jsonOf(spans)).toEqual(sdkJsonOf(spans));
+      fc.property(fc.array(shape, { minLength: 1, maxLength: 3 }), (shapes) => {
+        const requests = shapes.map(recordOf);
+        expect(jsonOf(requests)).toEqual(sdkJsonOf(requests));
       }),
       { numRuns: 300 },
     );

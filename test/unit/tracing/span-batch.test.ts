@@ -1,28 +1,32 @@
 // The span batch as the batch span processor's rules have it: when a batch goes, what is dropped, what shutdown sends.
-import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type BatchOptions, type BatchSender, SpanBatch, type SpanEncoding } from '../../../src/tracing/span-batch.ts';
 
-/** A span that is only its name: what the encoding below reads of one. */
-function span(name: string): ReadableSpan {
-  return { name } as ReadableSpan;
+/** What ends: a request's spans, each only its name (what the encoding below reads of one). */
+type Ended = readonly string[];
+
+function span(name: string): Ended {
+  return [name];
 }
 
-const byName: SpanEncoding<string> = {
+const byName: SpanEncoding<Ended, string> = {
   contentType: 'text/plain',
-  span: (ended) => ended.name,
+  count: (ended) => ended.length,
+  encode: (ended, queue) => {
+    queue.push(...ended);
+  },
   request: (spans) => Buffer.from(spans.join(',')),
   discard: () => undefined,
 };
 
 /** An encoding that cannot write spans named `bad`, nor a request with one named `unsendable`. */
-function failingEncoding(): SpanEncoding<string> & { discarded: number } {
+function failingEncoding(): SpanEncoding<Ended, string> & { discarded: number } {
   const encoding = {
     ...byName,
     discarded: 0,
-    span: (ended: ReadableSpan) => {
-      if (ended.name === 'bad') throw new Error('cannot encode');
-      return ended.name;
+    encode: (ended: Ended, queue: string[]) => {
+      if (ended.includes('bad')) throw new Error('cannot encode');
+      queue.push(...ended);
     },
     request: (spans: readonly string[]) => {
       if (spans.includes('unsendable')) throw new Error('cannot make the request');
@@ -104,6 +108,18 @@ describe('SpanBatch', () => {
     expect(batch.dropped).toBe(1);
   });
 
+  it("queues a request's spans together, or drops them together when the queue has no room for them all", () => {
+    const { sender, batches } = recordingSender();
+    const batch = new SpanBatch(byName, sender, { ...OPTIONS, maxExportBatchSize: 4 });
+    batch.onEnd(['a', 'b', 'c']);
+    expect(batches).toEqual([]);
+    // One place left: a request of two spans is dropped whole, one of one span is queued.
+    batch.onEnd(['d', 'e']);
+    expect(batch.dropped).toBe(2);
+    batch.onEnd(['f']);
+    expect(batches).toEqual([['a', 'b', 'c', 'f']]);
+  });
+
   it('counts the spans of a batch the collector did not take', async () => {
     const { sender, answer } = recordingSender();
     const batch = new SpanBatch(byName, sender, OPTIONS);
@@ -141,14 +157,14 @@ describe('SpanBatch', () => {
     expect(batch.dropped).toBe(1);
   });
 
-  it('counts a span it cannot encode as dropped, without throwing into the request that ended it', () => {
+  it('counts the spans it cannot encode as dropped, without throwing into the request that ended them', () => {
     const { sender, batches } = recordingSender();
     const batch = new SpanBatch(failingEncoding(), sender, OPTIONS);
-    expect(() => batch.onEnd(span('bad'))).not.toThrow();
+    expect(() => batch.onEnd(['ok', 'bad'])).not.toThrow();
     batch.onEnd(span('a'));
     batch.onEnd(span('b'));
     expect(batches).toEqual([['a', 'b']]);
-    expect(batch.dropped).toBe(1);
+    expect(batch.dropped).toBe(2);
   });
 
   it('starts afresh when a batch cannot be encoded: its spans and the queued ones counted, the encoding emptied', async () => {

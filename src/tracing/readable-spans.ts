@@ -1,0 +1,103 @@
+// A request's spans as the SDK's ReadableSpan objects: what the OTLP/JSON encoding serialises, and what the
+// SDK's own serializers take in the tests that hold the protobuf encoding to them.
+import { type Attributes, type AttributeValue, type HrTime, type SpanContext, SpanKind, type SpanStatus, TraceFlags } from '@opentelemetry/api';
+import { type InstrumentationScope, TraceState } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { type RequestSpans, spanIdHex } from './request-spans.ts';
+import { type AttributeKey, describeSpans, type FixedAttributes, type SpanSink } from './span-description.ts';
+
+/** Milliseconds since the epoch as an HrTime, rounded as the protobuf encoding rounds them. */
+export function hrTime(ms: number): HrTime {
+  const seconds = Math.floor(ms / 1000);
+  const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
+  return [seconds, nanos];
+}
+
+/** The request's spans as ReadableSpans, in the order `describeSpans` gives them. */
+export function readableSpans(request: RequestSpans, resource: Resource, scope: InstrumentationScope): ReadableSpan[] {
+  const sink = new ReadableSink(resource, scope);
+  describeSpans(request, sink);
+  return sink.spans;
+}
+
+interface OpenSpan {
+  request: RequestSpans;
+  name: string;
+  kind: SpanKind;
+  context: SpanContext;
+  parent: SpanContext | undefined;
+  startMs: number;
+  endMs: number;
+  attributes: Attributes;
+}
+
+class ReadableSink implements SpanSink {
+  readonly spans: ReadableSpan[] = [];
+  private open: OpenSpan | undefined;
+  private readonly resource: Resource;
+  private readonly scope: InstrumentationScope;
+
+  constructor(resource: Resource, scope: InstrumentationScope) {
+    this.resource = resource;
+    this.scope = scope;
+  }
+
+  begin(
+    request: RequestSpans,
+    name: string,
+    kind: SpanKind,
+    high: number,
+    low: number,
+    parentHigh: number,
+    parentLow: number,
+    startMs: number,
+    endMs: number,
+  ): void {
+    const traceId = request.traceId.hex;
+    const traceState = request.traceState === undefined ? undefined : new TraceState(request.traceState);
+    const context: SpanContext = { traceId, spanId: spanIdHex(high, low), traceFlags: request.traceFlags, ...(traceState === undefined ? {} : { traceState }) };
+    // The SERVER span's parent is the client's (remote); every other span's is one of the gateway's.
+    const remote = kind === SpanKind.SERVER;
+    const parent: SpanContext | undefined =
+      parentHigh === -1
+        ? undefined
+        : remote
+          ? { traceId, spanId: spanIdHex(parentHigh, parentLow), traceFlags: TraceFlags.SAMPLED, isRemote: true }
+          : { traceId, spanId: spanIdHex(parentHigh, parentLow), traceFlags: request.traceFlags };
+    this.open = { request, name, kind, context, parent, startMs, endMs: Math.max(startMs, endMs), attributes: {} };
+  }
+
+  fixed(attributes: FixedAttributes): void {
+    for (const [key, value] of attributes.pairs) this.open!.attributes[key] = value;
+  }
+
+  attribute(key: AttributeKey, value: AttributeValue): void {
+    this.open!.attributes[key.name] = value;
+  }
+
+  end(status: SpanStatus): void {
+    const open = this.open!;
+    this.open = undefined;
+    const context = open.context;
+    this.spans.push({
+      name: open.name,
+      kind: open.kind,
+      spanContext: () => context,
+      ...(open.parent === undefined ? {} : { parentSpanContext: open.parent }),
+      startTime: hrTime(open.startMs),
+      endTime: hrTime(open.endMs),
+      duration: hrTime(open.endMs - open.startMs),
+      status: status.message === undefined ? { code: status.code } : { code: status.code, message: status.message },
+      attributes: open.attributes,
+      links: [],
+      events: [],
+      ended: true,
+      resource: this.resource,
+      instrumentationScope: this.scope,
+      droppedAttributesCount: 0,
+      droppedEventsCount: 0,
+      droppedLinksCount: 0,
+    });
+  }
+}
