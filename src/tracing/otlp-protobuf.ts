@@ -239,14 +239,18 @@ function encodedAttribute(writer: Writer, key: string, value: AttributeValue): B
   return Buffer.from(writer.buffer.subarray(0, writer.pos));
 }
 
-/** The most a span takes before its name's length: its tag, trace id, span id and parent id (tagged and sized), the name's tag. */
-const SPAN_HEAD_BYTES = 1 + 2 + 16 + 2 + 8 + 2 + 8 + 1;
-/** Of which, after a trace state: the parent id and the name's tag. */
-const SPAN_PARENT_BYTES = 2 + 8 + 1;
-/** And between its name and its attributes: kind, start and end, tagged. */
+/** A field's tag and a one-byte length; an id's bytes. */
+const TAG_AND_LENGTH = 2;
+const TRACE_ID = 16;
+const SPAN_ID = 8;
+/** The parent id (tagged and sized) and the name's tag: what follows a trace state before the name's length. */
+const SPAN_PARENT_BYTES = TAG_AND_LENGTH + SPAN_ID + 1;
+/** The most a span takes before its name's length: its own tag and length byte, its trace and span ids, then the parent's and the name's tag. */
+const SPAN_HEAD_BYTES = TAG_AND_LENGTH + TAG_AND_LENGTH + TRACE_ID + TAG_AND_LENGTH + SPAN_ID + SPAN_PARENT_BYTES;
+/** Between its name and its attributes: kind (tag and value), start and end (a tag and 8 bytes each). */
 const SPAN_TIMES_BYTES = 2 + 9 + 9;
-/** And after its attributes, for a status without a message: the counts, the status, the flags. */
-const SPAN_TAIL_BYTES = 6 + 4 + 2 + 4;
+/** After its attributes, before the flags' value: the three counts (tag and 0), the status (tag, length, code's tag and value), the flags' two-byte tag. */
+const SPAN_TAIL_BYTES = 6 + 4 + 2;
 
 /**
  * Writes the spans `describeSpans` gives as ScopeSpans entries (tag, length, Span message), each field as

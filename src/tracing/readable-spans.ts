@@ -8,7 +8,7 @@ import { type RequestSpans, spanIdHex } from './request-spans.ts';
 import { type AttributeKey, describeSpans, type FixedAttributes, type SpanSink } from './span-description.ts';
 
 /** Milliseconds since the epoch as an HrTime, rounded as the protobuf encoding rounds them. */
-export function hrTime(ms: number): HrTime {
+function hrTime(ms: number): HrTime {
   const seconds = Math.floor(ms / 1000);
   const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
   return [seconds, nanos];

@@ -24,12 +24,12 @@ class SpanClock {
 const clock = new SpanClock();
 
 /** Now, in milliseconds since the epoch (fractional), as the spans' times are kept. */
-export function spanTimeMs(): number {
+function spanTimeMs(): number {
   return clock.nowMs();
 }
 
 /** A random 32-bit word (as the SDK's RandomIdGenerator draws ids: Math.random). */
-export function randomWord(): number {
+function randomWord(): number {
   return (Math.random() * 4294967296) >>> 0;
 }
 
@@ -154,7 +154,7 @@ export class RequestSpans {
   rateLimitStartMs = 0;
   rateLimitEndMs = 0;
   rateLimitOutcome: RateLimitOutcome | undefined;
-  onStoreError: string | undefined;
+  onStoreError: 'allow' | 'deny' | undefined;
 
   countHigh = 0;
   countLow = 0;
@@ -237,7 +237,7 @@ export class RequestSpans {
    * The limiter decided (or failed: `storeError` names the store's error when it could not count, and
    * `onStoreError` what the policy did then).
    */
-  endRateLimit(outcome: RateLimitOutcome, storeError?: { name: string; onStoreError: string }): void {
+  endRateLimit(outcome: RateLimitOutcome, storeError?: { name: string; onStoreError: 'allow' | 'deny' }): void {
     if (this.rateLimitEndMs !== 0 || this.endMs !== 0) return;
     const now = spanTimeMs();
     if (this.countStartMs !== 0) {
@@ -275,16 +275,13 @@ export class RequestSpans {
     this.endMs = Math.max(this.startMs, spanTimeMs());
   }
 
-  /** How many spans `describeSpans` describes. */
+  /** How many spans `describeSpans` describes: a stage's `redis` span only under its stage's. */
   spanCount(): number {
-    return (
-      1 +
-      (this.authStartMs === 0 ? 0 : 1) +
-      (this.lookupStartMs === 0 ? 0 : 1) +
-      (this.rateLimitStartMs === 0 ? 0 : 1) +
-      (this.countStartMs === 0 ? 0 : 1) +
-      (this.clientStartMs === 0 ? 0 : 1)
-    );
+    let count = 1;
+    if (this.authStartMs !== 0) count += this.lookupStartMs === 0 ? 1 : 2;
+    if (this.rateLimitStartMs !== 0) count += this.countStartMs === 0 ? 1 : 2;
+    if (this.clientStartMs !== 0) count++;
+    return count;
   }
 }
 

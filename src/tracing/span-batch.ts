@@ -63,11 +63,13 @@ export class SpanBatch<Ended, Encoded> {
 
   /**
    * Sampled spans, ended (the tracing hands over no other, as the SDK's batch processor takes no other).
-   * A request's spans are queued together, or dropped together when the queue has no room for them all.
+   * A request's spans are queued together, or dropped together when the queue has no room for them all;
+   * a request of more spans than the whole queue holds is queued when the queue is empty, so that a small
+   * OTEL_BSP_MAX_QUEUE_SIZE slows export, never stops it.
    */
   onEnd(ended: Ended): void {
     const count = this.encoding.count(ended);
-    if (this.closed || this.queue.length + count > this.options.maxQueueSize) {
+    if (this.closed || (this.queue.length > 0 && this.queue.length + count > this.options.maxQueueSize)) {
       this.dropped += count;
       return;
     }

@@ -39,10 +39,10 @@ export class FixedAttributes {
 }
 
 /** Attribute names of the gateway's own facts on its SERVER span (the access log's `operation`, `keyId`, `errorCode`). */
-export const GATEWAY_ATTRIBUTES = { operation: 'gateway.operation', keyId: 'gateway.key_id', errorCode: 'gateway.error_code' } as const;
+const GATEWAY_ATTRIBUTES = { operation: 'gateway.operation', keyId: 'gateway.key_id', errorCode: 'gateway.error_code' } as const;
 
 /** Attribute names on the stages' spans (`authenticate`, its `redis` lookup, `rate_limit`, its `redis` wait). */
-export const STAGE_ATTRIBUTES = {
+const STAGE_ATTRIBUTES = {
   /** `hit` or `miss`: whether the key cache answered (absent for a store without a cache). */
   keyCache: 'gateway.auth.key_cache',
   /** `ok`, or why the key was refused (`missing`, `unknown`, `revoked`, ...), or `store_unavailable`. */

@@ -20,7 +20,7 @@ const scope = { name: 'petstore-gateway', version: '1.0.0' };
 interface Shape {
   arrival: Omit<ServerArrival, 'traceId' | 'traceFlags'> & { traceId: string };
   authenticate?: { keyCache?: 'hit' | 'miss'; lookupError?: string; result?: string };
-  rateLimit?: { countsInRedis: boolean; outcome: RateLimitOutcome; onStoreError?: string };
+  rateLimit?: { countsInRedis: boolean; outcome: RateLimitOutcome; onStoreError?: 'allow' | 'deny' };
   client?: { method: string; hostname: string; port: number; origin: string; path: string; status?: number; failure?: string };
   outcome: { statusCode: number; route?: string; operationId?: string; keyId?: string; errorCode?: string };
   /** Milliseconds since the epoch: each slot's start and end, in the order the record is written; 0 for an end leaves the stage running. */
@@ -71,6 +71,8 @@ function protobufOf(requests: RequestSpans[]): string {
   const encoding = new ProtobufSpans(resource, scope);
   const queue: number[] = [];
   for (const request of requests) encoding.encode(request, queue);
+  // The batch bounds its queue by the count: each request queues as many spans as it counts.
+  expect(queue).toHaveLength(requests.reduce((spans, request) => spans + request.spanCount(), 0));
   return Buffer.from(encoding.request(queue)).toString('hex');
 }
 
@@ -176,14 +178,24 @@ describe('OTLP/protobuf', () => {
   });
 
   it("writes spans whose fixed fields meet the end of the encoder's buffer as the SDK does, at every offset", () => {
-    // A first request's path one byte longer each time puts the next request's ids, times and status across
-    // the end of the encoder's first 4 KiB at every offset: those fields are written in room made for them at
-    // once. The next request is a trace of the gateway's own (no trace state), or one continued (with it).
+    // A first request (its SERVER span alone) one byte longer each time starts the next request's first span
+    // at every offset of the last 260 bytes of the encoder's first 4 KiB, so that its ids, times, status and
+    // flags, each written in room made for them at once, meet the buffer's end at every byte. The next
+    // request is a trace of the gateway's own (no trace state), or one continued (with it).
+    const fill = (pathLength: number) =>
+      recordOf({ arrival: { ...USUAL.arrival, path: `/${'x'.repeat(pathLength - 1)}` }, outcome: { statusCode: 200 }, times: [] });
+    const lengthOf = (request: RequestSpans) => {
+      const queue: number[] = [];
+      new ProtobufSpans(resource, scope).encode(request, queue);
+      return queue[0]!;
+    };
+    const base = lengthOf(fill(3_700));
     const ownTrace: Shape = { ...USUAL, arrival: { ...USUAL.arrival, remoteParent: undefined, traceState: undefined } };
     for (const next of [ownTrace, USUAL])
-      for (let shift = 0; shift < 120; shift++) {
-        const fill = recordOf({ arrival: { ...USUAL.arrival, path: `/${'x'.repeat(3_800 + shift)}` }, outcome: { statusCode: 200 }, times: [] });
-        const requests = [fill, recordOf(next)];
+      for (let start = 4_096 - 260; start <= 4_096; start++) {
+        const first = fill(3_700 + start - base);
+        expect(lengthOf(first)).toBe(start);
+        const requests = [first, recordOf(next)];
         expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
       }
   });
@@ -244,7 +256,7 @@ const shape: fc.Arbitrary<Shape> = fc.record(
       {
         countsInRedis: fc.boolean(),
         outcome: fc.constantFrom<RateLimitOutcome>('allowed', 'limited', 'store_unavailable', 'failed'),
-        onStoreError: fc.constantFrom('allow', 'deny'),
+        onStoreError: fc.constantFrom('allow' as const, 'deny' as const),
       },
       { requiredKeys: ['countsInRedis', 'outcome'] },
     ),

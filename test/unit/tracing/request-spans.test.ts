@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { samplerFrom } from '../../../src/tracing/from-environment.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
-import type { RequestSpans } from '../../../src/tracing/request-spans.ts';
+import type { RateLimitOutcome, RequestSpans } from '../../../src/tracing/request-spans.ts';
 import { recordingTracing, type TraceSlice, type Tracing } from '../../../src/tracing/tracer.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway' });
@@ -111,9 +111,80 @@ describe('recorded spans', () => {
     slice.spans!.endAuthenticate('ok');
     const spans = byName(readableSpans(completed[0]!, resource, scope));
     expect(Object.keys(spans)).toEqual(['redis key_lookup', 'authenticate', 'GET']);
-    for (const span of Object.values(spans)) expect(span.endTime).toEqual(spans.GET!.endTime);
+    expect(spans['redis key_lookup']!.endTime).toEqual(spans.GET!.endTime);
+    expect(spans.authenticate!.endTime).toEqual(spans.GET!.endTime);
     expect(spans.authenticate!.attributes).toEqual({ 'gateway.auth.key_cache': 'miss' });
   });
+
+  it('adds nothing to a request once it has completed', () => {
+    const { tracing, completed } = tracingWith(new AlwaysOnSampler());
+    const slice = tracing.begin(arriving(), '/v1/pets');
+    slice.spans!.startAuthenticate();
+    tracing.end(slice, OK);
+    const facts = () =>
+      readableSpans(completed[0]!, resource, scope).map((span) => ({
+        name: span.name,
+        context: span.spanContext(),
+        parent: span.parentSpanContext,
+        times: [span.startTime, span.endTime],
+        attributes: span.attributes,
+        status: span.status,
+      }));
+    const before = facts();
+    slice.spans!.keyCacheAnswered('miss');
+    slice.spans!.endAuthenticate('ok');
+    slice.spans!.startRateLimit(true);
+    slice.spans!.endRateLimit('limited');
+    tracing.startExchange(slice, 'GET', 'http://backend.test/v1/pets').end({ status: 500 });
+    tracing.end(slice, { ...OK, statusCode: 500 });
+    expect(completed).toHaveLength(1);
+    expect(facts()).toEqual(before);
+  });
+
+  it("names a request of no operation by its method, and one of a method semantic conventions don't know HTTP (_OTHER)", () => {
+    const { tracing, completed } = tracingWith(new AlwaysOnSampler());
+    for (const method of ['GET', 'BREW']) {
+      const slice = tracing.begin({ ...arriving(), method } as IncomingMessage, '/nowhere');
+      tracing.end(slice, { statusCode: 404, route: undefined, operationId: undefined, keyId: undefined, errorCode: 'not_found' });
+    }
+    const [get, brew] = completed.map((request) => readableSpans(request, resource, scope)[0]!);
+    expect([get!.name, get!.attributes['http.request.method']]).toEqual(['GET', 'GET']);
+    expect([brew!.name, brew!.attributes['http.request.method']]).toEqual(['HTTP', '_OTHER']);
+  });
+
+  const authenticated = (result: string) => (spans: RequestSpans) => {
+    spans.startAuthenticate();
+    spans.endAuthenticate(result);
+  };
+  const limited = (outcome: RateLimitOutcome, onStoreError?: 'allow' | 'deny') => (spans: RequestSpans) => {
+    spans.startRateLimit(false);
+    spans.endRateLimit(outcome, onStoreError === undefined ? undefined : { name: 'RateLimitStoreUnavailableError', onStoreError });
+  };
+  const STAGE_STATUSES: [string, (spans: RequestSpans) => void, string, unknown][] = [
+    [
+      'a key store that cannot answer',
+      authenticated('store_unavailable'),
+      'authenticate',
+      { code: SpanStatusCode.ERROR, message: 'API keys cannot be checked' },
+    ],
+    ['a refused key', authenticated('revoked'), 'authenticate', { code: SpanStatusCode.UNSET }],
+    [
+      'a rate-limit store that cannot count',
+      limited('store_unavailable', 'deny'),
+      'rate_limit',
+      { code: SpanStatusCode.ERROR, message: 'the rate-limit store cannot count' },
+    ],
+    ['a limiter that failed otherwise', limited('failed'), 'rate_limit', { code: SpanStatusCode.ERROR }],
+    ['a limited request', limited('limited'), 'rate_limit', { code: SpanStatusCode.UNSET }],
+  ];
+  for (const [what, stage, name, status] of STAGE_STATUSES)
+    it(`gives ${what} the ${name} span's status ${JSON.stringify(status)}`, () => {
+      const { tracing, completed } = tracingWith(new AlwaysOnSampler());
+      const slice = tracing.begin(arriving(), '/v1/pets');
+      stage(slice.spans!);
+      tracing.end(slice, { ...OK, statusCode: 503 });
+      expect(byName(readableSpans(completed[0]!, resource, scope))[name]!.status).toEqual(status);
+    });
 
   it('marks the CLIENT span an error with its failure, and the SERVER span with its Error code for a 5xx', () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());

@@ -120,6 +120,23 @@ describe('SpanBatch', () => {
     expect(batches).toEqual([['a', 'b', 'c', 'f']]);
   });
 
+  it('queues a request of more spans than the whole queue holds when the queue is empty, and sends it in batches', async () => {
+    const { sender, batches, answer } = recordingSender();
+    const batch = new SpanBatch(byName, sender, OPTIONS);
+    batch.onEnd(['a', 'b', 'c', 'd', 'e', 'f']);
+    batch.onEnd(['g']);
+    expect(batch.dropped).toBe(1);
+    for (let sent = 0; sent < 3; sent++) {
+      answer();
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    expect(batches).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+      ['e', 'f'],
+    ]);
+  });
+
   it('counts the spans of a batch the collector did not take', async () => {
     const { sender, answer } = recordingSender();
     const batch = new SpanBatch(byName, sender, OPTIONS);
