@@ -139,10 +139,10 @@ interface ExportRequest {
 }
 
 /**
- * Spans encoded as they end, batched, and sent by the SDK's OTLP/HTTP transport: the one the SDK's own
- * exporters use, which reads OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION, _CERTIFICATE, _CLIENT_KEY and
- * _CLIENT_CERTIFICATE itself, and retries what the specification says to retry. Only the encoding is the
- * gateway's: the SDK's serializer takes the spans themselves, which is what the queue no longer keeps.
+ * Spans encoded once their request completes, batched, and sent by the SDK's OTLP/HTTP transport: the one
+ * the SDK's own exporters use, which reads OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION, _CERTIFICATE,
+ * _CLIENT_KEY and _CLIENT_CERTIFICATE itself, and retries what the specification says to retry. Only the
+ * encoding is the gateway's: the SDK's serializer takes span objects, which the gateway no longer makes.
  */
 function otlpBatch<Encoded>(
   encoding: SpanEncoding<RequestSpans, Encoded>,

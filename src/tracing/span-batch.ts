@@ -1,5 +1,6 @@
-// Ended spans, encoded as they end, in a bounded queue sent in batches: the batch span processor's rules
-// (OTEL_BSP_*) over encoded spans, so that no span object is kept until its batch is sent.
+// Ended spans, encoded when they are handed over (a request's once it completes), in a bounded queue sent in
+// batches: the batch span processor's rules (OTEL_BSP_*) over encoded spans, so that no span object is kept
+// until its batch is sent.
 
 /**
  * How spans become an export request (OTLP/protobuf or OTLP/JSON). What ends (`Ended`) may be several spans
