@@ -120,32 +120,11 @@ export function describeSpans(request: RequestSpans, sink: SpanSink): void {
   const { serverHigh, serverLow } = request;
   if (request.authStartMs !== 0) {
     if (request.lookupStartMs !== 0) {
-      sink.begin(
-        request,
-        'redis',
-        SpanKind.CLIENT,
-        request.lookupHigh,
-        request.lookupLow,
-        request.authHigh,
-        request.authLow,
-        request.lookupStartMs,
-        endOf(request.lookupEndMs, request),
-      );
-      sink.fixed(KEY_LOOKUP);
-      if (request.lookupErrorType !== undefined) sink.attribute(KEYS.errorType, request.lookupErrorType);
-      sink.end(request.lookupErrorType === undefined ? UNSET : ERROR);
+      const { lookupHigh, lookupLow, authHigh, authLow, lookupStartMs, lookupEndMs, lookupErrorType } = request;
+      describeRedisWait(sink, request, KEY_LOOKUP, lookupHigh, lookupLow, authHigh, authLow, lookupStartMs, lookupEndMs, lookupErrorType);
     }
-    sink.begin(
-      request,
-      'authenticate',
-      SpanKind.INTERNAL,
-      request.authHigh,
-      request.authLow,
-      serverHigh,
-      serverLow,
-      request.authStartMs,
-      endOf(request.authEndMs, request),
-    );
+    const { authHigh, authLow, authStartMs, authEndMs } = request;
+    sink.begin(request, 'authenticate', SpanKind.INTERNAL, authHigh, authLow, serverHigh, serverLow, authStartMs, endOf(authEndMs, request));
     if (request.keyCache !== undefined) sink.attribute(KEYS.keyCache, request.keyCache);
     if (request.authResult !== undefined) sink.attribute(KEYS.authResult, request.authResult);
     sink.end(request.authResult === 'store_unavailable' ? KEYS_UNCHECKED : UNSET);
@@ -153,38 +132,36 @@ export function describeSpans(request: RequestSpans, sink: SpanSink): void {
   if (request.rateLimitStartMs !== 0) {
     const outcome = request.rateLimitOutcome;
     if (request.countStartMs !== 0) {
-      sink.begin(
-        request,
-        'redis',
-        SpanKind.CLIENT,
-        request.countHigh,
-        request.countLow,
-        request.rateLimitHigh,
-        request.rateLimitLow,
-        request.countStartMs,
-        endOf(request.countEndMs, request),
-      );
-      sink.fixed(RATE_LIMIT_INCREMENT);
-      if (request.countErrorType !== undefined) sink.attribute(KEYS.errorType, request.countErrorType);
-      sink.end(request.countErrorType === undefined ? UNSET : ERROR);
+      const { countHigh, countLow, rateLimitHigh, rateLimitLow, countStartMs, countEndMs, countErrorType } = request;
+      describeRedisWait(sink, request, RATE_LIMIT_INCREMENT, countHigh, countLow, rateLimitHigh, rateLimitLow, countStartMs, countEndMs, countErrorType);
     }
-    sink.begin(
-      request,
-      'rate_limit',
-      SpanKind.INTERNAL,
-      request.rateLimitHigh,
-      request.rateLimitLow,
-      serverHigh,
-      serverLow,
-      request.rateLimitStartMs,
-      endOf(request.rateLimitEndMs, request),
-    );
+    const { rateLimitHigh, rateLimitLow, rateLimitStartMs, rateLimitEndMs } = request;
+    sink.begin(request, 'rate_limit', SpanKind.INTERNAL, rateLimitHigh, rateLimitLow, serverHigh, serverLow, rateLimitStartMs, endOf(rateLimitEndMs, request));
     if (outcome === 'allowed' || outcome === 'limited' || outcome === 'store_unavailable') sink.attribute(KEYS.decision, outcome);
     if (request.onStoreError !== undefined) sink.attribute(KEYS.onStoreError, request.onStoreError);
     sink.end(outcome === 'store_unavailable' ? COUNT_UNAVAILABLE : outcome === 'failed' ? ERROR : UNSET);
   }
   if (request.clientStartMs !== 0) describeClient(request, sink);
   describeServer(request, sink);
+}
+
+/** A stage's wait for Redis (CLIENT `redis`): its command's attributes, an error when Redis did not answer. */
+function describeRedisWait(
+  sink: SpanSink,
+  request: RequestSpans,
+  command: FixedAttributes,
+  high: number,
+  low: number,
+  parentHigh: number,
+  parentLow: number,
+  startMs: number,
+  endMs: number,
+  errorType: string | undefined,
+): void {
+  sink.begin(request, 'redis', SpanKind.CLIENT, high, low, parentHigh, parentLow, startMs, endOf(endMs, request));
+  sink.fixed(command);
+  if (errorType !== undefined) sink.attribute(KEYS.errorType, errorType);
+  sink.end(errorType === undefined ? UNSET : ERROR);
 }
 
 function describeClient(request: RequestSpans, sink: SpanSink): void {
