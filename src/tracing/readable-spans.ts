@@ -1,6 +1,6 @@
 // A request's spans as the SDK's ReadableSpan objects: what the OTLP/JSON encoding serialises, and what the
 // SDK's own serializers take in the tests that hold the protobuf encoding to them.
-import { type Attributes, type AttributeValue, type HrTime, type SpanContext, SpanKind, type SpanStatus, TraceFlags } from '@opentelemetry/api';
+import { type Attributes, type AttributeValue, type HrTime, type SpanContext, SpanKind, type SpanStatus } from '@opentelemetry/api';
 import { type InstrumentationScope, TraceState } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
@@ -57,14 +57,10 @@ class ReadableSink implements SpanSink {
     const traceId = request.traceId.hex;
     const traceState = request.traceState === undefined ? undefined : new TraceState(request.traceState);
     const context: SpanContext = { traceId, spanId: spanIdHex(high, low), traceFlags: request.traceFlags, ...(traceState === undefined ? {} : { traceState }) };
-    // The SERVER span's parent is the client's (remote); every other span's is one of the gateway's.
-    const remote = kind === SpanKind.SERVER;
+    // The SERVER span's parent is the client's (remote); every other span's is one of the gateway's. The
+    // encodings read a parent's span id and whether it is remote, nothing else of it.
     const parent: SpanContext | undefined =
-      parentHigh === -1
-        ? undefined
-        : remote
-          ? { traceId, spanId: spanIdHex(parentHigh, parentLow), traceFlags: TraceFlags.SAMPLED, isRemote: true }
-          : { traceId, spanId: spanIdHex(parentHigh, parentLow), traceFlags: request.traceFlags };
+      parentHigh === -1 ? undefined : { traceId, spanId: spanIdHex(parentHigh, parentLow), traceFlags: request.traceFlags, isRemote: kind === SpanKind.SERVER };
     this.open = { request, name, kind, context, parent, startMs, endMs: Math.max(startMs, endMs), attributes: {} };
   }
 

@@ -24,9 +24,7 @@ class SpanClock {
 const clock = new SpanClock();
 
 /** Now, in milliseconds since the epoch (fractional), as the spans' times are kept. */
-function spanTimeMs(): number {
-  return clock.nowMs();
-}
+const spanTimeMs = () => clock.nowMs();
 
 /** A random 32-bit word (as the SDK's RandomIdGenerator draws ids: Math.random). */
 function randomWord(): number {
@@ -86,14 +84,18 @@ export interface HostAttributes {
   port?: number;
 }
 
-/** What the request's arrival gives its SERVER span. */
-export interface ServerArrival {
+/** The trace a request's spans belong to, decided on its arrival. */
+export interface SpanTrace {
   traceId: TraceIdBytes;
   /** The client's span, when a valid `traceparent` named one. */
   remoteParent: readonly [number, number] | undefined;
   traceFlags: number;
   /** Serialized; the client's, or the sampler's. */
   traceState: string | undefined;
+}
+
+/** What the request's arrival gives its SERVER span's attributes. */
+export interface ServerArrival {
   /** As received. */
   method: string;
   scheme: 'http' | 'https';
@@ -173,15 +175,15 @@ export class RequestSpans {
   clientStatus: number | undefined;
   clientFailure: string | undefined;
 
-  constructor(arrival: ServerArrival, startMs = spanTimeMs()) {
+  constructor(trace: SpanTrace, arrival: ServerArrival, startMs = spanTimeMs()) {
     this.arrival = arrival;
-    this.traceId = arrival.traceId;
-    this.traceFlags = arrival.traceFlags;
-    this.traceState = arrival.traceState;
+    this.traceId = trace.traceId;
+    this.traceFlags = trace.traceFlags;
+    this.traceState = trace.traceState;
     this.serverHigh = randomWord();
     this.serverLow = nonZeroLow(this.serverHigh);
-    this.parentHigh = arrival.remoteParent?.[0] ?? -1;
-    this.parentLow = arrival.remoteParent?.[1] ?? -1;
+    this.parentHigh = trace.remoteParent?.[0] ?? -1;
+    this.parentLow = trace.remoteParent?.[1] ?? -1;
     this.startMs = startMs;
   }
 

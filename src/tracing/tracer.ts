@@ -1,6 +1,6 @@
 // The gateway's part in a trace: its span for each request and for the upstream exchange, recorded or only propagated.
 import type { IncomingMessage } from 'node:http';
-import { type Attributes, ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
+import { type Attributes, type Link, ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { RandomIdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME } from '@opentelemetry/semantic-conventions';
@@ -48,6 +48,9 @@ export interface Tracing {
 const ids = new RandomIdGenerator();
 
 const NOT_RECORDED: ExchangeSpan['end'] = () => undefined;
+
+/** The SERVER span's links, for the sampler: it has none. */
+const NO_LINKS: Link[] = [];
 
 /** An exchange whose span is not recorded: a span id of the gateway's all the same, as the upstream's parent. */
 function unrecordedExchange(slice: TraceSlice): ExchangeSpan {
@@ -114,19 +117,18 @@ export function recordingTracing(sampler: Sampler, completed: CompletedSpans, de
       const attributes: Attributes = { [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER', [ATTR_URL_SCHEME]: scheme, [ATTR_URL_PATH]: path };
       if (host.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = host.host;
       if (host.port !== undefined) attributes[ATTR_SERVER_PORT] = host.port;
-      const sampling = sampler.shouldSample(context, traceId.hex, known ? method : 'HTTP', SpanKind.SERVER, attributes, []);
+      const sampling = sampler.shouldSample(context, traceId.hex, known ? method : 'HTTP', SpanKind.SERVER, attributes, NO_LINKS);
       if (sampling.decision !== SamplingDecision.RECORD_AND_SAMPLED)
         return { traceId: traceId.hex, spanId: ids.generateSpanId(), sampled: false, traceState: parent?.traceState, spans: undefined };
-      const spans = new RequestSpans({
-        traceId,
-        remoteParent: parent === undefined ? undefined : spanIdWords(parent.spanId),
-        traceFlags: TraceFlags.SAMPLED,
-        traceState: sampling.traceState?.serialize() ?? parent?.traceState,
-        method,
-        scheme,
-        path,
-        host,
-      });
+      const spans = new RequestSpans(
+        {
+          traceId,
+          remoteParent: parent === undefined ? undefined : spanIdWords(parent.spanId),
+          traceFlags: TraceFlags.SAMPLED,
+          traceState: sampling.traceState?.serialize() ?? parent?.traceState,
+        },
+        { method, scheme, path, host },
+      );
       return { traceId: traceId.hex, spanId: spans.serverSpanId(), sampled: true, traceState: parent?.traceState, spans };
     },
     startExchange(slice, method, url) {

@@ -11,14 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { JsonSpans } from '../../../src/tracing/otlp-json.ts';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
-import { type RateLimitOutcome, RequestSpans, type ServerArrival, traceIdOf } from '../../../src/tracing/request-spans.ts';
+import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
 
 /** What a request's stages found, and when. */
 interface Shape {
-  arrival: Omit<ServerArrival, 'traceId' | 'traceFlags'> & { traceId: string };
+  /** The trace (its id in hex) and the arrival, together. */
+  arrival: ServerArrival & Omit<SpanTrace, 'traceId' | 'traceFlags'> & { traceId: string };
   authenticate?: { keyCache?: 'hit' | 'miss'; lookupError?: string; result?: string };
   rateLimit?: { countsInRedis: boolean; outcome: RateLimitOutcome; onStoreError?: 'allow' | 'deny' };
   client?: { method: string; hostname: string; port: number; origin: string; path: string; status?: number; failure?: string };
@@ -32,7 +33,12 @@ function recordOf(shape: Shape): RequestSpans {
   const { arrival } = shape;
   const times = [...shape.times];
   const next = () => times.shift() ?? 1_700_000_000_000;
-  const spans = new RequestSpans({ ...arrival, traceId: traceIdOf(arrival.traceId), traceFlags: TraceFlags.SAMPLED }, next());
+  const { traceId, remoteParent, traceState, method, scheme, path, host } = arrival;
+  const spans = new RequestSpans(
+    { traceId: traceIdOf(traceId), remoteParent, traceFlags: TraceFlags.SAMPLED, traceState },
+    { method, scheme, path, host },
+    next(),
+  );
   if (shape.authenticate) {
     const { keyCache, lookupError, result } = shape.authenticate;
     spans.startAuthenticate();
