@@ -1,7 +1,7 @@
 // Preloaded (`--import`) into a gateway by bench/allocations.ts: V8's sampling heap profiler, counting what is
 // allocated whether or not a collection has freed it since, started by the first SIGUSR2 and stopped by the
 // second, which writes the profile to HEAP_SAMPLING_OUT. Nothing happens until the first signal.
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 
 /** One sample per this many bytes allocated, on average (V8's default is 32 KiB; a request allocates about 40). */
@@ -23,7 +23,9 @@ if (out !== undefined) {
       return;
     }
     session.post('HeapProfiler.stopSampling', (error, result) => {
-      writeFileSync(out, error === null ? JSON.stringify(result.profile) : JSON.stringify({ error: String(error) }));
+      // Written aside, then renamed: the bench reads the file as soon as it exists.
+      writeFileSync(`${out}.partial`, error === null ? JSON.stringify(result.profile) : JSON.stringify({ error: String(error) }));
+      renameSync(`${out}.partial`, out);
     });
   });
 }
