@@ -1,16 +1,14 @@
-// The admin API under /admin/ of the admin listener: admin token, bounded failures, the document's routes and bodies, the audit trail.
+// The admin API under /admin/ of the admin listener: the admin token first, then the document's routes and bodies, the audit trail.
 import { fileURLToPath } from 'node:url';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { readBearer } from '../auth/bearer.ts';
 import { loadContract } from '../contract/compile-contract.ts';
 import { matchRoute, type Route } from '../contract/match-operation.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from '../pipeline/request-record.ts';
-import type { Clock } from '../time/clock.ts';
+import type { AdminAuthentication } from './admin-auth.ts';
 import { readAdminBody } from './admin-body.ts';
-import { createFailedAttempts } from './failed-attempts.ts';
 import type { AdminAction, AdminResult } from '../observability/admin-actions.ts';
 import { ADMIN_ROUTES, toAdminRefusal, type AdminOperations } from './routes.ts';
 import type { AdminTokens } from './tokens.ts';
@@ -18,20 +16,15 @@ import type { AdminTokens } from './tokens.ts';
 /** The admin API's interface document: its routes, path parameters and request bodies are compiled from it at start-up. */
 export const ADMIN_DOCUMENT = fileURLToPath(new URL('../../config/admin.openapi.yaml', import.meta.url));
 
-/** Sent with every 401, as RFC 6750 asks. */
-const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="petstore-gateway-admin"' } as const;
 /** Admin bodies are a few fields: anything larger is not one. */
 const MAX_BODY_BYTES = 16 * 1024;
-/** Source addresses whose failures are remembered at once (a window each). */
-const MAX_TRACKED_ADDRESSES = 10_000;
 
 export interface AdminApiOptions {
   operations: AdminOperations;
   /** The tokens in force (a reload may replace them); undefined: the API is off, and its paths fall through to 404. */
   tokens: () => AdminTokens | undefined;
-  /** Failed authentications per source address per minute before it is refused 429 (`adminApi.maxFailedAuthPerMinute`). */
-  maxFailedAuthPerMinute: number;
-  clock: Clock;
+  /** The admin token's check, shared with the admin listener's other guarded routes (one failure count per source). */
+  authentication: AdminAuthentication;
   logger: Logger;
   /** Counts each change and each failed authentication (`admin_actions_total`). */
   onAction?: (action: AdminAction, result: AdminResult) => void;
@@ -51,39 +44,6 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
   const contract = loadContract(options.documentPath ?? ADMIN_DOCUMENT);
   const missing = contract.operations.filter((operation) => !ADMIN_ROUTES[operation.id]).map((operation) => operation.id);
   if (missing.length > 0) throw new Error(`createAdminApi: the admin document's ${missing.join(', ')} has no route`);
-  const failures = createFailedAttempts({
-    limit: options.maxFailedAuthPerMinute,
-    windowMs: 60_000,
-    maxAddresses: MAX_TRACKED_ADDRESSES,
-    clock: options.clock,
-  });
-
-  /** The token's fingerprint, or a refusal; every failure counts against the address. */
-  function authenticate(req: Request, reqId: string, address: string): string | GatewayError {
-    const blockedMs = failures.blockedFor(address);
-    if (blockedMs > 0) {
-      // Counted, not logged: the failures that led here were (at most the limit a minute), these are as many as a client sends.
-      onAction?.('authenticate', 'refused');
-      return new GatewayError('rate_limited', 'Too many failed authentications from this address; retry later', {
-        headers: { 'Retry-After': String(Math.ceil(blockedMs / 1000)) },
-      });
-    }
-    const current = tokens();
-    const bearer = readBearer(req.headers.authorization);
-    const fingerprint = bearer.kind === 'token' && current ? current.match(bearer.token) : undefined;
-    if (fingerprint !== undefined) return fingerprint;
-    failures.fail(address);
-    onAction?.('authenticate', 'refused');
-    // Never the header itself: a wrong token is often a right one pasted into the wrong place.
-    logger.warn({ action: 'authenticate', address, reqId, result: 'refused', reason: bearer.kind }, 'admin API: authentication failed');
-    return new GatewayError(
-      'unauthorized',
-      bearer.kind === 'missing' ? 'An admin token is required: Authorization: Bearer <token>' : 'The admin token is not valid',
-      {
-        headers: CHALLENGE,
-      },
-    );
-  }
 
   function route(req: Request): Route {
     const matched = matchRoute(contract, req.path, req.method);
@@ -102,7 +62,7 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
     const reqId = requestIdOf(req.headers[REQUEST_ID_HEADER]);
     res.setHeader('X-Request-Id', reqId);
     res.setHeader('Cache-Control', 'no-store');
-    const identity = authenticate(req, reqId, req.socket.remoteAddress ?? 'unknown');
+    const identity = options.authentication.authenticate(req, reqId);
     if (identity instanceof GatewayError) return refuse(req, res, identity);
     const tokenFingerprint = identity;
     let action: AdminAction | undefined;

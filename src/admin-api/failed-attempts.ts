@@ -1,11 +1,15 @@
-// Bounds failed admin authentications per source address: a fixed window per address, in process, in a bounded map.
+// Bounds failed admin authentications per source (an IPv4 address, an IPv6 /64): a fixed window each, in process, blocked sources kept until their block ends.
+import ipaddr from 'ipaddr.js';
 import type { Clock } from '../time/clock.ts';
 
 export interface FailedAttemptsOptions {
-  /** Failures an address may make per window; the next attempt is refused until the window ends. */
+  /** Failures a source may make per window; the next attempt is refused until the window ends. */
   limit: number;
   windowMs: number;
-  /** Addresses remembered at once; past it the oldest window is forgotten, so a spread of addresses cannot grow the process. */
+  /**
+   * Sources counted at once below the limit; past it the oldest such window is forgotten, so a spread of
+   * addresses cannot grow the process. A blocked source is not one of them: it is never forgotten early.
+   */
   maxAddresses: number;
   clock: Clock;
 }
@@ -15,42 +19,88 @@ export interface FailedAttempts {
   blockedFor(address: string): number;
   /** Counts a failed attempt of `address`. */
   fail(address: string): void;
+  /** Sources counted and sources blocked now (for tests and the log). */
+  size(): { counting: number; blocked: number };
+}
+
+/**
+ * What failures are counted against: an IPv4 address (an IPv4-mapped IPv6 one too) or the /64 an IPv6
+ * address belongs to, the smallest block a host is given (RFC 6177), so a client cannot escape the
+ * limit by moving within its own prefix. Anything else (a Unix socket's empty address) is its own source.
+ */
+export function failureSource(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const prefix = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${prefix.map((part) => part.toString(16)).join(':')}::/64`;
 }
 
 /**
  * Hand-written rather than express-rate-limit's memory store: that store is unbounded and keeps its own
- * timers, where this one needs the injected clock (tests move it) and a size bound. Only failures count,
- * so an automation making many correct calls is never slowed; a blocked address is refused whatever it sends.
+ * timers, where this one needs the injected clock (tests move it) and a size bound that never frees a
+ * blocked source. Only failures count, so an automation making many correct calls is never slowed; a
+ * blocked source is refused whatever it sends.
+ *
+ * Two tables: sources below the limit, bounded, oldest forgotten first; and blocked sources, kept until
+ * their window ends. The blocked table needs no bound of its own: each entry cost `limit` failures in
+ * one window, so it holds at most the failures a window admits divided by the limit, and expired
+ * entries are swept once a window.
  */
 export function createFailedAttempts(options: FailedAttemptsOptions): FailedAttempts {
   const { limit, windowMs, maxAddresses, clock } = options;
   for (const [name, value] of Object.entries({ limit, windowMs, maxAddresses })) {
     if (!Number.isSafeInteger(value) || value < 1) throw new Error(`createFailedAttempts: ${name} must be a positive integer, is ${value}`);
   }
-  /** By address, in the order their windows opened (a Map keeps insertion order): the first is the oldest. */
-  const windows = new Map<string, { failures: number; endsAt: number }>();
+  /** By source, in the order their windows opened (a Map keeps insertion order): the first is the oldest. */
+  const counting = new Map<string, { failures: number; endsAt: number }>();
+  /** By source: when its block ends. */
+  const blocked = new Map<string, number>();
+  let sweepAt = clock.now() + windowMs;
 
-  function current(address: string, now: number) {
-    const window = windows.get(address);
-    if (window && window.endsAt <= now) windows.delete(address);
-    return window && window.endsAt > now ? window : undefined;
+  /** Drops every ended window, once a window: the tables never hold more than one window's sources for long. */
+  function sweep(now: number): void {
+    if (now < sweepAt) return;
+    sweepAt = now + windowMs;
+    for (const [source, endsAt] of blocked) if (endsAt <= now) blocked.delete(source);
+    for (const [source, window] of counting) if (window.endsAt <= now) counting.delete(source);
+  }
+
+  function blockedUntil(source: string, now: number): number {
+    const endsAt = blocked.get(source);
+    if (endsAt === undefined) return 0;
+    if (endsAt > now) return endsAt;
+    blocked.delete(source);
+    return 0;
   }
 
   return {
     blockedFor(address) {
       const now = clock.now();
-      const window = current(address, now);
-      return window && window.failures >= limit ? window.endsAt - now : 0;
+      sweep(now);
+      const endsAt = blockedUntil(failureSource(address), now);
+      return endsAt === 0 ? 0 : endsAt - now;
     },
     fail(address) {
       const now = clock.now();
-      const window = current(address, now);
-      if (window) {
-        window.failures++;
-        return;
+      sweep(now);
+      const source = failureSource(address);
+      if (blockedUntil(source, now) > 0) return;
+      let window = counting.get(source);
+      if (window && window.endsAt <= now) {
+        counting.delete(source);
+        window = undefined;
       }
-      if (windows.size >= maxAddresses) windows.delete(windows.keys().next().value!);
-      windows.set(address, { failures: 1, endsAt: now + windowMs });
+      if (!window) {
+        if (counting.size >= maxAddresses) counting.delete(counting.keys().next().value!);
+        window = { failures: 0, endsAt: now + windowMs };
+        counting.set(source, window);
+      }
+      window.failures++;
+      if (window.failures < limit) return;
+      counting.delete(source);
+      blocked.set(source, window.endsAt);
     },
+    size: () => ({ counting: counting.size, blocked: blocked.size }),
   };
 }

@@ -11,6 +11,11 @@ export interface ReadinessCheck {
   check(): Promise<boolean>;
 }
 
+/** What the listener reads of a row of the deprecation report (src/observability/deprecated-calls.ts has the whole row). */
+export interface ReportRow {
+  operation: string;
+}
+
 export interface AdminAppOptions {
   /** False once shutdown has begun. */
   isAcceptingTraffic: () => boolean;
@@ -22,13 +27,18 @@ export interface AdminAppOptions {
   metrics?: { contentType: string; render(): Promise<string>; openMetrics?: { contentType: string; render(): Promise<string> } };
   /** The public keys of the identity signer (RFC 7517); undefined while nothing is signed (404). */
   jwks?: () => object | undefined;
-  /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`). */
-  deprecations?: () => Promise<readonly object[]>;
+  /** Who still calls deprecated operations, across replicas (the rows of `npm run deprecations -- report --json`), cached. */
+  deprecations?: () => Promise<readonly ReportRow[]>;
   /** The admin API (src/admin-api/), mounted at /admin; it passes on to 404 while no admin token file is configured. */
   api?: RequestHandler;
+  /** The admin API's token check, in front of /deprecations: who calls what is for operators, once there is a token to ask for. */
+  guard?: RequestHandler;
   /** Told of a failure that is the gateway's own (a metrics exposition that throws), answered 500 internal_error. */
   onUnexpected: (err: unknown) => void;
 }
+
+/** `GET /deprecations` is a glance (the whole report: `npm run deprecations -- report` or the admin API): its most frequent callers per operation. */
+export const DEPRECATIONS_ROWS_PER_OPERATION = 1000;
 
 const ADMIN_NOT_FOUND =
   'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing), /admin/ (when ADMIN_API_TOKEN_FILE is set)';
@@ -39,6 +49,21 @@ async function runCheck(check: ReadinessCheck): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The rows `GET /deprecations` shows: per operation, the first `maxRowsPerOperation` (the report comes sorted by operation, most calls first). */
+export function boundReport<Row extends ReportRow>(rows: readonly Row[], maxRowsPerOperation: number): { rows: Row[]; total: number } {
+  const shown: Row[] = [];
+  let operation: string | undefined;
+  let inOperation = 0;
+  for (const row of rows) {
+    if (row.operation !== operation) {
+      operation = row.operation;
+      inOperation = 0;
+    }
+    if (inOperation++ < maxRowsPerOperation) shown.push(row);
+  }
+  return { rows: shown, total: rows.length };
 }
 
 /** Whether a scrape's Accept header asks for OpenMetrics before the Prometheus text format (as Prometheus's own does). */
@@ -102,10 +127,13 @@ export function createAdminApp(options: AdminAppOptions): Express {
 
   const { deprecations } = options;
   if (deprecations) {
-    app.get('/deprecations', async function reportDeprecatedCalls(_req, res) {
+    const guard: RequestHandler = options.guard ?? ((_req, _res, next) => next());
+    app.get('/deprecations', guard, async function reportDeprecatedCalls(_req, res) {
       res.set('Cache-Control', 'no-store');
       try {
-        res.json(await deprecations());
+        const { rows, total } = boundReport(await deprecations(), DEPRECATIONS_ROWS_PER_OPERATION);
+        // How many rows the whole report has: more than the array when some operation has more callers than are shown.
+        res.set('X-Total-Count', String(total)).json(rows);
       } catch {
         sendError(res, new GatewayError('service_unavailable', 'The deprecation report cannot be read from Redis; retry shortly'));
       }

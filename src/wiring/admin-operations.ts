@@ -2,6 +2,7 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { createAdminApi } from '../admin-api/admin-api.ts';
+import { createAdminAuthentication } from '../admin-api/admin-auth.ts';
 import type { AdminOperations } from '../admin-api/routes.ts';
 import type { AdminTokenSource } from '../admin-api/tokens.ts';
 import { KeyAdmin } from '../auth/key-admin.ts';
@@ -46,6 +47,12 @@ export function refuseTokenFileWithoutAdmin(config: GatewayConfig, admin: StoreA
   }
 }
 
+/** The admin API's handler, and the token check that guards the admin listener's other operators' routes. */
+export interface GatewayAdminApi {
+  api: RequestHandler;
+  guard: RequestHandler;
+}
+
 /**
  * The admin API over the stores' cores; undefined for stores that have none (keys in memory: the demo),
  * where a token file is a configuration error rather than an API that could not work.
@@ -54,17 +61,24 @@ export function gatewayAdminApi(
   config: GatewayConfig,
   admin: StoreAdmin | undefined,
   deps: { tokens: AdminTokenSource; deprecations: AdminOperations['deprecations']; clock: Clock; logger: Logger; metrics: GatewayMetrics },
-): RequestHandler | undefined {
+): GatewayAdminApi | undefined {
   if (!admin) {
     refuseTokenFileWithoutAdmin(config, admin);
     return undefined;
   }
-  return createAdminApi({
-    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },
+  const authentication = createAdminAuthentication({
     tokens: deps.tokens.current,
     maxFailedAuthPerMinute: config.adminApi.maxFailedAuthPerMinute,
     clock: deps.clock,
     logger: deps.logger,
     onAction: deps.metrics.adminAction,
   });
+  const api = createAdminApi({
+    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },
+    tokens: deps.tokens.current,
+    authentication,
+    logger: deps.logger,
+    onAction: deps.metrics.adminAction,
+  });
+  return { api, guard: authentication.guard };
 }

@@ -14,6 +14,7 @@ import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api
 import { createAppMessages, type AppMessages } from '../http/app-messages.ts';
 import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
+import { cacheDeprecationReport } from '../observability/cached-deprecation-report.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../observability/open-metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
@@ -133,7 +134,11 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     flushIntervalMs: config.deprecationReport.flushIntervalMs,
     logger,
   });
-  const deprecationReport = () => readDeprecationReport(deprecatedCallStore, brownouts.operations);
+  // Read at most once a flush interval, whoever asks (the report's counts move no faster): a caller cannot make Redis read it per request.
+  const deprecationReport = cacheDeprecationReport(() => readDeprecationReport(deprecatedCallStore, brownouts.operations), {
+    maxAgeMs: config.deprecationReport.flushIntervalMs,
+    clock: parts.clock,
+  });
   const adminApi = gatewayAdminApi(config, stores.admin, { tokens: adminTokens, deprecations: deprecationReport, clock: parts.clock, logger, metrics });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
@@ -208,7 +213,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
         openMetrics: { contentType: OPENMETRICS_CONTENT_TYPE, render: () => metrics.openMetrics() },
       },
       deprecations: deprecationReport,
-      ...(adminApi ? { api: adminApi } : {}),
+      ...(adminApi ? { api: adminApi.api, guard: adminApi.guard } : {}),
       // The running generation's keys: a reload can rotate them, or turn signing on or off.
       jwks: () => live.current.identity.jwks?.document(),
       onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),

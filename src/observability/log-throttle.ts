@@ -1,0 +1,63 @@
+// At most a few lines of one kind per interval: the rest are counted, and their number told in one line when the interval ends.
+import type { Clock } from '../time/clock.ts';
+
+export interface LogThrottleOptions {
+  /** Occurrences logged in full per interval. */
+  linesPerInterval: number;
+  intervalMs: number;
+  clock: Clock;
+  /** Writes the line that tells how many occurrences of the interval were not logged one by one. */
+  summarize(suppressed: number): void;
+}
+
+export interface LogThrottle {
+  /** True when this occurrence is to be logged in full; otherwise it is counted for the interval's summary. */
+  admit(): boolean;
+  /** Writes the summary of what was counted and not logged, if anything was. */
+  flush(): void;
+}
+
+/**
+ * A client sending wrong credentials as fast as it can would otherwise write a line a request (10,000 in
+ * seconds): the first lines of an interval keep their detail, the rest become one count. The summary is
+ * written by a timer when the interval ends, so a burst's count is told even if nothing follows it; the
+ * timer does not hold the process open.
+ */
+export function createLogThrottle(options: LogThrottleOptions): LogThrottle {
+  const { linesPerInterval, intervalMs, clock, summarize } = options;
+  let intervalEndsAt = Number.NEGATIVE_INFINITY;
+  let logged = 0;
+  let suppressed = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  function flush(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    if (suppressed === 0) return;
+    const count = suppressed;
+    suppressed = 0;
+    summarize(count);
+  }
+
+  return {
+    admit() {
+      const now = clock.now();
+      if (now >= intervalEndsAt) {
+        flush();
+        intervalEndsAt = now + intervalMs;
+        logged = 0;
+      }
+      if (logged < linesPerInterval) {
+        logged++;
+        return true;
+      }
+      suppressed++;
+      if (timer === undefined) {
+        timer = setTimeout(flush, intervalEndsAt - now);
+        timer.unref();
+      }
+      return false;
+    },
+    flush,
+  };
+}
