@@ -74,6 +74,13 @@ describe("the logger's err serializer", () => {
     expect(logged({ command: { name: 'get', args: [...ARGS] } })).toEqual({ command: { name: 'get' } });
   });
 
+  it('applies to an error logged as the first argument, which pino writes under err', () => {
+    const lines: string[] = [];
+    createLogger('info', { write: (line: string) => void lines.push(line) }).error(redisError(), 'failed');
+    for (const arg of ARGS) expect(lines[0]).not.toContain(arg);
+    expect((JSON.parse(lines[0]!) as { err: unknown }).err).toMatchObject({ type: 'ReplyError', command: { name: 'hset' } });
+  });
+
   it('applies to the access log child too, which keeps every serializer', async () => {
     const { accessLogger } = await import('../../../src/observability/logger.ts');
     expect(logged(redisError(), (write) => accessLogger(createLogger('info', write))).command).toEqual({ name: 'hset' });
