@@ -1,6 +1,7 @@
-// The process logger and the one-line-per-request access log; neither ever sees a credential.
+// The process logger and the one-line-per-request access log; neither ever sees a credential nor a Redis command's arguments.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
+import { serializeError } from './error-serializer.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 
 /**
@@ -17,8 +18,15 @@ const REDACT = ['authorization', 'headers.authorization', 'req.headers.authoriza
  */
 const epochTime = (): string => `,"time":${Date.now().toFixed(0)}`;
 
+/** The process logger. Errors are written by serializeError: pino's serializer without Redis commands' arguments. */
 export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
-  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'petstore-gateway' }, timestamp: epochTime };
+  const options = {
+    level,
+    redact: { paths: REDACT, censor: '[redacted]' },
+    serializers: { err: serializeError },
+    base: { service: 'petstore-gateway' },
+    timestamp: epochTime,
+  };
   return destination ? pino(options, destination) : pino(options);
 }
 

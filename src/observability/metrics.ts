@@ -1,5 +1,5 @@
 // The gateway's Prometheus metrics: one registry per gateway (no global), every name under one prefix.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type LabelValues, type Registry } from 'prom-client';
 import type { AuthRefusalReason } from '../auth/authenticate.ts';
 import type { KeyCacheClearReason } from '../auth/key-events.ts';
 import type { StabilityMarker } from '../config/schema.ts';
@@ -9,6 +9,7 @@ import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-ti
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
 import { boundCounter, type BoundCounter } from './bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
+import { ExpositionRegistry } from './exposition.ts';
 import { renderOpenMetrics } from './open-metrics.ts';
 import { createSaturationMetrics, type PodResources, type UpstreamPoolReading } from './saturation-metrics.ts';
 
@@ -130,7 +131,8 @@ export interface GatewayMetrics {
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
-  const registry = new Registry();
+  // Its Prometheus text carries no control character, whatever a label value holds (exposition.ts).
+  const registry: Registry = new ExpositionRegistry();
   const { environment } = options;
   const registers = [registry];
   const name = (suffix: string) => METRIC_PREFIX + suffix;

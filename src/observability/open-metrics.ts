@@ -1,5 +1,6 @@
 // The one registry's metrics in the OpenMetrics text format too (the format that carries exemplars), the Prometheus text format left as it is.
 import { type Metric, type OpenMetricsContentType, Registry } from 'prom-client';
+import { withEscapedHelpQuotes, withoutControlCharacters } from './exposition.ts';
 
 /** The Content-Type of renderOpenMetrics's text. */
 export const OPENMETRICS_CONTENT_TYPE: string = Registry.OPENMETRICS_CONTENT_TYPE;
@@ -19,7 +20,7 @@ interface Renderable {
  * the next Prometheus scrape would lose it. Here each scrape gets a registry of its own, of views that
  * read the metrics and hand prom-client the family name: the metrics themselves are never changed.
  */
-export function renderOpenMetrics(registry: Registry): Promise<string> {
+export async function renderOpenMetrics(registry: Registry): Promise<string> {
   const scrape = new Registry<OpenMetricsContentType>();
   // This scrape's own registry: setting its content type races with nothing.
   scrape.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
@@ -36,5 +37,6 @@ export function renderOpenMetrics(registry: Registry): Promise<string> {
     // prom-client writes any object with a name and get(); its types name only its own metric classes.
     scrape.registerMetric(view as unknown as Metric);
   }
-  return scrape.metrics();
+  // prom-client writes label values as the format requires, but neither HELP's quotes nor control characters (exposition.ts).
+  return withEscapedHelpQuotes(withoutControlCharacters(await scrape.metrics()));
 }

@@ -3,7 +3,14 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions } from './exchange.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
-import { answerUpstreamError, MAX_ERROR_BODY_BYTES, relayHead, type RelayPolicy, type UpstreamHeaders } from './upstream-response.ts';
+import {
+  answerUpstreamError,
+  hasUndecodedTransferCoding,
+  MAX_ERROR_BODY_BYTES,
+  relayHead,
+  type RelayPolicy,
+  type UpstreamHeaders,
+} from './upstream-response.ts';
 
 /** The reason an exchange is aborted with when the client leaves: never reported as an upstream failure. */
 const CLIENT_GONE = new Error('the client closed its connection');
@@ -98,6 +105,12 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.idleTimer?.refresh();
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200) return;
+    if (hasUndecodedTransferCoding(headers)) {
+      // Before anything is set on the response: the client gets a 502 Error on a connection it keeps,
+      // and the abort (in fail) closes the upstream connection, whose framing is lost, instead of reusing it.
+      this.fail(new UpstreamFailure('protocol', 'the answer is framed by a transfer coding other than chunked alone'));
+      return;
+    }
     this.status = statusCode;
     this.headers = headers;
     if (statusCode >= 400) {

@@ -141,6 +141,22 @@ function parseJson(body: Buffer): unknown {
 }
 
 /**
+ * Whether the answer's body is framed by a transfer coding undici did not decode: any Transfer-Encoding
+ * but `chunked` alone (RFC 9112 §6.1, coding names case-insensitive). undici (llhttp) removes the
+ * chunked framing only when `chunked` is the final coding, and hands over whatever lies under it
+ * undecoded (`gzip, chunked`: gzip bytes, `chunked, chunked`: the inner framing, the same for a field
+ * repeated over two lines); with any other final coding it reads the body until the upstream closes,
+ * so the client would get the raw chunk framing and a response held open. Relayed, those bytes would be
+ * framing the gateway cannot vouch for. Only an answer that carries the field and is not exactly
+ * `chunked` pays for more than one comparison.
+ */
+export function hasUndecodedTransferCoding(headers: UpstreamHeaders): boolean {
+  const coding = headers['transfer-encoding'];
+  if (coding === undefined || coding === 'chunked') return false;
+  return typeof coding !== 'string' || coding.trim().toLowerCase() !== 'chunked';
+}
+
+/**
  * Sets a success answer's status and end-to-end headers; Node writes them with the first chunk of the
  * body (or at its end). Until then nothing has reached the client, so an upstream that stalls or
  * closes right after its head still gets the client an Error instead of a head cut off by a close.

@@ -56,9 +56,12 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   }
   const noBody = method === 'HEAD' || status === 204 || status === 304;
   const body = status === 204 || status === 304 ? '' : taggedBody(status, target, tag, behaviour.plainErrorBody);
-  const chunked = behaviour.framing === 'chunked' && status !== 204 && status !== 304;
+  // A transfer coding the gateway cannot relay frames the body in chunks, on any status (a 204's or 304's too, where it has no business).
+  const coding = behaviour.transferCoding;
+  const chunked = (behaviour.framing === 'chunked' || coding !== undefined) && status !== 204 && status !== 304;
   let framing = '';
-  if (chunked) framing = 'Transfer-Encoding: chunked\r\n';
+  if (coding !== undefined) framing = coding.map((line) => `Transfer-Encoding: ${line}\r\n`).join('');
+  else if (chunked) framing = 'Transfer-Encoding: chunked\r\n';
   else if (status !== 204 && status !== 304) {
     const declared = behaviour.lie === 'shorter' ? body.length - 4 : behaviour.lie === 'longer' ? body.length + 10 : body.length;
     framing = `Content-Length: ${declared}\r\n`;

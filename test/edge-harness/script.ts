@@ -64,6 +64,11 @@ export interface UpstreamBehaviour {
   /** Error statuses only: a body that is not Error-shaped (the gateway wraps it). */
   plainErrorBody?: boolean;
   framing: 'length' | 'chunked';
+  /**
+   * Transfer-Encoding lines other than `chunked` alone (`gzip, chunked`, `identity`, the field over two
+   * lines...), on a chunk-framed body: framing the gateway cannot relay, so the answer must be a 502 Error.
+   */
+  transferCoding?: string[];
   /** Content-Length lies (length framing): `shorter` cuts the tail of a padding field, so the tag stays visible. */
   lie: 'none' | 'shorter' | 'longer';
   /** Interim answers written first: 100, 103. */

@@ -9,13 +9,19 @@
 // against it. Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
 // are generated for every answer: they arrive before the gateway can have sent anything else on that
 // connection, so a gateway that reads them as the next answer is at fault.
+//
+// A transfer coding other than `chunked` alone (RFC 9112 §6.1) is generated on any answer: undici hands
+// over what lies under a final `chunked` undecoded, and reads any other final coding to the close, so
+// whatever the gateway relayed would be framing it cannot vouch for; every such answer must become a 502.
 import fc from 'fast-check';
 import type { UpstreamBehaviour } from './script.ts';
 
 /** A delay before or within an answer: none, short, or a stall longer than the gateway's idle timeout. */
 type Delay = { kind: 'none' } | { kind: 'short'; ms: number } | { kind: 'stall' };
 
-export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs'> {
+export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs' | 'transferCoding'> {
+  /** Mostly none: the answer is framed by its length or by `chunked` alone. */
+  transferCoding: readonly string[] | undefined;
   /** `success` is the operation's own (201 for createPet, else 200). */
   status: 'success' | 204 | 304 | 400 | 404 | 409 | 422 | 503;
   headDelay: Delay;
@@ -28,6 +34,18 @@ const delay = (stallWeight: number): fc.Arbitrary<Delay> =>
     { weight: 5, arbitrary: fc.integer({ min: 1, max: 20 }).map((ms): Delay => ({ kind: 'short', ms })) },
     { weight: stallWeight, arbitrary: fc.constant<Delay>({ kind: 'stall' }) },
   );
+
+/** Transfer-Encoding lines a buggy or exotic backend writes; each is one header line. */
+const UNRELAYABLE_CODINGS: ReadonlyArray<readonly string[]> = [
+  ['gzip, chunked'],
+  ['chunked, gzip'],
+  ['gzip'],
+  ['identity'],
+  ['chunked, chunked'],
+  ['x-pet-store'],
+  ['gzip', 'chunked'],
+  ['chunked', 'chunked'],
+];
 
 const rare = (weight: number) => fc.oneof({ weight: 100 - weight, arbitrary: fc.constant(false) }, { weight, arbitrary: fc.constant(true) });
 
@@ -49,16 +67,21 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   extraSameWrite: rare(6),
   late: rare(40),
   lateMs: fc.integer({ min: 20, max: 120 }),
+  transferCoding: fc.oneof(
+    { weight: 24, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constantFrom<readonly string[] | undefined>(...UNRELAYABLE_CODINGS) },
+  ),
 });
 
 /** The behaviour for a request of `method`, with the case's idle timeout to stall past. */
 export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number): UpstreamBehaviour {
   const ms = (value: Delay) => (value.kind === 'none' ? 0 : value.kind === 'short' ? value.ms : idleTimeoutMs + 300);
-  const { headDelay, bodyDelay, status, ...rest } = spec;
+  const { headDelay, bodyDelay, status, transferCoding, ...rest } = spec;
   return {
     ...rest,
     status: status === 'success' ? (method === 'POST' ? 201 : 200) : status,
     headDelayMs: ms(headDelay),
     bodyDelayMs: ms(bodyDelay),
+    ...(transferCoding === undefined ? {} : { transferCoding: [...transferCoding] }),
   };
 }

@@ -1,7 +1,9 @@
 // Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key;
-// each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one.
+// each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one;
+// an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error.
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
+import { parseReceived } from './response-parser.ts';
 import type { EdgeCase, SentRequest } from './script.ts';
 import type { Violation } from './violations.ts';
 
@@ -24,6 +26,35 @@ function traceContextViolation(traceparent: string | undefined, request: SentReq
   return undefined;
 }
 
+/**
+ * The answers a client received to requests whose upstream answer had a transfer coding other than
+ * `chunked` alone (see upstream-generators.ts): each one the client received whole is a 502 Error, or a
+ * 504 when the upstream's head was later than the gateway would wait; never the upstream's status or body.
+ */
+function checkUnrelayableCodings(
+  edgeCase: EdgeCase,
+  clients: ClientOutcome[],
+  received: ReadonlySet<string>,
+  flag: (detail: string, client?: number) => void,
+): void {
+  edgeCase.clients.forEach((script, client) => {
+    const outcome = clients[client]!;
+    const whole = script.requests.filter((request) => request.end <= outcome.written);
+    const stream = parseReceived(outcome.received, (i) => whole[i]?.method === 'HEAD', outcome.end !== 'done');
+    stream.responses.forEach((response, i) => {
+      const request = whole[i];
+      if (request === undefined || !response.complete || !received.has(request.tag)) return;
+      if (edgeCase.upstream[request.tag]?.transferCoding === undefined) return;
+      const errorShaped = /^application\/json\b/.test(response.headers['content-type'] ?? '') && response.body.includes(`"status":${response.status}`);
+      if ((response.status !== 502 && response.status !== 504) || (request.method !== 'HEAD' && !errorShaped))
+        flag(
+          `the answer to ${request.tag}, whose upstream answer had an unrelayable transfer coding, is ${response.status} ${JSON.stringify(response.body.slice(0, 120))}`,
+          client,
+        );
+    });
+  });
+}
+
 export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], connections: UpstreamConnection[], keys: readonly string[]): Violation[] {
   const violations: Violation[] = [];
   const flag = (detail: string, client?: number) => violations.push({ invariant: 'd', ...(client === undefined ? {} : { client }), detail });
@@ -34,6 +65,10 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
   const seen = new Set<string>();
 
   connections.forEach((connection, c) => {
+    // Its framing lost, the connection cannot carry another answer: the gateway closes it, never reuses it.
+    const unrelayable = connection.requests.findIndex((request) => edgeCase.upstream[request.headers['x-request-id'] ?? '']?.transferCoding !== undefined);
+    if (unrelayable !== -1 && unrelayable < connection.requests.length - 1)
+      flag(`upstream connection ${c} was reused after an answer with an unrelayable transfer coding (request ${unrelayable} of ${connection.requests.length})`);
     if (connection.parseError !== undefined) flag(`upstream connection ${c}: bytes the upstream cannot parse (${connection.parseError})`);
     for (const key of keys) {
       for (const form of keyForms(key)) {
@@ -65,5 +100,6 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
       seen.add(tag!);
     }
   });
+  checkUnrelayableCodings(edgeCase, clients, seen, flag);
   return violations;
 }

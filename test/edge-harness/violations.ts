@@ -7,7 +7,8 @@ import type { EdgeCase } from './script.ts';
  * a: an answer carries another request's tag; b: more than one answer per request, or out of order;
  * c: a complete request left unanswered, refused without an Error body, or answered without the
  * Access-Control-Allow-Origin its Origin is owed (or with one it is not); d: the upstream received what
- * no client sent whole and valid, or a key; e: a hang, a crash, a 500, or a request still in flight.
+ * no client sent whole and valid, or a key, or an answer with a transfer coding the gateway cannot relay
+ * was relayed or its connection reused; e: a hang, a crash, a 500, or a request still in flight.
  */
 export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e';
 
