@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from '../admin/admin-app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
+import { createAdminServer } from './admin-listener.ts';
 import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../http/app-messages.ts';
@@ -107,7 +108,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
   publicServer.on('connect', createConnectRefusal(admission.answerInTurn));
-  const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
+  const adminServer = createAdminServer({
+    app: createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }),
+    maxConnections: config.listen.adminMaxConnections,
+    headersTimeoutMs: config.listen.adminHeadersTimeoutMs,
+    requestTimeoutMs: config.listen.adminRequestTimeoutMs,
+    keepAliveTimeoutMs: config.listen.adminKeepAliveTimeoutMs,
+    maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
+  });
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
     port: 'ADMIN_PORT (listen.adminPort)',
