@@ -7,7 +7,8 @@ import type { EdgeCase } from './script.ts';
  * a: an answer carries another request's tag; b: more than one answer per request, or out of order;
  * c: a complete request left unanswered, refused without an Error body, or answered without the
  * Access-Control-Allow-Origin its Origin is owed (or with one it is not); d: the upstream received what
- * no client sent whole and valid, or a key; e: a hang, a crash, a 500, or a request still in flight.
+ * no client sent whole and valid, or a key; e: a hang, a crash, a 500 (answered or only logged as an
+ * unexpected error), or a request still in flight.
  */
 export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e';
 
@@ -27,4 +28,6 @@ export interface CaseObservation {
   inFlightAfter: number | undefined;
   /** Uncaught exceptions and unhandled rejections during the case. */
   crashes: string[];
+  /** The gateway's `unexpected error` log lines during the case. */
+  unexpected: string[];
 }
