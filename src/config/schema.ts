@@ -125,8 +125,24 @@ export const configSchema = z
         maxInFlight: z.coerce.number().int().positive().default(1024),
         /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
         maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
+        /**
+         * Open connections on the admin listener; at the cap the oldest idle or half-sent one is closed to
+         * admit the newcomer, so a flood cannot lock out the kubelet's probes or Prometheus.
+         */
+        adminMaxConnections: z.coerce.number().int().positive().default(256),
+        /** An admin client must send all its request headers within this (else 408 and the connection closes). */
+        adminHeadersTimeoutMs: positiveMs.default(5000),
+        /** An admin client must send its whole request within this (else 408 and the connection closes). */
+        adminRequestTimeoutMs: positiveMs.default(10_000),
+        /** Idle keep-alive connections to the admin listener close after this long. */
+        adminKeepAliveTimeoutMs: positiveMs.default(5000),
       })
       .strict()
+      // Node refuses to create a server whose header timeout outlasts its request timeout: named here instead.
+      .refine((listen) => listen.adminHeadersTimeoutMs <= listen.adminRequestTimeoutMs, {
+        message: 'must be at most listen.adminRequestTimeoutMs',
+        path: ['adminHeadersTimeoutMs'],
+      })
       .prefault({}),
     upstream: z
       .object({

@@ -13,6 +13,9 @@ export interface ValidateRequestOptions {
   maxBodyBytes: number;
 }
 
+/** A request whose body can no longer be read: the client left before it ended (see validateRequest). */
+const BODY_GONE = new GatewayError('invalid_request', 'Request body was incomplete');
+
 function invalid(message: string): GatewayError {
   return new GatewayError('invalid_request', message);
 }
@@ -117,6 +120,10 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
     }
     checkMediaType(req, spec);
     checkDeclaredSize(req, options.maxBodyBytes);
+    // The stages before this one may wait (Redis): a client that closed or reset meanwhile, before its
+    // body ended, has had its request destroyed by Node, and raw-body would call the unreadable stream a
+    // 500. It is the client's incomplete request, answered as raw-body answers a body cut while read.
+    if (!req.readable) throw BODY_GONE;
     if (expectsContinue(req)) {
       // Every check that needs no body has passed: only now is the client invited to send it.
       res.writeContinue();

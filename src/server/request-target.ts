@@ -4,7 +4,8 @@ import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { expectsContinue } from '../http/framing.ts';
 
-const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+/** The scheme and authority of an absolute-form target; the group is the authority. */
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)/i;
 
 /**
  * A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port. RFC 3986's reg-name also
@@ -46,34 +47,48 @@ function repeatedSingleton(rawHeaders: readonly string[]): string | undefined {
 
 /**
  * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
- * them (RFC 9112 §3.2.2). Runs before the app: Express's router keeps the scheme and authority of an
- * absolute URL aside when it starts, so the rewrite must come first.
+ * them (RFC 9112 §3.2.2). The target's authority is the request's host there, whatever Host says: it
+ * replaces Host, so the X-Forwarded-Host and Forwarded host= the upstream receives name it, and it is
+ * checked like any Host (an empty one, or userinfo, is refused). Runs before the app: Express's router
+ * keeps the scheme and authority of an absolute URL aside when it starts, so the rewrite must come first.
  */
 export function toOriginForm(req: IncomingMessage): void {
   if (req.url === undefined || req.url.startsWith('/')) return;
-  const authority = ABSOLUTE_FORM.exec(req.url);
-  if (authority) req.url = req.url.slice(authority[0].length) || '/';
+  const absolute = ABSOLUTE_FORM.exec(req.url);
+  if (absolute === null) return;
+  req.url = req.url.slice(absolute[0].length) || '/';
+  req.headers.host = absolute[1]!;
 }
 
 /**
- * Any target that is not a path by now (`*`, authority-form) is refused. HTTP/1.1 requires Host, once,
- * and Authorization, Content-Type and Content-Length may appear once too. The only
+ * What is wrong with the request line and the headers that frame it, or undefined. Any target that is
+ * not a path by now (`*`, authority-form) is refused, as is one with a fragment (RFC 9112 §3.2: a
+ * fragment is never sent; RFC 9110 §7.1: a server must not take part of the target for it). HTTP/1.1
+ * requires Host, once, and Authorization, Content-Type and Content-Length may appear once too. The only
  * expectation the gateway meets is 100-continue, and it answers that itself once the request has passed
  * every check that needs no body (authentication, route, media type, declared size).
  */
+export function targetRefusal(req: IncomingMessage & { url: string }): GatewayError | undefined {
+  if (!req.url.startsWith('/')) return new GatewayError('invalid_request', 'The request target must be a path');
+  if (req.url.includes('#')) return new GatewayError('invalid_request', 'The request target must not carry a fragment (#)');
+  const repeated = repeatedSingleton(req.rawHeaders);
+  if (repeated !== undefined) return new GatewayError('invalid_request', `The request carries more than one ${repeated} header`);
+  const host = req.headers.host;
+  if (host === undefined ? req.httpVersion === '1.1' : !HOST.test(host)) {
+    return new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header naming a host and optional port');
+  }
+  const expect = req.headers.expect;
+  if (expect !== undefined && req.httpVersion === '1.1' && !expectsContinue(req)) {
+    return new GatewayError('expectation_failed', `The expectation '${expect}' cannot be met; only 100-continue is supported`);
+  }
+  return undefined;
+}
+
+/** The public pipeline's first stage: targetRefusal's refusal, thrown to the error handler. */
 export function createRequestTarget(): RequestHandler {
   return function checkRequestTarget(req, _res, next) {
-    if (!req.url.startsWith('/')) throw new GatewayError('invalid_request', 'The request target must be a path');
-    const repeated = repeatedSingleton(req.rawHeaders);
-    if (repeated !== undefined) throw new GatewayError('invalid_request', `The request carries more than one ${repeated} header`);
-    const host = req.headers.host;
-    if (host === undefined ? req.httpVersion === '1.1' : !HOST.test(host)) {
-      throw new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header naming a host and optional port');
-    }
-    const expect = req.headers.expect;
-    if (expect !== undefined && req.httpVersion === '1.1' && !expectsContinue(req)) {
-      throw new GatewayError('expectation_failed', `The expectation '${expect}' cannot be met; only 100-continue is supported`);
-    }
+    const refusal = targetRefusal(req);
+    if (refusal !== undefined) throw refusal;
     next();
   };
 }

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from '../admin/admin-app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { createClientErrorHandler } from './client-error.ts';
+import { createAdminServer } from './admin-listener.ts';
+import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../http/app-messages.ts';
 import { createServer } from '../http/node-http.ts';
@@ -106,7 +107,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
   publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
-  const adminServer = createServer(createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }));
+  publicServer.on('connect', createConnectRefusal(admission.answerInTurn));
+  const adminServer = createAdminServer({
+    app: createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }),
+    maxConnections: config.listen.adminMaxConnections,
+    headersTimeoutMs: config.listen.adminHeadersTimeoutMs,
+    requestTimeoutMs: config.listen.adminRequestTimeoutMs,
+    keepAliveTimeoutMs: config.listen.adminKeepAliveTimeoutMs,
+    maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
+  });
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
     port: 'ADMIN_PORT (listen.adminPort)',

@@ -1,6 +1,6 @@
-// Generates client scripts: requests written pipelined, one answer at a time, or trickled in pieces; garbage; early closes.
+// Generates client scripts: requests written pipelined, one answer at a time, or trickled in pieces; garbage, CONNECT; early closes.
 import fc from 'fast-check';
-import { buildRequest, GARBAGE, requestSpec, type RequestSpec, type Segment } from './client-requests.ts';
+import { buildRequest, GARBAGE, LEAVING_KINDS, requestSpec, type RequestSpec, type Segment } from './client-requests.ts';
 import { KEY_PLACEHOLDER, tagOf, type ClientScript, type Piece, type SentRequest } from './script.ts';
 
 export interface ClientSpec {
@@ -48,12 +48,17 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
   const requests: SentRequest[] = [];
   let offset = 0;
   let continues = 0;
-  spec.requests.forEach((requestSpec, r) => {
-    const built = buildRequest(requestSpec, tagOf(index, r), r === spec.requests.length - 1);
+  // A request the client leaves before its end is its last: nothing after it is written.
+  const leaving = spec.requests.findIndex((requestSpec) => LEAVING_KINDS.has(requestSpec.kind));
+  const written = leaving === -1 ? spec.requests : spec.requests.slice(0, leaving + 1);
+  written.forEach((requestSpec, r) => {
+    const built = buildRequest(requestSpec, tagOf(index, r), r === written.length - 1);
     built.segments.forEach((segment, s) => {
       segments.push({ ...segment, ...(s === 0 && spec.mode === 'sequential' && r > 0 ? { afterFinals: r } : {}) });
       offset += segment.text.length;
     });
+    // A request the client leaves is never sent whole: not one the gateway owes an answer, nor the upstream may receive.
+    if (built.leaves) return;
     requests.push({
       tag: tagOf(index, r),
       method: built.method,
@@ -66,9 +71,9 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
     });
   });
   // After a request asking for Connection: close, nothing more is read: no garbage then.
-  const closes = spec.requests.at(-1)!.close;
+  const closes = written.at(-1)!.close || leaving !== -1;
   const garbage = spec.garbage !== undefined && !closes;
-  if (garbage) segments.push({ text: GARBAGE[spec.garbage!]!, ...(spec.mode === 'sequential' ? { afterFinals: spec.requests.length } : {}) });
+  if (garbage) segments.push({ text: GARBAGE[spec.garbage!]!, ...(spec.mode === 'sequential' ? { afterFinals: written.length } : {}) });
 
   // Segments that wait start a new write; the others join the write before them.
   const writes: Array<{ start: number; piece: Omit<Piece, 'delayMs'> }> = [];
@@ -117,6 +122,8 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
     garbage,
     ...(spec.earlyClose
       ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs } }
-      : {}),
+      : leaving !== -1
+        ? { earlyClose: { pieces: timed.length, delayMs: 0 } }
+        : {}),
   };
 }

@@ -17,8 +17,18 @@ export const REQUEST_KINDS = [
   'badBody',
   'preflight',
   'preflightOther',
+  // A fragment in the target: 400, never forwarded.
+  'fragment',
+  // An absolute-form target whose authority differs from Host: served as its path.
+  'absoluteOther',
+  // A POST the client leaves before its body ended (the request never goes out whole): no 500, no unexpected error.
+  'createExpectLeave',
+  'createPartialLeave',
+  'createChunkedCut',
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
+/** The kinds whose client closes the connection before the request ended. */
+export const LEAVING_KINDS: ReadonlySet<RequestKind> = new Set(['createExpectLeave', 'createPartialLeave', 'createChunkedCut']);
 
 /**
  * Trace context a client may send, well-formed or hostile: what the gateway continues (`traceId`,
@@ -99,6 +109,8 @@ export interface BuiltRequest {
   trace?: { traceId: string; sampled: boolean };
   /** The Access-Control-Allow-Origin its answer must carry; absent: none. */
   allowOrigin?: string;
+  /** The client closes its connection right after these bytes, before the request ended: it is never sent whole. */
+  leaves?: boolean;
 }
 
 function listTarget(spec: RequestSpec): string {
@@ -189,6 +201,24 @@ function buildBytes(spec: RequestSpec, tag: string, last: boolean): BuiltRequest
     case 'preflight':
     case 'preflightOther':
       return whole('OPTIONS', '/v1/pets', 'Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n', '', false);
+    case 'fragment':
+      return whole('GET', `${listTarget(spec)}#top`, '', '', false);
+    case 'absoluteOther': {
+      // Host says gw.test; the authority, which wins (RFC 9112 §3.2.2), names another host.
+      const built = whole('GET', listTarget(spec), '', '', true);
+      return { ...built, segments: [{ text: built.segments[0]!.text.replace(' /v1/pets', ' http://other.test:8443/v1/pets') }] };
+    }
+    // Leaves after the head: waiting for 100 Continue (it may come after the client is gone).
+    case 'createExpectLeave':
+      return { ...whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\nExpect: 100-continue\r\n`, '', true), leaves: true };
+    // Leaves halfway through a Content-Length body.
+    case 'createPartialLeave':
+      return { ...whole('POST', '/v1/pets', `${json}Content-Length: ${pet.length}\r\n`, pet.slice(0, pet.length >> 1), true), leaves: true };
+    // Leaves inside a chunk of a chunked body.
+    case 'createChunkedCut': {
+      const cut = chunked(pet, spec.chunks).slice(0, -8);
+      return { ...whole('POST', '/v1/pets', `${json}Transfer-Encoding: chunked\r\n`, cut, true), leaves: true };
+    }
     case 'badBody': {
       const bad = `{"name":${spec.categoryId}}`;
       return whole('POST', '/v1/pets', `${json}Content-Length: ${bad.length}\r\n`, bad, false);
@@ -208,4 +238,7 @@ export const GARBAGE = [
   'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
   'GET /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
   'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+  // CONNECT is not parse garbage, but it ends the connection the same way: one 400 Error body after the complete requests.
+  'CONNECT upstream.test:443 HTTP/1.1\r\nHost: upstream.test:443\r\n\r\n',
+  'CONNECT /v1/pets HTTP/1.1\r\nHost: gw.test\r\n\r\n',
 ] as const;

@@ -1,4 +1,5 @@
 // The gateway under test: the real composition root on the run's private Redis, configured tight for the harness.
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
@@ -55,6 +56,8 @@ export async function startEnvironment(keyCount: number): Promise<HarnessEnviron
 
 export interface CaseGateway {
   port: number;
+  /** What the gateway logged as an error of its own (an `unexpected error...` line, whose request was answered 500 or to no one). */
+  unexpected(): string[];
   /** The in-flight gauge once it reads 0, or its last reading when it does not within `deadlineMs` (a hang). */
   settledInFlight(deadlineMs: number): Promise<number | undefined>;
   close(): Promise<void>;
@@ -67,7 +70,15 @@ async function inFlight(adminPort: number): Promise<number | undefined> {
 }
 
 export async function startCaseGateway(config: GatewayConfig): Promise<CaseGateway> {
-  const running = await composeRedisGateway({ config, logger: pino({ level: 'silent' }), clock: systemClock, hashKey });
+  // Error lines only: a 500 whose client had left is seen nowhere else (no answer reaches a client).
+  const unexpected: string[] = [];
+  const errors = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.includes('"msg":"unexpected error')) unexpected.push(line);
+      done();
+    },
+  });
+  const running = await composeRedisGateway({ config, logger: pino({ level: 'error' }, errors), clock: systemClock, hashKey });
   // Ready once the key store's Redis connection is: a request before that would be refused 503.
   const readyBy = Date.now() + 15_000;
   while ((await fetch(`http://127.0.0.1:${running.adminPort}/readyz`)).status !== 200) {
@@ -76,6 +87,7 @@ export async function startCaseGateway(config: GatewayConfig): Promise<CaseGatew
   }
   return {
     port: running.port,
+    unexpected: () => unexpected,
     async settledInFlight(deadlineMs) {
       const by = Date.now() + deadlineMs;
       let last = await inFlight(running.adminPort);

@@ -14,5 +14,6 @@ export function checkInvariants(observed: CaseObservation, progressDeadlineMs: n
         ? [{ invariant: 'e' as const, detail: `${observed.inFlightAfter} request(s) still in flight after every client was done` }]
         : []),
     ...observed.crashes.map((crash) => ({ invariant: 'e' as const, detail: `crash: ${crash}` })),
+    ...observed.unexpected.map((line) => ({ invariant: 'e' as const, detail: `logged: ${line.slice(0, 300)}` })),
   ];
 }

@@ -33,7 +33,7 @@ export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironmen
       // Every client has its answers, closed, or was given up on: nothing may be left in flight.
       const inFlightAfter = await gateway.settledInFlight(progressDeadlineMs);
       const clients = driven.map((client) => client.release());
-      observation = { edgeCase, keys: environment.keys, clients, upstream: upstream.connections, inFlightAfter, crashes };
+      observation = { edgeCase, keys: environment.keys, clients, upstream: upstream.connections, inFlightAfter, crashes, unexpected: gateway.unexpected() };
     } finally {
       await gateway.close();
     }

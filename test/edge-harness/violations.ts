@@ -8,7 +8,8 @@ import type { EdgeCase } from './script.ts';
  * c: a complete request left unanswered, refused without an Error body, or answered without the
  * Access-Control-Allow-Origin its Origin is owed (or with one it is not); d: the upstream received what
  * no client sent whole and valid, or a key, or an answer with a transfer coding the gateway cannot relay
- * was relayed or its connection reused; e: a hang, a crash, a 500, or a request still in flight.
+ * was relayed or its connection reused; e: a hang, a crash, a 500 (answered or only logged as an
+ * unexpected error), or a request still in flight.
  */
 export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e';
 
@@ -28,4 +29,6 @@ export interface CaseObservation {
   inFlightAfter: number | undefined;
   /** Uncaught exceptions and unhandled rejections during the case. */
   crashes: string[];
+  /** The gateway's `unexpected error` log lines during the case. */
+  unexpected: string[];
 }

@@ -1,0 +1,58 @@
+// The admin listener's server: the public listener's protections, sized for probes, scrapes and admin calls.
+import type { RequestListener, Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { refuse } from '../errors/send-error.ts';
+import { createServer } from '../http/node-http.ts';
+import { requestIdOf } from '../pipeline/request-record.ts';
+import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
+import { capConnections } from './connection-cap.ts';
+import { targetRefusal, toOriginForm } from './request-target.ts';
+import { serveInTurn } from './serve-in-turn.ts';
+
+/** The `listen.admin*` settings (src/config/schema.ts), and the admin app. */
+export interface AdminListenerOptions {
+  app: RequestListener;
+  /** Open connections; at the cap the oldest idle or half-sent one is closed for the newcomer (connection-cap.ts). */
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxQueuedPerConnection: number;
+  /** Told each time the cap closes a connection to admit another. */
+  onEvicted?: () => void;
+}
+
+/**
+ * Without these, two clients holding twenty thousand half-sent requests on the admin port used every
+ * file descriptor of the process, and the public listener's with them. Every answer carries an
+ * X-Request-Id (the client's when well-formed), refusals of bytes that do not parse and of CONNECT included.
+ */
+export function createAdminServer(options: AdminListenerOptions): Server {
+  const server = createServer({
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    headersTimeout: options.headersTimeoutMs,
+    requestTimeout: options.requestTimeoutMs,
+    // How often Node checks the two timeouts above (default 30 s), as on the public listener.
+    connectionsCheckingInterval: 1000,
+    // Node's refusal of a missing Host is a bare 400; targetRefusal answers it with an Error body.
+    requireHostHeader: false,
+  });
+  const cap = capConnections(server, options.maxConnections, options.onEvicted);
+  const { app } = options;
+  const admission = serveInTurn(
+    function adminEdge(req, res) {
+      res.setHeader('X-Request-Id', requestIdOf(req.headers['x-request-id']));
+      cap.hold(req.socket, res);
+      toOriginForm(req);
+      const refusal = targetRefusal(req as Parameters<typeof targetRefusal>[0]);
+      if (refusal === undefined) app(req, res);
+      else refuse(req, res, refusal);
+    },
+    { maxQueuedPerConnection: options.maxQueuedPerConnection },
+  );
+  // checkContinue is left to Node (it sends 100 Continue, then `request`); any other expectation is refused by targetRefusal.
+  for (const event of ['request', 'checkExpectation'] as const) server.on(event, admission.listener);
+  server.on('clientError', createClientErrorHandler(admission.answerInTurn, { requestId: randomUUID }));
+  server.on('connect', createConnectRefusal(admission.answerInTurn, { requestId: randomUUID }));
+  return server;
+}

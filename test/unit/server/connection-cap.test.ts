@@ -1,0 +1,70 @@
+// capConnections: at the cap the oldest idle or half-sent connection makes room; one being answered never does.
+import { once } from 'node:events';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capConnections } from '../../../src/server/connection-cap.ts';
+
+let server: Server | undefined;
+const sockets: Socket[] = [];
+/** Responses the server holds open: their connections are being answered. */
+const held: ServerResponse[] = [];
+afterEach(async () => {
+  for (const res of held.splice(0)) res.end();
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  server = undefined;
+});
+
+/** A server capped at `max` whose every request is held, unanswered, until the test ends. */
+async function holdingServer(max: number): Promise<{ port: number; evictions: () => number }> {
+  let evicted = 0;
+  server = createServer((req, res) => {
+    cap.hold(req.socket, res);
+    held.push(res);
+  });
+  const cap = capConnections(server, max, () => evicted++);
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, evictions: () => evicted };
+}
+
+/** A connection that has written `bytes`; resolves once the server has seen it (its request, or its connection). */
+async function open(port: number, bytes: string): Promise<{ socket: Socket; closed: Promise<unknown> }> {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  sockets.push(socket);
+  const closed = once(socket, 'close');
+  await once(socket, 'connect');
+  socket.write(bytes);
+  return { socket, closed };
+}
+
+const WHOLE = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+const HALF = 'GET / HTTP/1.1\r\nHo';
+
+describe('capConnections', () => {
+  it('closes the oldest half-sent connection to admit a newcomer, never one being answered', async () => {
+    const { port, evictions } = await holdingServer(3);
+    const answering = await open(port, WHOLE);
+    await new Promise((resolve) => server!.once('request', resolve));
+    const oldestHalf = await open(port, HALF);
+    await open(port, HALF);
+    const newcomer = await open(port, HALF);
+    await oldestHalf.closed;
+    expect(evictions()).toBe(1);
+    expect(answering.socket.destroyed).toBe(false);
+    expect(newcomer.socket.destroyed).toBe(false);
+  });
+
+  it('refuses the newcomer when every connection is being answered', async () => {
+    const { port, evictions } = await holdingServer(2);
+    for (let i = 0; i < 2; i++) {
+      await open(port, WHOLE);
+      await new Promise((resolve) => server!.once('request', resolve));
+    }
+    const newcomer = await open(port, WHOLE);
+    await newcomer.closed;
+    expect(evictions()).toBe(0);
+    expect(sockets.slice(0, 2).every((socket) => !socket.destroyed)).toBe(true);
+  });
+});
