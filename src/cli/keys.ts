@@ -1,5 +1,6 @@
 // npm run keys -- <command>: operators create, list, show, revoke and rotate API keys, in Redis or through a gateway's admin API.
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ReplyError } from 'ioredis';
 import { consumerNameProblem } from '../auth/consumer-name.ts';
 import { KeyAdmin, KeyAdminError, type KeyOperations } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
@@ -208,7 +209,14 @@ try {
 } catch (error) {
   // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  const known = error instanceof KeyAdminError || error instanceof ConfigError || error instanceof RedisUnreachableError || error instanceof AdminApiError;
-  process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
+  // Redis's own refusal of a command (a key of the wrong type) is its message; a timeout or a lost connection too.
+  const fromRedis = (failure: Error) => failure instanceof ReplyError || /^(Command timed out|Connection is closed)/.test(failure.message);
+  const known =
+    error instanceof KeyAdminError ||
+    error instanceof ConfigError ||
+    error instanceof RedisUnreachableError ||
+    error instanceof AdminApiError ||
+    (error instanceof Error && fromRedis(error));
+  process.stderr.write(`keys: ${known ? (error as Error).message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 }
