@@ -9,7 +9,7 @@ import { BrownoutAdmin, BrownoutAdminError, type BrownoutOperations, type Browno
 import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminClient, type AdminOptions, adminClientFrom, remoteBrownouts, remoteReport } from './admin-client.ts';
-import { printable } from './printable.ts';
+import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 /** A runtime failure with a message for the operator (exit 1). */
@@ -73,7 +73,7 @@ async function withBrownouts<T>(setting: Setting, work: (brownouts: BrownoutOper
 
 function printBrownouts(rows: readonly BrownoutRow[], json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${printableJson(rows)}\n`);
     return;
   }
   if (rows.length === 0) {
@@ -89,7 +89,7 @@ function printBrownouts(rows: readonly BrownoutRow[], json: boolean): void {
 
 function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${printableJson(rows)}\n`);
     return;
   }
   const lines: string[] = [];

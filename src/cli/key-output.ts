@@ -2,7 +2,7 @@
 import type { IssuedKey } from '../auth/key-admin.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import { systemClock } from '../time/clock.ts';
-import { printable } from './printable.ts';
+import { printable, printableJson } from './printable.ts';
 
 export function describe(record: KeyRecord): string {
   const state = record.revoked ? 'revoked' : record.expiresAt && Date.parse(record.expiresAt) <= systemClock.now() ? 'expired' : 'active';
@@ -18,17 +18,17 @@ export function describe(record: KeyRecord): string {
   ].join('\n');
 }
 
-/** JSON.stringify escapes control characters itself (`\u001b`): JSON output needs no more. */
+/** JSON output escapes what a terminal would act on too (src/cli/printable.ts). */
 export function printIssued(issued: IssuedKey, json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key })}\n`);
+    process.stdout.write(`${printableJson({ ...issued.record, key: issued.key })}\n`);
     return;
   }
   process.stdout.write(`${describe(issued.record)}\n\nAPI key (shown this once; it cannot be recovered):\n  ${issued.key}\n`);
 }
 
 export function printRecord(record: KeyRecord, json: boolean): void {
-  process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${describe(record)}\n`);
+  process.stdout.write(json ? `${printableJson(record)}\n` : `${describe(record)}\n`);
 }
 
 /**
@@ -41,7 +41,7 @@ export async function printKeyList(pages: AsyncIterable<readonly KeyRecord[]>, j
   if (json) process.stdout.write('[');
   for await (const page of pages) {
     if (page.length === 0) continue;
-    const text = json ? page.map((record) => JSON.stringify(record)).join(',') : page.map(describe).join('\n\n');
+    const text = json ? page.map((record) => printableJson(record)).join(',') : page.map(describe).join('\n\n');
     process.stdout.write(`${printed === 0 ? '' : json ? ',' : '\n\n'}${text}`);
     printed += page.length;
   }

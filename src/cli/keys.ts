@@ -10,6 +10,7 @@ import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
 import { describe, printIssued, printKeyList, printRecord } from './key-output.ts';
+import { printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
@@ -177,7 +178,7 @@ program
   .action(async (id: string, options: { overlapSeconds?: number; json?: boolean }) => {
     const { issued, previous } = await withAdmin((admin) => admin.rotate(id, options.overlapSeconds ?? 0), { hashes: true });
     if (options.json) {
-      process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key, previous })}\n`);
+      process.stdout.write(`${printableJson({ ...issued.record, key: issued.key, previous })}\n`);
       return;
     }
     printIssued(issued, false);

@@ -17,3 +17,15 @@ function escapeOne(character: string): string {
 export function printable(text: string): string {
   return text.replace(UNPRINTABLE, escapeOne);
 }
+
+/**
+ * JSON.stringify escapes C0 controls only: DEL, C1 controls (U+009B starts terminal sequences too),
+ * format characters (U+202E reverses the line) and U+2028/U+2029 pass raw. Such characters can only
+ * stand in a string of the output, where `\uNNNN` means the same: still the same JSON.
+ */
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/** `JSON.stringify(value)`, every character a terminal would act on written as `\uNNNN`. */
+export function printableJson(value: unknown): string {
+  return JSON.stringify(value).replace(UNPRINTABLE_IN_JSON, (character) => `\\u${character.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+}

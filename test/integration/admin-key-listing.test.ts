@@ -56,6 +56,10 @@ afterAll(async () => {
 
 const admin = (path: string) => adminRequest(gateway.adminPort, path);
 
+/** The cursor of a page whose last key is the `index`th: as the API writes it (base64url of `createdAt|id`). */
+const cursorAfter = (index: number) =>
+  Buffer.from(`${new Date(TEST_NOW - 86_400_000 + Math.floor(index / 3)).toISOString()}|${ids[index]}`).toString('base64url');
+
 /** The path a page's Link names, or undefined on the last page. */
 function nextPath(answer: AdminAnswer): string | undefined {
   const link = answer.headers.link;
@@ -99,16 +103,14 @@ describe('GET /admin/keys', () => {
   it('gives 100 keys by default, and the next page’s Link without a limit', async () => {
     const answer = await admin('/admin/keys');
     expect((answer.body as unknown[]).length).toBe(100);
-    const cursor = Buffer.from(`${new Date(TEST_NOW - 86_400_000 + 33).toISOString()}|${ids[99]}`).toString('base64url');
-    expect(answer.headers.link).toBe(`</admin/keys?cursor=${cursor}>; rel="next"`);
+    expect(answer.headers.link).toBe(`</admin/keys?cursor=${cursorAfter(99)}>; rel="next"`);
   });
 
   it('keeps the limit in the Link, and gives none on the last page', async () => {
     const first = await admin('/admin/keys?limit=2');
     expect((first.body as Array<{ id: string }>).map((key) => key.id)).toEqual(ids.slice(0, 2));
     expect(nextPath(first)).toMatch(/^\/admin\/keys\?cursor=[A-Za-z0-9_-]+&limit=2$/);
-    const beforeLast = Buffer.from(`${new Date(TEST_NOW - 86_400_000 + Math.floor((KEYS - 2) / 3)).toISOString()}|${ids[KEYS - 2]}`).toString('base64url');
-    const last = await admin(`/admin/keys?cursor=${beforeLast}&limit=2`);
+    const last = await admin(`/admin/keys?cursor=${cursorAfter(KEYS - 2)}&limit=2`);
     expect((last.body as Array<{ id: string }>).map((key) => key.id)).toEqual([ids[KEYS - 1]]);
     expect(last.headers.link).toBeUndefined();
   });
@@ -125,9 +127,7 @@ describe('GET /admin/keys', () => {
   });
 
   it('answers a page one of whose lookups fails 503, not a shorter 200', async () => {
-    const answer = await withFailingLookup(ids[150]!, () =>
-      admin('/admin/keys?limit=100&cursor=' + Buffer.from(`${new Date(TEST_NOW - 86_400_000 + 33).toISOString()}|${ids[99]}`).toString('base64url')),
-    );
+    const answer = await withFailingLookup(ids[150]!, () => admin(`/admin/keys?limit=100&cursor=${cursorAfter(99)}`));
     expect(answer.status).toBe(503);
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(answer.headers['retry-after']).toBe('1');

@@ -83,7 +83,7 @@ describe('the keys CLI', () => {
         "keys: refusing to write: the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways' pepper\n",
     });
     const listed = await runKeysCli(['list', '--json'], withPepper(PEPPER));
-    expect(listed.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(listed.stdout)).toHaveLength(1);
   });
 
   it('refuses peppered keys on a Redis whose keys were made without a pepper', async () => {
