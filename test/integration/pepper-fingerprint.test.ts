@@ -35,7 +35,7 @@ afterEach(async () => {
 const withPepper = (pepper: string | undefined) => ({ REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, ...(pepper ? { API_KEY_PEPPER: pepper } : {}) });
 
 async function create(pepper: string | undefined) {
-  return runKeysCli(['create', '--name', 'acme', '--environment', 'staging', '--json'], withPepper(pepper));
+  return runKeysCli(['create', '--consumer', 'acme', '--environment', 'staging', '--json'], withPepper(pepper));
 }
 
 async function readyz(process: GatewayProcess): Promise<{ status: number; body: { status: string; checks: Record<string, string> } }> {
