@@ -43,7 +43,7 @@ export interface AdminRoute {
 
 interface NewKeyBody {
   consumer?: string;
-  /** `consumer`'s spelling before 1.x, accepted for one minor version (deprecated in the document). */
+  /** `consumer`'s spelling in 1.0, accepted for one more minor version (deprecated in the document). */
   name?: string;
   environments?: Environment[];
   expiresAt?: string;
@@ -52,6 +52,7 @@ interface NewKeyBody {
 }
 
 const id = (input: RouteInput) => input.params.id!;
+const operation = (input: RouteInput) => input.params.operationId!;
 
 /** The key holder of a createKey body: `consumer`, or its deprecated alias `name`; both, differing, is refused. */
 function consumerOf(body: NewKeyBody): string {
@@ -75,7 +76,6 @@ async function listKeys({ keys }: AdminOperations, { query }: RouteInput): Promi
   const next = new URLSearchParams({ cursor: page.next, ...(limit === null ? {} : { limit }) });
   return { status: 200, body, headers: { Link: `<${KEYS_PATH}?${next}>; rel="next"` } };
 }
-const operation = (input: RouteInput) => input.params.operationId!;
 
 /** By operationId of config/admin.openapi.yaml: the API checks at construction that each has one. */
 export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {

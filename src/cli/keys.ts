@@ -10,7 +10,7 @@ import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
 import { describe, printIssued, printKeyList, printRecord } from './key-output.ts';
-import { printableJson } from './printable.ts';
+import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
@@ -218,6 +218,8 @@ try {
     error instanceof RedisUnreachableError ||
     error instanceof AdminApiError ||
     (error instanceof Error && fromRedis(error));
-  process.stderr.write(`keys: ${known ? (error as Error).message : error instanceof Error ? error.stack : String(error)}\n`);
+  // A key core's message can name ids read from Redis (a successor, a damaged key): escaped as any value printed.
+  const message = error instanceof KeyAdminError ? printable(error.message) : known ? (error as Error).message : undefined;
+  process.stderr.write(`keys: ${message ?? (error instanceof Error ? error.stack : String(error))}\n`);
   process.exit(1);
 }
