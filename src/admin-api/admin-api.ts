@@ -8,9 +8,9 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { refuse } from '../errors/send-error.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from '../pipeline/request-record.ts';
 import type { AdminAuthentication } from './admin-auth.ts';
-import { readAdminBody } from './admin-body.ts';
+import { queryOf, readAdminBody } from './admin-body.ts';
 import type { AdminAction, AdminResult } from '../observability/admin-actions.ts';
-import { ADMIN_ROUTES, toAdminRefusal, type AdminOperations } from './routes.ts';
+import { ADMIN_ROUTES, toAdminRefusal, type AdminOperations, type RouteAnswer } from './routes.ts';
 import type { AdminTokens } from './tokens.ts';
 
 /** The admin API's interface document: its routes, path parameters and request bodies are compiled from it at start-up. */
@@ -52,7 +52,8 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
     return matched;
   }
 
-  function answer(res: Response, status: number, body: unknown): void {
+  function answer(res: Response, { status, body, headers }: RouteAnswer): void {
+    if (headers) res.set(headers);
     if (body === undefined) res.status(status).end();
     else res.status(status).json(body);
   }
@@ -74,10 +75,10 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
       if (pathParams.id !== undefined) audit.keyId = pathParams.id;
       if (pathParams.operationId !== undefined) audit.operation = pathParams.operationId;
       const body = await readAdminBody(req, operation, pathParams, MAX_BODY_BYTES);
-      const done = await adminRoute.run(operations, { params: pathParams, body });
+      const done = await adminRoute.run(operations, { params: pathParams, query: queryOf(req), body });
       if (done.createdKeyId !== undefined) audit[audit.keyId === undefined ? 'keyId' : 'newKeyId'] = done.createdKeyId;
       if (action) record(action, done.status);
-      answer(res, done.status, done.body);
+      answer(res, done);
     } catch (error) {
       const refusal = toAdminRefusal(error);
       if (action) record(action, refusal.status, refusal);

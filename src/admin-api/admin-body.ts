@@ -7,6 +7,12 @@ import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { announcesBody } from '../http/framing.ts';
 
+/** The request's query string, as its parameters were checked by `readAdminBody`. */
+export function queryOf(req: Request): URLSearchParams {
+  const questionMark = req.originalUrl.indexOf('?');
+  return new URLSearchParams(questionMark === -1 ? '' : req.originalUrl.slice(questionMark + 1));
+}
+
 /**
  * The parsed body (undefined when the operation takes none, or an optional one was not sent). A field the
  * document does not describe is refused (its schemas say `additionalProperties: false`), as is a body too

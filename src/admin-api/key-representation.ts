@@ -3,16 +3,17 @@ import type { IssuedKey, RotatedKey } from '../auth/key-admin.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import type { Environment, StabilityMarker } from '../config/schema.ts';
 
-/** `name` and `optIn` are the words of the API's request bodies; the record's are `consumer` and `optedIn`. */
+/** `optIn` is the word of the API's request bodies; the record's is `optedIn`. The holder is `consumer` everywhere. */
 export interface ApiKey {
   id: string;
-  name: string;
+  consumer: string;
   environments: readonly Environment[];
   createdAt: string;
   revoked: boolean;
   expiresAt?: string;
   rateLimitPerMinute?: number;
   optIn?: readonly StabilityMarker[];
+  rotatedTo?: string;
 }
 
 export type ApiIssuedKey = ApiKey & { key: string };
@@ -21,20 +22,21 @@ export type ApiRotatedKey = ApiIssuedKey & { previous: ApiKey };
 export function toApiKey(record: KeyRecord): ApiKey {
   return {
     id: record.id,
-    name: record.consumer,
+    consumer: record.consumer,
     environments: record.environments,
     createdAt: record.createdAt,
     revoked: record.revoked,
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
     ...(record.optedIn === undefined ? {} : { optIn: record.optedIn }),
+    ...(record.rotatedTo === undefined ? {} : { rotatedTo: record.rotatedTo }),
   };
 }
 
 export function fromApiKey(key: ApiKey): KeyRecord {
   return {
     id: key.id,
-    consumer: key.name,
+    consumer: key.consumer,
     environments: key.environments,
     createdAt: key.createdAt,
     // In the order the Redis path prints a record, so the CLI's JSON is the same either way.
@@ -42,6 +44,7 @@ export function fromApiKey(key: ApiKey): KeyRecord {
     ...(key.expiresAt === undefined ? {} : { expiresAt: key.expiresAt }),
     ...(key.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: key.rateLimitPerMinute }),
     ...(key.optIn === undefined ? {} : { optedIn: key.optIn }),
+    ...(key.rotatedTo === undefined ? {} : { rotatedTo: key.rotatedTo }),
   };
 }
 

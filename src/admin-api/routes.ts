@@ -20,6 +20,8 @@ export interface AdminOperations {
 
 export interface RouteInput {
   params: Readonly<Record<string, string>>;
+  /** The query, checked against the operation's parameters. */
+  query: URLSearchParams;
   /** Validated against the operation's request body schema (or undefined where it takes none, or none was sent). */
   body: unknown;
 }
@@ -27,6 +29,8 @@ export interface RouteInput {
 export interface RouteAnswer {
   status: 200 | 201 | 204;
   body?: unknown;
+  /** Headers the operation's answer carries besides the admin API's own (`Link` on a page of keys). */
+  headers?: Readonly<Record<string, string>>;
   /** The key a change created (create, rotate), for the audit line. */
   createdKeyId?: string;
 }
@@ -38,7 +42,9 @@ export interface AdminRoute {
 }
 
 interface NewKeyBody {
-  name: string;
+  consumer?: string;
+  /** `consumer`'s spelling in 1.0, accepted for one more minor version (deprecated in the document). */
+  name?: string;
   environments?: Environment[];
   expiresAt?: string;
   rateLimitPerMinute?: number;
@@ -48,16 +54,39 @@ interface NewKeyBody {
 const id = (input: RouteInput) => input.params.id!;
 const operation = (input: RouteInput) => input.params.operationId!;
 
+/** The key holder of a createKey body: `consumer`, or its deprecated alias `name`; both, differing, is refused. */
+function consumerOf(body: NewKeyBody): string {
+  if (body.consumer !== undefined && body.name !== undefined && body.consumer !== body.name)
+    throw new GatewayError('invalid_request', "Request body fields 'consumer' and 'name' differ: send 'consumer' only ('name' is its deprecated spelling)");
+  const consumer = body.consumer ?? body.name;
+  if (consumer === undefined) throw new GatewayError('invalid_request', "Request body field 'consumer' is required");
+  return consumer;
+}
+
+/** Where the admin API is mounted: a next page's `Link` is a path under it. */
+const KEYS_PATH = '/admin/keys';
+
+/** A page of keys: the JSON array, and the next page's URL (RFC 8288) unless it is the last. */
+async function listKeys({ keys }: AdminOperations, { query }: RouteInput): Promise<RouteAnswer> {
+  const limit = query.get('limit');
+  const cursor = query.get('cursor');
+  const page = await keys.list({ ...(cursor === null ? {} : { cursor }), ...(limit === null ? {} : { limit: Number(limit) }) });
+  const body = page.records.map(toApiKey);
+  if (page.next === undefined) return { status: 200, body };
+  const next = new URLSearchParams({ cursor: page.next, ...(limit === null ? {} : { limit }) });
+  return { status: 200, body, headers: { Link: `<${KEYS_PATH}?${next}>; rel="next"` } };
+}
+
 /** By operationId of config/admin.openapi.yaml: the API checks at construction that each has one. */
 export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
-  listKeys: { run: async ({ keys }) => ({ status: 200, body: (await keys.list()).map(toApiKey) }) },
+  listKeys: { run: listKeys },
   getKey: { run: async ({ keys }, input) => ({ status: 200, body: toApiKey(await keys.show(id(input))) }) },
   createKey: {
     action: 'create_key',
     async run({ keys, defaultEnvironments }, input) {
       const body = input.body as NewKeyBody;
       const issued = await keys.create({
-        consumer: body.name,
+        consumer: consumerOf(body),
         environments: body.environments ?? defaultEnvironments(),
         ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
         ...(body.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: body.rateLimitPerMinute }),

@@ -1,38 +1,22 @@
 // What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Behind the CLI and the admin API alike.
 import type { RedisClient } from '../redis/connect.ts';
-import type { Environment, StabilityMarker } from '../config/schema.ts';
-import { RefusalError } from '../errors/refusal-error.ts';
+import type { StabilityMarker } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
 import { generateApiKey, generateKeyId } from './api-key.ts';
+import { consumerNameProblem } from './consumer-name.ts';
+import { KeyAdminError } from './key-admin-error.ts';
 import { publishKeyEvent } from './key-events.ts';
 import type { PepperedKeyHasher } from './key-hash.ts';
+import { readKeyPage, type KeyPage, type PageRequest } from './key-listing.ts';
+import type { IssuedKey, KeyOperations, NewKey, RotatedKey } from './key-operations.ts';
 import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint } from './pepper-fingerprint.ts';
-import { fromHashFields, keyLayout, toHashFields, type KeyLayout } from './key-records.ts';
+import { fromHashFields, keyLayout, orderMember, toHashFields, type KeyLayout } from './key-records.ts';
+import { rotateOnce } from './key-rotation.ts';
 import type { KeyRecord } from './key-store.ts';
 
-/** Why a key operation was refused: the admin API answers each with its own status (src/admin-api/routes.ts). */
-export type KeyAdminRefusal = 'invalid' | 'not_found' | 'conflict' | 'damaged' | 'pepper_mismatch';
-
-export class KeyAdminError extends RefusalError<KeyAdminRefusal> {
-  override name = 'KeyAdminError';
-}
-
-/** The key operations, done on Redis (KeyAdmin) or asked of a gateway's admin API (src/cli/admin-client.ts). */
-export interface KeyOperations {
-  create(input: NewKey): Promise<IssuedKey>;
-  show(id: string): Promise<KeyRecord>;
-  list(): Promise<KeyRecord[]>;
-  revoke(id: string): Promise<KeyRecord>;
-  setRateLimit(id: string, perMinute: number): Promise<KeyRecord>;
-  setOptIn(id: string, markers: readonly StabilityMarker[]): Promise<KeyRecord>;
-  rotate(id: string, overlapSeconds?: number): Promise<RotatedKey>;
-}
-
-/** A rotation: the new key, and the old one's record (revoked, or expiring after the overlap). */
-export interface RotatedKey {
-  issued: IssuedKey;
-  previous: KeyRecord;
-}
+export { KeyAdminError, type KeyAdminRefusal } from './key-admin-error.ts';
+export type { KeyPage, PageRequest } from './key-listing.ts';
+export type { IssuedKey, KeyOperations, NewKey, RotatedKey } from './key-operations.ts';
 
 export interface KeyAdminOptions {
   keyPrefix: string;
@@ -46,21 +30,6 @@ export interface KeyAdminOptions {
   onPepperRecorded?: (existingKeys: number) => void;
   /** Told when a write that does not depend on the pepper (revoke, limits, opt-in) ran with another pepper than the keys'. */
   onPepperMismatch?: (message: string) => void;
-}
-
-export interface NewKey {
-  consumer: string;
-  environments: readonly Environment[];
-  expiresAt?: string;
-  rateLimitPerMinute?: number;
-  /** Stability markers the key opts in to (served where config says `opt-in`). */
-  optedIn?: readonly StabilityMarker[];
-}
-
-/** A created key: the only time the secret exists outside the caller's hands. */
-export interface IssuedKey {
-  key: string;
-  record: KeyRecord;
 }
 
 export class KeyAdmin implements KeyOperations {
@@ -81,7 +50,8 @@ export class KeyAdmin implements KeyOperations {
   }
 
   async create(input: NewKey): Promise<IssuedKey> {
-    if (input.consumer.trim() === '') throw new KeyAdminError('invalid', 'a key needs a consumer name');
+    const problem = consumerNameProblem(input.consumer);
+    if (problem !== undefined) throw new KeyAdminError('invalid', problem);
     if (input.environments.length === 0) throw new KeyAdminError('invalid', 'a key needs at least one environment');
     if (input.expiresAt === undefined) return this.#issue(input);
     const expiresAt = Date.parse(input.expiresAt);
@@ -89,11 +59,23 @@ export class KeyAdmin implements KeyOperations {
     return this.#issue({ ...input, expiresAt: new Date(expiresAt).toISOString() });
   }
 
-  /** Writes a new key; a rotation copies the old key's grants, expiry included, as they are. */
+  /** Writes a new key. */
   async #issue(input: NewKey): Promise<IssuedKey> {
     await this.#claimPepper();
+    const { key, keyHash, record } = this.#newKey(input);
+    await this.#redis
+      .multi()
+      .hset(this.#layout.record(keyHash), toHashFields(record))
+      .set(this.#layout.byId(record.id), keyHash)
+      .sadd(this.#layout.ids, record.id)
+      .zadd(this.#layout.order, 0, orderMember(record))
+      .exec();
+    return { key, record };
+  }
+
+  /** A new key and its record, not yet stored; a rotation copies the old key's grants, expiry included, as they are. */
+  #newKey(input: NewKey): IssuedKey & { keyHash: string } {
     const key = generateApiKey(input.environments);
-    const keyHash = this.#hashKey(key);
     const record: KeyRecord = {
       id: generateKeyId(),
       consumer: input.consumer,
@@ -104,13 +86,7 @@ export class KeyAdmin implements KeyOperations {
       ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
       ...(input.optedIn === undefined || input.optedIn.length === 0 ? {} : { optedIn: [...new Set(input.optedIn)] }),
     };
-    await this.#redis
-      .multi()
-      .hset(this.#layout.record(keyHash), toHashFields(record))
-      .set(this.#layout.byId(record.id), keyHash)
-      .sadd(this.#layout.ids, record.id)
-      .exec();
-    return { key, record };
+    return { key, keyHash: this.#hashKey(key), record };
   }
 
   async show(id: string): Promise<KeyRecord> {
@@ -118,19 +94,17 @@ export class KeyAdmin implements KeyOperations {
     return record;
   }
 
-  async list(): Promise<KeyRecord[]> {
-    const ids = await this.#redis.smembers(this.#layout.ids);
-    const records = await Promise.all(
-      ids.map((id) =>
-        this.#find(id).then(
-          ({ record }) => record,
-          () => undefined,
-        ),
-      ),
-    );
-    return records
-      .filter((record): record is KeyRecord => record !== undefined)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  async list(request: PageRequest = {}): Promise<KeyPage> {
+    return readKeyPage(this.#redis, this.#layout, request);
+  }
+
+  async *pages(limit?: number): AsyncIterable<readonly KeyRecord[]> {
+    let page = await this.list(limit === undefined ? {} : { limit });
+    yield page.records;
+    while (page.next !== undefined) {
+      page = await this.list({ cursor: page.next, ...(limit === undefined ? {} : { limit }) });
+      yield page.records;
+    }
   }
 
   async revoke(id: string): Promise<KeyRecord> {
@@ -148,23 +122,37 @@ export class KeyAdmin implements KeyOperations {
 
   /**
    * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
-   * overlap, expires after it so clients can switch without an outage.
+   * overlap, expires after it so clients can switch without an outage. A key is rotated once: a
+   * concurrent or repeated rotation is refused, naming the successor, and writes nothing.
    */
   async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
-    const { record } = await this.#find(id);
-    if (record.revoked) throw new KeyAdminError('conflict', `key ${id} is revoked; create a new one instead`);
-    const issued = await this.#issue({
+    const { keyHash, record } = await this.#find(id);
+    const refused = rotationRefusal(id, record);
+    if (refused) throw refused;
+    await this.#claimPepper();
+    const {
+      key,
+      keyHash: successorHash,
+      record: successor,
+    } = this.#newKey({
       consumer: record.consumer,
       environments: record.environments,
       ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
       ...(record.optedIn === undefined ? {} : { optedIn: record.optedIn }),
     });
-    const previous =
-      overlapSeconds > 0
-        ? await this.#update(id, { expiresAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() }, 'changed')
-        : await this.revoke(id);
-    return { issued, previous };
+    const revokes = !(overlapSeconds > 0);
+    const rotated = await rotateOnce(this.#redis, this.#layout, {
+      oldKeyHash: keyHash,
+      successor: { keyHash: successorHash, record: successor },
+      oldChanges: revokes ? { revoked: '1' } : { expiresAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() },
+    });
+    if (rotated.outcome === 'gone') throw new KeyAdminError('not_found', `no key with id ${id}`);
+    // Another rotation or a revocation came first, between the read above and the script: refused as if read then.
+    if (rotated.outcome === 'already_rotated') throw rotationRefusal(id, { revoked: false, rotatedTo: rotated.successor })!;
+    if (rotated.outcome === 'revoked') throw rotationRefusal(id, { revoked: true })!;
+    await publishKeyEvent(this.#redis, this.#prefix, { type: revokes ? 'revoked' : 'changed', keyHash, epoch: rotated.epoch });
+    return { issued: { key, record: successor }, previous: (await this.#find(id)).record };
   }
 
   async #find(id: string): Promise<{ keyHash: string; record: KeyRecord }> {
@@ -211,4 +199,11 @@ export class KeyAdmin implements KeyOperations {
     await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash, epoch: Number(epoch) });
     return (await this.#find(id)).record;
   }
+}
+
+/** A key rotated before, or revoked, is not rotated again: its successor, or a new key, is the one to use. */
+function rotationRefusal(id: string, record: Pick<KeyRecord, 'revoked' | 'rotatedTo'>): KeyAdminError | undefined {
+  if (record.rotatedTo !== undefined) return new KeyAdminError('conflict', `key ${id} was already rotated to ${record.rotatedTo}; rotate that key instead`);
+  if (record.revoked) return new KeyAdminError('conflict', `key ${id} is revoked; create a new one instead`);
+  return undefined;
 }

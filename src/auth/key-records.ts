@@ -1,4 +1,4 @@
-// How key records are laid out in Redis: one hash per key hash, an id index, and the events channel.
+// How key records are laid out in Redis: one hash per key hash, the id indexes, and the events channel.
 import type { Environment, StabilityMarker } from '../config/schema.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS } from '../config/schema.ts';
 import type { KeyRecord } from './key-store.ts';
@@ -8,8 +8,14 @@ export interface KeyLayout {
   record(keyHash: string): string;
   /** STRING: the key hash of the record with this id. */
   byId(id: string): string;
-  /** SET: every key id. */
+  /** SET: every key id (what versions before the ordered index list, and what the pepper claim counts). */
   ids: string;
+  /**
+   * ZSET, every score 0: a member `createdAt|id` per key, so lexicographic order is creation order and a
+   * page resumes after the last member it gave (ZRANGE BYLEX), whatever was added or ties in between.
+   * Written with `ids` in one transaction; filled from `ids` where older versions wrote only that.
+   */
+  order: string;
   /** Pub/sub channel on which key changes are announced to every gateway replica. */
   events: string;
   /** STRING: how many key changes have been announced (each event carries its number), for replicas to notice one they missed. */
@@ -27,11 +33,18 @@ export function keyLayout(prefix: string): KeyLayout {
     record: (keyHash) => `${prefix}{keys}:key:${keyHash}`,
     byId: (id) => `${prefix}{keys}:key-id:${id}`,
     ids: `${prefix}{keys}:key-ids`,
+    order: `${prefix}{keys}:key-order`,
     events: `${prefix}key-events`,
     eventsEpoch: `${prefix}{keys}:key-events-epoch`,
     pepperFingerprint: `${prefix}{keys}:pepper-fingerprint`,
   };
 }
+
+/** A key's member of `order`: its creation instant (ISO 8601 in UTC, fixed width, so it sorts as text) and its id. */
+export const orderMember = (record: Pick<KeyRecord, 'createdAt' | 'id'>): string => `${record.createdAt}|${record.id}`;
+
+/** The id in an `order` member. */
+export const idOfOrderMember = (member: string): string => member.slice(member.indexOf('|') + 1);
 
 /** Announced on the events channel; carries the key hash (the lookup handle), never the key. */
 export interface KeyEvent {
@@ -51,6 +64,7 @@ export function toHashFields(record: KeyRecord): Record<string, string> {
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: String(record.rateLimitPerMinute) }),
     ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn.join(',') }),
+    ...(record.rotatedTo === undefined ? {} : { rotatedTo: record.rotatedTo }),
   };
 }
 
@@ -70,5 +84,6 @@ export function fromHashFields(fields: Record<string, string>): KeyRecord | unde
     ...(fields.expiresAt ? { expiresAt: fields.expiresAt } : {}),
     ...(limit !== undefined && Number.isInteger(limit) && limit > 0 ? { rateLimitPerMinute: limit } : {}),
     ...(optedIn.length > 0 ? { optedIn } : {}),
+    ...(fields.rotatedTo ? { rotatedTo: fields.rotatedTo } : {}),
   };
 }

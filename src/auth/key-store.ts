@@ -15,6 +15,8 @@ export interface KeyRecord {
   rateLimitPerMinute?: number;
   /** Stability markers this key opted in to: where config says `opt-in`, only such keys call those operations. */
   optedIn?: readonly StabilityMarker[];
+  /** The id of the key this one was rotated to: a key is rotated once (src/auth/key-rotation.ts). */
+  rotatedTo?: string;
 }
 
 /** The authenticated caller as the rest of the pipeline sees it. */

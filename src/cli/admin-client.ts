@@ -1,11 +1,12 @@
 // The operators' CLIs' remote mode: the key and brownout operations asked of a gateway's admin API (--admin-url), no Redis or pepper needed.
 import { readFileSync } from 'node:fs';
 import { fromApiIssuedKey, fromApiKey, fromApiRotatedKey, type ApiIssuedKey, type ApiKey, type ApiRotatedKey } from '../admin-api/key-representation.ts';
-import type { IssuedKey, KeyOperations, NewKey, RotatedKey } from '../auth/key-admin.ts';
+import type { IssuedKey, KeyOperations, KeyPage, NewKey, PageRequest, RotatedKey } from '../auth/key-admin.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
 import type { BrownoutOperations, BrownoutRow, StoppedBrownout } from '../policy/brownout-admin.ts';
+import { printable } from './printable.ts';
 
 /** The admin API refused or could not be reached: a runtime error (exit 1) with the API's own message. */
 export class AdminApiError extends Error {
@@ -59,9 +60,15 @@ export class AdminClient {
 
   /** The answer's JSON (undefined for 204); a refusal throws an AdminApiError with the Error body's message. */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return (await this.exchange<T>(method, path, body)).body;
+  }
+
+  /** The answer's JSON and the URL of its next page (`Link: <…>; rel="next"`, RFC 8288), if any. */
+  async exchange<T>(method: string, path: string, body?: unknown): Promise<{ body: T; next?: string }> {
+    const url = `${this.#base}${path}`;
     let res: Response;
     try {
-      res = await fetch(`${this.#base}${path}`, {
+      res = await fetch(url, {
         method,
         headers: { authorization: `Bearer ${this.#token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -72,15 +79,29 @@ export class AdminClient {
       throw new AdminApiError(`the admin API at ${this.#base} is unreachable (${reason})`, { cause });
     }
     const text = await res.text();
-    if (res.ok) return (text === '' ? undefined : JSON.parse(text)) as T;
+    if (res.ok) {
+      const next = this.#nextPath(res.headers.get('link'), url);
+      return { body: (text === '' ? undefined : JSON.parse(text)) as T, ...(next === undefined ? {} : { next }) };
+    }
     let message = `${res.status} ${res.statusText}`;
     try {
       const error = JSON.parse(text) as { code?: unknown; message?: unknown };
-      if (typeof error.message === 'string') message = `${error.message} (${res.status} ${String(error.code)})`;
+      // The gateway's words, printed on a terminal: escaped like everything else read from it.
+      if (typeof error.message === 'string') message = `${printable(error.message)} (${res.status} ${printable(String(error.code))})`;
     } catch {
       /* not an Error body: the status says it */
     }
     throw new AdminApiError(`the admin API refused: ${message}`);
+  }
+
+  /** The `rel="next"` target, as a path on this gateway; one elsewhere would be sent the admin token, so it is refused. */
+  #nextPath(link: string | null, from: string): string | undefined {
+    const target = link === null ? undefined : /<([^>]*)>\s*;\s*rel="?next"?/i.exec(link)?.[1];
+    if (target === undefined) return undefined;
+    const resolved = new URL(target, from);
+    if (resolved.origin !== new URL(this.#base).origin)
+      throw new AdminApiError(`the admin API's next page is on another origin (${printable(resolved.origin)})`);
+    return `${resolved.pathname}${resolved.search}`;
   }
 }
 
@@ -92,7 +113,7 @@ export function remoteKeys(client: AdminClient): KeyOperations {
   return {
     async create(input: NewKey): Promise<IssuedKey> {
       const body = {
-        name: input.consumer,
+        consumer: input.consumer,
         // None given: the gateway's own environment, as the Redis path's default is the configured one.
         ...(input.environments.length === 0 ? {} : { environments: input.environments }),
         ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
@@ -102,7 +123,24 @@ export function remoteKeys(client: AdminClient): KeyOperations {
       return fromApiIssuedKey(await client.call<ApiIssuedKey>('POST', '/admin/keys', body));
     },
     show,
-    list: async () => (await client.call<ApiKey[]>('GET', '/admin/keys')).map(fromApiKey),
+    async list(request: PageRequest = {}): Promise<KeyPage> {
+      const query = new URLSearchParams({
+        ...(request.cursor === undefined ? {} : { cursor: request.cursor }),
+        ...(request.limit === undefined ? {} : { limit: String(request.limit) }),
+      }).toString();
+      const { body, next } = await client.exchange<ApiKey[]>('GET', `/admin/keys${query === '' ? '' : `?${query}`}`);
+      const cursor = next === undefined ? null : new URL(next, 'http://gateway').searchParams.get('cursor');
+      return { records: body.map(fromApiKey), ...(cursor === null ? {} : { next: cursor }) };
+    },
+    // Follows the answers' links as they are: the gateway decides what a next page is.
+    async *pages(limit?: number): AsyncIterable<readonly KeyRecord[]> {
+      let path: string | undefined = `/admin/keys${limit === undefined ? '' : `?limit=${limit}`}`;
+      while (path !== undefined) {
+        const page: { body: ApiKey[]; next?: string } = await client.exchange<ApiKey[]>('GET', path);
+        yield page.body.map(fromApiKey);
+        path = page.next;
+      }
+    },
     // DELETE answers 204: the record, as the Redis path prints it, is read afterwards.
     async revoke(id: string): Promise<KeyRecord> {
       await client.call('DELETE', keyPath(id));

@@ -9,6 +9,7 @@ import { BrownoutAdmin, BrownoutAdminError, type BrownoutOperations, type Browno
 import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminClient, type AdminOptions, adminClientFrom, remoteBrownouts, remoteReport } from './admin-client.ts';
+import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 /** A runtime failure with a message for the operator (exit 1). */
@@ -72,22 +73,23 @@ async function withBrownouts<T>(setting: Setting, work: (brownouts: BrownoutOper
 
 function printBrownouts(rows: readonly BrownoutRow[], json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${printableJson(rows)}\n`);
     return;
   }
   if (rows.length === 0) {
     process.stdout.write('no active or scheduled brownouts\n');
     return;
   }
+  // Rows read from Redis (or a gateway): escaped, as every value printed on a terminal.
   for (const row of rows)
     process.stdout.write(
-      `${row.operation}  ${row.state.padEnd(9)}  ${row.start} to ${row.end}  (${row.source === 'operator' ? 'started by an operator' : 'scheduled in config'})\n`,
+      `${printable(row.operation)}  ${printable(row.state).padEnd(9)}  ${printable(row.start)} to ${printable(row.end)}  (${row.source === 'operator' ? 'started by an operator' : 'scheduled in config'})\n`,
     );
 }
 
 function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${printableJson(rows)}\n`);
     return;
   }
   const lines: string[] = [];
@@ -96,7 +98,8 @@ function printReport(rows: readonly DeprecatedCallRow[], setting: Setting, json:
     lines.push(`${operation} (${described}): ${own.length} consumer${own.length === 1 ? '' : 's'}`);
     const table = [
       ['KEY ID', 'CONSUMER', 'CALLS', 'FIRST SEEN', 'LAST SEEN'],
-      ...own.map((row) => [row.keyId, row.consumer, String(row.calls), row.firstSeen, row.lastSeen]),
+      // Consumer names and ids come from Redis: escaped before their widths are measured.
+      ...own.map((row) => [printable(row.keyId), printable(row.consumer), String(row.calls), printable(row.firstSeen), printable(row.lastSeen)]),
     ];
     const widths = table[0]!.map((_, column) => Math.max(...table.map((cells) => cells[column]!.length)));
     if (own.length > 0)

@@ -1,13 +1,16 @@
 // npm run keys -- <command>: operators create, list, show, revoke and rotate API keys, in Redis or through a gateway's admin API.
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { KeyAdmin, KeyAdminError, type IssuedKey, type KeyOperations } from '../auth/key-admin.ts';
+import { ReplyError } from 'ioredis';
+import { consumerNameProblem } from '../auth/consumer-name.ts';
+import { KeyAdmin, KeyAdminError, type KeyOperations } from '../auth/key-admin.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
-import type { KeyRecord } from '../auth/key-store.ts';
 import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
+import { describe, printIssued, printKeyList, printRecord } from './key-output.ts';
+import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
 
 function positiveInteger(value: string): number {
@@ -23,6 +26,13 @@ function futureInstant(value: string): string {
   return new Date(at).toISOString();
 }
 
+/** Checked before Redis is asked, as the admin API checks it (src/auth/consumer-name.ts). */
+function consumerName(value: string): string {
+  const problem = consumerNameProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(problem);
+  return value;
+}
+
 function collectEnvironment(value: string, previous: Environment[] = []): Environment[] {
   if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${ENVIRONMENTS.join(', ')}`);
   return [...previous, value as Environment];
@@ -33,29 +43,15 @@ function collectMarker(value: string, previous: StabilityMarker[] = []): Stabili
   return [...previous, value as StabilityMarker];
 }
 
-function describe(record: KeyRecord): string {
-  const state = record.revoked ? 'revoked' : record.expiresAt && Date.parse(record.expiresAt) <= systemClock.now() ? 'expired' : 'active';
-  return [
-    `${record.id}  ${state}`,
-    `  consumer:      ${record.consumer}`,
-    `  environments:  ${record.environments.join(', ')}`,
-    `  created:       ${record.createdAt}`,
-    `  expires:       ${record.expiresAt ?? 'never'}`,
-    `  rate limit:    ${record.rateLimitPerMinute === undefined ? 'environment default' : `${record.rateLimitPerMinute}/min`}`,
-    ...(record.optedIn === undefined ? [] : [`  opted in to:   ${record.optedIn.join(', ')}`]),
-  ].join('\n');
-}
-
-function printIssued(issued: IssuedKey, json: boolean): void {
-  if (json) {
-    process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key })}\n`);
-    return;
-  }
-  process.stdout.write(`${describe(issued.record)}\n\nAPI key (shown this once; it cannot be recovered):\n  ${issued.key}\n`);
-}
-
-function printRecord(record: KeyRecord, json: boolean): void {
-  process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${describe(record)}\n`);
+/** `--consumer`, or `--name` (deprecated, said on stderr); neither, or both differing, is a usage error (exit 2). */
+function consumerOf(command: Command, options: { consumer?: string; name?: string }): string {
+  const { consumer, name } = options;
+  if (consumer !== undefined && name !== undefined && consumer !== name)
+    command.error('error: --consumer and --name (its deprecated spelling) differ: give --consumer only');
+  if (name !== undefined) process.stderr.write('keys: warning: --name is deprecated; use --consumer\n');
+  const chosen = consumer ?? name;
+  if (chosen === undefined) command.error("error: required option '--consumer <consumer>' not specified");
+  return chosen;
 }
 
 /** With --admin-url: the gateway's admin API does the work, so neither Redis access nor the pepper is needed here. */
@@ -108,7 +104,8 @@ const program = new Command('keys')
 program
   .command('create')
   .description('create a key and print it once')
-  .requiredOption('--name <consumer>', 'who the key is for')
+  .option('--consumer <consumer>', 'who the key is for (required): printable, at most 128 characters', consumerName)
+  .option('--name <consumer>', 'deprecated spelling of --consumer', consumerName)
   .addOption(
     new Option(
       '--environment <environment>',
@@ -119,40 +116,42 @@ program
   .option('--rate-limit-per-minute <n>', "this key's own rate limit", positiveInteger)
   .addOption(new Option('--opt-in <marker>', 'call operations marked experimental or beta where config says opt-in; repeat for both').argParser(collectMarker))
   .option('--json', 'print one JSON line {"id", "key", ...}')
-  .action(
-    async (options: {
-      name: string;
+  .action(async function create(
+    this: Command,
+    options: {
+      consumer?: string;
+      name?: string;
       environment?: Environment[];
       expiresAt?: string;
       rateLimitPerMinute?: number;
       optIn?: StabilityMarker[];
       json?: boolean;
-    }) => {
-      // Through the admin API none given means the gateway's own environment, which the API fills in.
-      const environments = options.environment ?? (program.opts().adminUrl === undefined ? [loadConfig().environment] : []);
-      const issued = await withAdmin(
-        (admin) =>
-          admin.create({
-            consumer: options.name,
-            environments,
-            ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
-            ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
-            ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
-          }),
-        { hashes: true },
-      );
-      printIssued(issued, options.json === true);
     },
-  );
+  ) {
+    const consumer = consumerOf(this, options);
+    // Through the admin API none given means the gateway's own environment, which the API fills in.
+    const environments = options.environment ?? (program.opts().adminUrl === undefined ? [loadConfig().environment] : []);
+    const issued = await withAdmin(
+      (admin) =>
+        admin.create({
+          consumer,
+          environments,
+          ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+          ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+          ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
+        }),
+      { hashes: true },
+    );
+    printIssued(issued, options.json === true);
+  });
 
 program
   .command('list')
   .description('list keys (never their secrets)')
-  .option('--json', 'one JSON line per key')
+  .option('--json', 'print one JSON array of every key')
   .action(async (options: { json?: boolean }) => {
-    const records = await withAdmin((admin) => admin.list());
-    if (options.json) for (const record of records) process.stdout.write(`${JSON.stringify(record)}\n`);
-    else process.stdout.write(records.length === 0 ? 'no keys\n' : `${records.map(describe).join('\n\n')}\n`);
+    // Page after page until the last: a page that fails ends the command with 1, never a shorter list.
+    await withAdmin((admin) => printKeyList(admin.pages(), options.json === true));
   });
 
 program
@@ -179,7 +178,7 @@ program
   .action(async (id: string, options: { overlapSeconds?: number; json?: boolean }) => {
     const { issued, previous } = await withAdmin((admin) => admin.rotate(id, options.overlapSeconds ?? 0), { hashes: true });
     if (options.json) {
-      process.stdout.write(`${JSON.stringify({ ...issued.record, key: issued.key, previous })}\n`);
+      process.stdout.write(`${printableJson({ ...issued.record, key: issued.key, previous })}\n`);
       return;
     }
     printIssued(issued, false);
@@ -211,7 +210,16 @@ try {
 } catch (error) {
   // Already reported on stderr by commander; --help and --version are the only non-errors it throws.
   if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  const known = error instanceof KeyAdminError || error instanceof ConfigError || error instanceof RedisUnreachableError || error instanceof AdminApiError;
-  process.stderr.write(`keys: ${known ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
+  // Redis's own refusal of a command (a key of the wrong type) is its message; a timeout or a lost connection too.
+  const fromRedis = (failure: Error) => failure instanceof ReplyError || /^(Command timed out|Connection is closed)/.test(failure.message);
+  const known =
+    error instanceof KeyAdminError ||
+    error instanceof ConfigError ||
+    error instanceof RedisUnreachableError ||
+    error instanceof AdminApiError ||
+    (error instanceof Error && fromRedis(error));
+  // A key core's message can name ids read from Redis (a successor, a damaged key): escaped as any value printed.
+  const message = error instanceof KeyAdminError ? printable(error.message) : known ? (error as Error).message : undefined;
+  process.stderr.write(`keys: ${message ?? (error instanceof Error ? error.stack : String(error))}\n`);
   process.exit(1);
 }

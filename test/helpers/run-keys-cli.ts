@@ -13,7 +13,8 @@ export function runCli(script: string, args: readonly string[], env: Record<stri
     execFile(
       process.execPath,
       [script, ...args],
-      { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 },
+      // A listing of 50,000 keys is some 8 MB of JSON: well past execFile's default of 1 MiB.
+      { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });

@@ -48,10 +48,10 @@ async function publicStatus(key: string, path = '/v1/pets'): Promise<number> {
   return res.status;
 }
 
-async function createKey(body: Record<string, unknown> = { name: 'acme' }) {
+async function createKey(body: Record<string, unknown> = { consumer: 'acme' }) {
   const created = await admin('/admin/keys', { method: 'POST', body });
   expect(created.status).toBe(201);
-  return created.body as { id: string; key: string; name: string; environments: string[]; createdAt: string; revoked: boolean };
+  return created.body as { id: string; key: string; consumer: string; environments: string[]; createdAt: string; revoked: boolean };
 }
 
 async function adminActions(action: string, result: string): Promise<number | undefined> {
@@ -153,11 +153,11 @@ describe('routing', () => {
 
 describe('keys', () => {
   it('creates a key valid in the gateway’s environment by default, and shows its secret once', async () => {
-    const created = await createKey({ name: 'acme' });
+    const created = await createKey({ consumer: 'acme' });
     expect(created).toEqual({
       id: expect.stringMatching(/^key_[A-Za-z0-9_-]{12}$/),
       key: expect.stringMatching(/^psk_live_[A-Za-z0-9_-]{43}$/),
-      name: 'acme',
+      consumer: 'acme',
       environments: ['production'],
       createdAt: new Date(clock.now()).toISOString(),
       revoked: false,
@@ -165,12 +165,12 @@ describe('keys', () => {
     expect(await publicStatus(created.key)).toBe(200);
     const shown = await admin(`/admin/keys/${created.id}`);
     expect(shown.status).toBe(200);
-    expect(shown.body).toEqual({ id: created.id, name: 'acme', environments: ['production'], createdAt: created.createdAt, revoked: false });
+    expect(shown.body).toEqual({ id: created.id, consumer: 'acme', environments: ['production'], createdAt: created.createdAt, revoked: false });
   });
 
   it('creates a key with every field', async () => {
     const created = await createKey({
-      name: 'portal',
+      consumer: 'portal',
       environments: ['production', 'staging'],
       expiresAt: '2099-01-01T00:00:00Z',
       rateLimitPerMinute: 120,
@@ -180,10 +180,10 @@ describe('keys', () => {
   });
 
   it.each([
-    ['an unknown field', { name: 'x', owner: 'y' }, 'Request body must NOT have additional properties'],
-    ['no name', { environments: ['production'] }, "Request body field 'name' is required"],
-    ['an unknown environment', { name: 'x', environments: ['prod'] }, "Request body field 'environments.0' must be one of: production, staging"],
-    ['an expiry in the past', { name: 'x', expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt must be a date-time in the future'],
+    ['an unknown field', { consumer: 'x', owner: 'y' }, 'Request body must NOT have additional properties'],
+    ['no consumer', { environments: ['production'] }, "Request body field 'consumer' is required"],
+    ['an unknown environment', { consumer: 'x', environments: ['prod'] }, "Request body field 'environments.0' must be one of: production, staging"],
+    ['an expiry in the past', { consumer: 'x', expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt must be a date-time in the future'],
   ])('refuses %s 400', async (_, body, message) => {
     const answer = await admin('/admin/keys', { method: 'POST', body });
     expect(answer.status).toBe(400);
@@ -197,13 +197,13 @@ describe('keys', () => {
   });
 
   it('lists keys without their secrets', async () => {
-    const created = await createKey({ name: 'listed' });
+    const created = await createKey({ consumer: 'listed' });
     const listed = await admin('/admin/keys');
     expect(listed.status).toBe(200);
     const rows = listed.body as Array<Record<string, unknown>>;
     expect(rows.find((row) => row.id === created.id)).toEqual({
       id: created.id,
-      name: 'listed',
+      consumer: 'listed',
       environments: ['production'],
       createdAt: created.createdAt,
       revoked: false,
@@ -227,12 +227,12 @@ describe('keys', () => {
   });
 
   it('rotates a key with an overlap: both work until the old one expires', async () => {
-    const created = await createKey({ name: 'rotating', rateLimitPerMinute: 30 });
+    const created = await createKey({ consumer: 'rotating', rateLimitPerMinute: 30 });
     const rotated = await admin(`/admin/keys/${created.id}/rotate`, { method: 'POST', body: { overlapSeconds: 3600 } });
     expect(rotated.status).toBe(201);
-    const body = rotated.body as { id: string; key: string; name: string; rateLimitPerMinute: number; previous: { id: string; expiresAt: string } };
+    const body = rotated.body as { id: string; key: string; consumer: string; rateLimitPerMinute: number; previous: { id: string; expiresAt: string } };
     expect(body).toMatchObject({
-      name: 'rotating',
+      consumer: 'rotating',
       rateLimitPerMinute: 30,
       previous: { id: created.id, expiresAt: new Date(clock.now() + 3_600_000).toISOString() },
     });
@@ -320,7 +320,7 @@ describe('the audit trail', () => {
   it('logs each change at info with the key id, the token’s fingerprint and the request id, never the token', async () => {
     const created = await admin('/admin/keys', {
       method: 'POST',
-      body: { name: 'audited' },
+      body: { consumer: 'audited' },
       token: SECOND_ADMIN_TOKEN,
       headers: { 'x-request-id': 'audit-test-0001' },
     });

@@ -36,8 +36,8 @@ beforeAll(async () => {
     });
   [served, redisDown] = await Promise.all([start(redis.url), start(lostRedis.url)]);
   await lostRedis.kill();
-  keyId = ((await send(served, 'POST', '/admin/keys', { body: '{"name":"contract"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
-  revokedId = ((await send(served, 'POST', '/admin/keys', { body: '{"name":"revoked"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
+  keyId = ((await send(served, 'POST', '/admin/keys', { body: '{"consumer":"contract"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
+  revokedId = ((await send(served, 'POST', '/admin/keys', { body: '{"consumer":"revoked"}' })).body.match(/"id":"([^"]+)"/) ?? [])[1]!;
   await send(served, 'DELETE', `/admin/keys/${revokedId}`);
   // The source address of the 429 cases uses up its failures.
   for (let attempt = 0; attempt < MAX_FAILURES; attempt++) await send(served, 'GET', '/admin/keys', { token: null, from: '127.0.0.9' });
@@ -68,6 +68,23 @@ function send(target: AdminGateway, method: string, path: string, options: SendO
   });
 }
 
+/** Runs `send` while the served Redis lists a key, the oldest, whose record is missing. */
+async function withDamagedKey(send: () => Promise<RawResponse>): Promise<RawResponse> {
+  const prefix = 'petstore-gateway:{keys}';
+  const id = 'key_damaged00000';
+  await redis.client
+    .multi()
+    .sadd(`${prefix}:key-ids`, id)
+    .zadd(`${prefix}:key-order`, 0, `1970-01-01T00:00:00.000Z|${id}`)
+    .set(`${prefix}:key-id:${id}`, 'f'.repeat(64))
+    .exec();
+  try {
+    return await send();
+  } finally {
+    await redis.client.multi().srem(`${prefix}:key-ids`, id).zrem(`${prefix}:key-order`, `1970-01-01T00:00:00.000Z|${id}`).del(`${prefix}:key-id:${id}`).exec();
+  }
+}
+
 type Call = (target: AdminGateway, options?: SendOptions) => Promise<RawResponse>;
 
 type OperationId =
@@ -86,7 +103,7 @@ type OperationId =
 /** Each operation as a valid request, on a target, with options laid over it. */
 const OPERATIONS: Readonly<Record<OperationId, Call>> = {
   listKeys: (target, options) => send(target, 'GET', '/admin/keys', options),
-  createKey: (target, options) => send(target, 'POST', '/admin/keys', { body: '{"name":"acme","environments":["staging"]}', ...options }),
+  createKey: (target, options) => send(target, 'POST', '/admin/keys', { body: '{"consumer":"acme","environments":["staging"]}', ...options }),
   getKey: (target, options) => send(target, 'GET', `/admin/keys/${keyId}`, options),
   revokeKey: (target, options) => send(target, 'DELETE', `/admin/keys/${revokedId}`, options),
   rotateKey: (target, options) => send(target, 'POST', `/admin/keys/${keyId}/rotate`, { body: '{"overlapSeconds":60}', ...options }),
@@ -109,9 +126,11 @@ const { createKey, getKey, revokeKey, rotateKey, setKeyRateLimit, setKeyOptIn, s
 
 /** In order: the brownout is started before it is stopped, and stopped before stopping again is refused. */
 const CASES: readonly ProvokedCase[] = [
-  { operation: 'listKeys', declared: 200, why: 'the keys', send: () => OPERATIONS.listKeys(served) },
+  { operation: 'listKeys', declared: 200, why: 'a page of the keys, with the next one’s Link', send: () => send(served, 'GET', '/admin/keys?limit=1') },
+  { operation: 'listKeys', declared: 400, why: 'a cursor the API did not give', send: () => send(served, 'GET', '/admin/keys?cursor=bm90LWEtY3Vyc29y') },
+  { operation: 'listKeys', declared: 500, why: 'a listed key without its record', send: () => withDamagedKey(() => OPERATIONS.listKeys(served)) },
   { operation: 'createKey', declared: 201, why: 'a valid key', send: () => createKey(served) },
-  { operation: 'createKey', declared: 400, why: 'an unknown field', send: () => createKey(served, { body: '{"name":"x","owner":"y"}' }) },
+  { operation: 'createKey', declared: 400, why: 'an unknown field', send: () => createKey(served, { body: '{"consumer":"x","owner":"y"}' }) },
   { operation: 'createKey', declared: 415, why: 'a form body', send: () => createKey(served, { contentType: 'application/x-www-form-urlencoded' }) },
   { operation: 'getKey', declared: 200, why: 'a key that exists', send: () => getKey(served) },
   { operation: 'getKey', declared: 404, why: 'an unknown id', send: () => send(served, 'GET', '/admin/keys/key_unknown00000') },

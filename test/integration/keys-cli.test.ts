@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 async function createKey(...args: string[]) {
-  const result = await runKeysCli(['create', '--name', 'acme', '--json', ...args], env);
+  const result = await runKeysCli(['create', '--consumer', 'acme', '--json', ...args], env);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   return JSON.parse(result.stdout) as {
@@ -58,38 +58,64 @@ describe('keys create', () => {
   });
 
   it('prints the key once in human form too', async () => {
-    const result = await runKeysCli(['create', '--name', 'human', '--environment', 'staging'], env);
+    const result = await runKeysCli(['create', '--consumer', 'human', '--environment', 'staging'], env);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/API key \(shown this once; it cannot be recovered\):\n {2}psk_test_[A-Za-z0-9_-]{43}\n/);
+  });
+
+  it('takes --name, the deprecated spelling of --consumer, and says so on stderr', async () => {
+    const result = await runKeysCli(['create', '--name', 'legacy', '--environment', 'staging', '--json'], env);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('keys: warning: --name is deprecated; use --consumer\n');
+    expect(JSON.parse(result.stdout)).toMatchObject({ consumer: 'legacy' });
   });
 });
 
 describe('usage errors exit 2, before Redis is asked', () => {
   it.each([
-    ['an unknown option', ['create', '--name', 'x', '--bogus'], "keys: error: unknown option '--bogus'\n"],
+    ['an unknown option', ['create', '--consumer', 'x', '--bogus'], "keys: error: unknown option '--bogus'\n"],
     ['an unknown subcommand', ['frobnicate'], "keys: error: unknown command 'frobnicate'\n"],
     [
       'a bad --environment',
-      ['create', '--name', 'x', '--environment', 'prod'],
+      ['create', '--consumer', 'x', '--environment', 'prod'],
       "keys: error: option '--environment <environment>' argument 'prod' is invalid. must be one of production, staging\n",
     ],
     [
       'a bad --expires-at',
-      ['create', '--name', 'x', '--expires-at', 'tomorrow'],
+      ['create', '--consumer', 'x', '--expires-at', 'tomorrow'],
       "keys: error: option '--expires-at <iso>' argument 'tomorrow' is invalid. must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z\n",
     ],
     [
       'a past --expires-at',
-      ['create', '--name', 'x', '--expires-at', '2001-01-01T00:00:00Z'],
+      ['create', '--consumer', 'x', '--expires-at', '2001-01-01T00:00:00Z'],
       "keys: error: option '--expires-at <iso>' argument '2001-01-01T00:00:00Z' is invalid. must be in the future\n",
     ],
     [
       'a bad --rate-limit-per-minute',
-      ['create', '--name', 'x', '--rate-limit-per-minute', '0'],
+      ['create', '--consumer', 'x', '--rate-limit-per-minute', '0'],
       "keys: error: option '--rate-limit-per-minute <n>' argument '0' is invalid. must be a positive integer\n",
     ],
-    ['a missing option value', ['create', '--name', 'x', '--rate-limit-per-minute'], "keys: error: option '--rate-limit-per-minute <n>' argument missing\n"],
-    ['a missing required option', ['create'], "keys: error: required option '--name <consumer>' not specified\n"],
+    [
+      'a missing option value',
+      ['create', '--consumer', 'x', '--rate-limit-per-minute'],
+      "keys: error: option '--rate-limit-per-minute <n>' argument missing\n",
+    ],
+    ['a missing required option', ['create'], "keys: error: required option '--consumer <consumer>' not specified\n"],
+    [
+      'a consumer name with an escape sequence',
+      ['create', '--consumer', 'acme\u001b[2J'],
+      "keys: error: option '--consumer <consumer>' argument 'acme\u001b[2J' is invalid. a consumer name holds letters, marks, numbers, punctuation, symbols and inner spaces only: no control or format characters, other separators, or leading or trailing space\n",
+    ],
+    [
+      'a consumer name of 129 characters',
+      ['create', '--consumer', 'x'.repeat(129)],
+      `keys: error: option '--consumer <consumer>' argument '${'x'.repeat(129)}' is invalid. a consumer name is at most 128 characters (this one has 129)\n`,
+    ],
+    [
+      '--consumer and --name differing',
+      ['create', '--consumer', 'one', '--name', 'other'],
+      'keys: error: --consumer and --name (its deprecated spelling) differ: give --consumer only\n',
+    ],
     ['a missing argument', ['show'], "keys: error: missing required argument 'id'\n"],
     [
       'a bad argument',
@@ -121,14 +147,12 @@ describe('usage errors exit 2, before Redis is asked', () => {
 });
 
 describe('keys list, show, revoke, rotate, set-limit', () => {
-  it('lists keys without their secrets', async () => {
+  it('lists keys without their secrets, as one JSON array', async () => {
     const created = await createKey('--environment', 'staging');
     const result = await runKeysCli(['list', '--json'], env);
     expect(result.code).toBe(0);
-    const records = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { id: string });
+    expect(result.stdout.trimEnd().split('\n')).toHaveLength(1);
+    const records = JSON.parse(result.stdout) as Array<{ id: string }>;
     expect(records.map((record) => record.id)).toContain(created.id);
     expect(result.stdout).not.toContain(created.key);
     expect(result.stdout).not.toContain('psk_');
@@ -180,6 +204,13 @@ describe('keys list, show, revoke, rotate, set-limit', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ id: created.id, rateLimitPerMinute: 45 });
   });
 
+  it('refuses to rotate a key again, naming its successor', async () => {
+    const created = await createKey('--environment', 'staging');
+    const rotated = JSON.parse((await runKeysCli(['rotate', created.id, '--overlap-seconds', '60', '--json'], env)).stdout) as { id: string };
+    const again = await runKeysCli(['rotate', created.id], env);
+    expect(again).toEqual({ code: 1, stdout: '', stderr: `keys: key ${created.id} was already rotated to ${rotated.id}; rotate that key instead\n` });
+  });
+
   it.each([['show'], ['revoke'], ['rotate']])('%s of an unknown id fails clearly', async (command) => {
     const result = await runKeysCli([command, 'key_doesnotexist'], env);
     expect(result.code).toBe(1);
@@ -198,6 +229,7 @@ describe('what Redis holds', () => {
       const type = await redis.client.type(name);
       if (type === 'hash') dump.push(...Object.entries(await redis.client.hgetall(name)).flat());
       else if (type === 'set') dump.push(...(await redis.client.smembers(name)));
+      else if (type === 'zset') dump.push(...(await redis.client.zrange(name, '0', '-1')));
       else if (type === 'string') dump.push((await redis.client.get(name)) ?? '');
       else throw new Error(`unexpected redis type ${type} at ${name}`);
     }
@@ -214,7 +246,7 @@ describe('REDIS_URL', () => {
   it('carries a password and a database number', async () => {
     const secured = await startRedis({ password: 's3cret-pass' });
     try {
-      const result = await runKeysCli(['create', '--name', 'db3', '--environment', 'staging', '--json'], {
+      const result = await runKeysCli(['create', '--consumer', 'db3', '--environment', 'staging', '--json'], {
         ...env,
         REDIS_URL: `${secured.url}/3`,
       });

@@ -35,7 +35,7 @@ afterEach(async () => {
 const withPepper = (pepper: string | undefined) => ({ REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, ...(pepper ? { API_KEY_PEPPER: pepper } : {}) });
 
 async function create(pepper: string | undefined) {
-  return runKeysCli(['create', '--name', 'acme', '--environment', 'staging', '--json'], withPepper(pepper));
+  return runKeysCli(['create', '--consumer', 'acme', '--environment', 'staging', '--json'], withPepper(pepper));
 }
 
 async function readyz(process: GatewayProcess): Promise<{ status: number; body: { status: string; checks: Record<string, string> } }> {
@@ -83,7 +83,7 @@ describe('the keys CLI', () => {
         "keys: refusing to write: the API keys in this Redis were made with a pepper, but none is set: set API_KEY_PEPPER_FILE (or API_KEY_PEPPER) to the gateways' pepper\n",
     });
     const listed = await runKeysCli(['list', '--json'], withPepper(PEPPER));
-    expect(listed.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(listed.stdout)).toHaveLength(1);
   });
 
   it('refuses peppered keys on a Redis whose keys were made without a pepper', async () => {

@@ -42,7 +42,7 @@ it('authenticates, rate-limits and revokes with keys in a Redis Cluster', async 
   expect(await status(issued.key)).toBe(200);
   expect(await status(issued.key)).toBe(429);
   expect(await status(`psk_live_${'K'.repeat(43)}`)).toBe(401);
-  expect((await admin.list()).map((record) => record.id)).toContain(issued.record.id);
+  expect((await admin.list()).records.map((record) => record.id)).toContain(issued.record.id);
 
   const other = await admin.create({ consumer: 'cluster-2', environments: ['production'] });
   expect(await status(other.key)).toBe(200);

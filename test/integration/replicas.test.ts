@@ -107,7 +107,7 @@ describe('the admin API of one replica', () => {
 
 describe('npm run keys -- --admin-url', () => {
   it('creates, shows, sets a limit on and revokes a key with neither Redis nor the pepper', async () => {
-    const created = await runKeysCli(['create', '--name', 'remote', '--json', '--admin-url', adminUrl], operator);
+    const created = await runKeysCli(['create', '--consumer', 'remote', '--json', '--admin-url', adminUrl], operator);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     const issued = JSON.parse(created.stdout) as { id: string; key: string; consumer: string; environments: string[]; revoked: boolean };
