@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     tracing,
     reloadConfig: () => loadConfig(),
     shadowedSettings: () => shadowedByEnvironment(),
+    readPepper: (next) => loadPepper(next),
   });
   reloadOnHangUp = () => void gateway.reload();
   // At low traffic the buffer would hold lines for long: they are written at least every LOG_FLUSH_MS.

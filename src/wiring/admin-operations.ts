@@ -53,14 +53,21 @@ export function refuseTokenFileWithoutAdmin(config: GatewayConfig, admin: StoreA
 export function gatewayAdminApi(
   config: GatewayConfig,
   admin: StoreAdmin | undefined,
-  deps: { tokens: AdminTokenSource; deprecations: AdminOperations['deprecations']; clock: Clock; logger: Logger; metrics: GatewayMetrics },
+  deps: {
+    tokens: AdminTokenSource;
+    deprecations: AdminOperations['deprecations'];
+    reload: AdminOperations['reload'];
+    clock: Clock;
+    logger: Logger;
+    metrics: GatewayMetrics;
+  },
 ): RequestHandler | undefined {
   if (!admin) {
     refuseTokenFileWithoutAdmin(config, admin);
     return undefined;
   }
   return createAdminApi({
-    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },
+    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment], reload: deps.reload },
     tokens: deps.tokens.current,
     maxFailedAuthPerMinute: config.adminApi.maxFailedAuthPerMinute,
     clock: deps.clock,
