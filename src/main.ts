@@ -69,6 +69,7 @@ async function main(): Promise<void> {
   logStream.flush();
   setInterval(() => logStream.flush(), LOG_FLUSH_MS).unref();
 
+  let stopWatchingNpm: () => void = () => undefined;
   if (startedByNpm(process.env)) {
     // npm passes SIGTERM and SIGINT on to the gateway (`exec` in the start script), not SIGHUP: it dies of it.
     const npmPid = process.ppid;
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
       { pid: process.pid, npmPid },
       `run by npm (pid ${npmPid}), which dies of SIGHUP without passing it on: to reload, send SIGHUP to pid ${process.pid} or run npm run config -- reload; under a supervisor, run bin/petstore-gateway`,
     );
-    watchParent({
+    stopWatchingNpm = watchParent({
       parentPid: npmPid,
       currentParent: () => process.ppid,
       everyMs: PARENT_CHECK_MS,
@@ -89,6 +90,8 @@ async function main(): Promise<void> {
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
+      // npm exits as it passes SIGTERM on: its going is no news then, and a second SIGTERM would cut the drain short.
+      stopWatchingNpm();
       reloadOnHangUp = () => logger.info('SIGHUP ignored: the gateway is shutting down');
       gateway.shutdown(signal).then(
         () => exitAfterLogs(0),
