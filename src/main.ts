@@ -8,6 +8,7 @@ import { systemClock } from './time/clock.ts';
 import { createLogDestination } from './observability/log-destination.ts';
 import { createLogger } from './observability/logger.ts';
 import { tracingFromEnvironment } from './tracing/from-environment.ts';
+import { startedByNpm, watchParent } from './wiring/parent-watch.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
 /** Log lines are written in batches of at least this many bytes (and at shutdown). */
@@ -20,6 +21,9 @@ const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
 /** The buffered log destination, flushed on every way out of the process. */
 const logStream = createLogDestination({ fd: 1, batchBytes: LOG_BATCH_BYTES, maxBufferedBytes: LOG_BUFFER_MAX_BYTES });
+
+/** How often a gateway run by `npm start` looks whether npm still runs (see watchParent). */
+const PARENT_CHECK_MS = 500;
 
 /** What SIGHUP does: nothing until the gateway listens (a configuration read moments ago is the file's). */
 let reloadOnHangUp: () => void = () => undefined;
@@ -58,14 +62,36 @@ async function main(): Promise<void> {
     tracing,
     reloadConfig: () => loadConfig(),
     shadowedSettings: () => shadowedByEnvironment(),
+    readPepper: (next) => loadPepper(next),
   });
   reloadOnHangUp = () => void gateway.reload();
   // At low traffic the buffer would hold lines for long: they are written at least every LOG_FLUSH_MS.
   logStream.flush();
   setInterval(() => logStream.flush(), LOG_FLUSH_MS).unref();
 
+  let stopWatchingNpm: () => void = () => undefined;
+  if (startedByNpm(process.env)) {
+    // npm passes SIGTERM and SIGINT on to the gateway (`exec` in the start script), not SIGHUP: it dies of it.
+    const npmPid = process.ppid;
+    logger.info(
+      { pid: process.pid, npmPid },
+      `run by npm (pid ${npmPid}), which dies of SIGHUP without passing it on: to reload, send SIGHUP to pid ${process.pid} or run npm run config -- reload; under a supervisor, run bin/petstore-gateway`,
+    );
+    stopWatchingNpm = watchParent({
+      parentPid: npmPid,
+      currentParent: () => process.ppid,
+      everyMs: PARENT_CHECK_MS,
+      onGone: () => {
+        logger.warn({ npmPid }, `npm (pid ${npmPid}), which ran the gateway, exited: shutting down rather than running on without it`);
+        process.kill(process.pid, 'SIGTERM');
+      },
+    });
+  }
+
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
+      // npm exits as it passes SIGTERM on: its going is no news then, and a second SIGTERM would cut the drain short.
+      stopWatchingNpm();
       reloadOnHangUp = () => logger.info('SIGHUP ignored: the gateway is shutting down');
       gateway.shutdown(signal).then(
         () => exitAfterLogs(0),

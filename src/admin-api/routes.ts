@@ -16,7 +16,14 @@ export interface AdminOperations {
   deprecations: () => Promise<readonly DeprecatedCallRow[]>;
   /** Where a key created without `environments` is valid: the gateway's own environment, as the CLI's default. */
   defaultEnvironments: () => readonly Environment[];
+  /** The reload SIGHUP runs (src/wiring/reload.ts): re-read, check, then serve the configuration, or keep the running one. */
+  reload: () => Promise<ReloadAnswer>;
 }
+
+/** A configuration reload's outcome, by key: what changed, what waits for a restart, or why it was refused. */
+export type ReloadAnswer =
+  | { result: 'success'; hash: string; changed: readonly string[]; needRestart: readonly string[] }
+  | { result: 'failure'; reason: string };
 
 export interface RouteInput {
   params: Readonly<Record<string, string>>;
@@ -134,6 +141,16 @@ export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
     },
   },
   getDeprecationReport: { run: async ({ deprecations }) => ({ status: 200, body: await deprecations() }) },
+  reloadConfig: {
+    action: 'reload_config',
+    async run({ reload }) {
+      const outcome = await reload();
+      // The faults name keys and files, never values: the reload's own words, as its log line gives them.
+      if (outcome.result === 'failure') throw new GatewayError('conflict', `The configuration was refused; the running one stays: ${outcome.reason}`);
+      const { changed, needRestart, hash } = outcome;
+      return { status: 200, body: { result: 'success', changed, needRestart, configHash: hash } };
+    },
+  },
 };
 
 /** A damaged record is the gateway's to explain (500, logged); a pepper other than the keys' is this replica's state (503). */

@@ -1,8 +1,7 @@
 // Reads config/gateway.yaml, lays the environment variables over it, validates once, freezes.
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
+import { ConfigFileError, readConfigFile } from './config-file.ts';
 import { configSchema, ENVIRONMENTS, type GatewayConfig, type VersionSource } from './schema.ts';
 
 export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/gateway.yaml');
@@ -54,6 +53,11 @@ function keyFor(path: readonly string[], environment: unknown): string[] | undef
   return path.map((key) => (key === RUNNING_ENVIRONMENT ? String(running) : key));
 }
 
+/** The configuration file: GATEWAY_CONFIG's, or config/gateway.yaml. */
+export function configFile(env: Env = process.env): string {
+  return env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : DEFAULT_CONFIG_FILE;
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -65,12 +69,15 @@ type Env = Readonly<Record<string, string | undefined>>;
  * demo) are laid over the file before the environment variables.
  */
 export function loadConfig(env: Env = process.env, overrides: Record<string, unknown> = {}): GatewayConfig {
-  const file = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : DEFAULT_CONFIG_FILE;
+  const file = configFile(env);
   let fromFile: unknown;
   try {
-    fromFile = parseYaml(readFileSync(file, 'utf8')) ?? {};
+    fromFile = readConfigFile(file);
   } catch (cause) {
-    throw new ConfigError(`config file ${file} could not be read: ${(cause as Error).message}`, { cause });
+    if (!(cause instanceof ConfigFileError)) throw cause;
+    // Named by the variable that chose the file, or as the default GATEWAY_CONFIG would replace.
+    const setting = env.GATEWAY_CONFIG ? 'GATEWAY_CONFIG: config file' : 'config file (the default; GATEWAY_CONFIG names another)';
+    throw new ConfigError(`${setting} ${cause.message}`, { cause });
   }
   const merged = deepMerge(structuredClone(fromFile) as Record<string, unknown>, overrides);
   const fromEnv = new Map<string, string>();
@@ -164,10 +171,9 @@ export function deepFreeze<T>(value: T): T {
  * (`LOG_LEVEL (logging.level)`). The file is read as text, its values compared as they are written.
  */
 export function shadowedByEnvironment(env: Env = process.env): Array<{ variable: string; key: string }> {
-  const file = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : DEFAULT_CONFIG_FILE;
   let fromFile: unknown;
   try {
-    fromFile = parseYaml(readFileSync(file, 'utf8'));
+    fromFile = readConfigFile(configFile(env));
   } catch {
     return [];
   }

@@ -44,8 +44,10 @@ export class ReloadRefusal extends Error {
 export interface ReloadPlan {
   /** The configuration to serve with: the new one, with the running values of RESTART_SETTINGS. */
   effective: GatewayConfig;
-  /** The RESTART_SETTINGS whose value changed in the file or the environment: they wait for a restart. */
+  /** The keys under RESTART_SETTINGS whose value changed in the file or the environment (`auth.cache.ttlMs`): they wait for a restart. */
   needRestart: string[];
+  /** The keys whose new value the reload takes up (`rateLimit.windowMs`). */
+  changed: string[];
 }
 
 function valueAt(config: GatewayConfig, path: string): unknown {
@@ -76,7 +78,7 @@ const documentList = (config: GatewayConfig) => [config.contract, config.version
  * four times the running local-first sync).
  */
 export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadPlan {
-  const needRestart = RESTART_SETTINGS.filter((path) => !same(valueAt(running, path), valueAt(next, path)));
+  const needRestart = RESTART_SETTINGS.flatMap((path) => changedKeys(valueAt(running, path), valueAt(next, path), path));
   const effective: Record<string, unknown> = { ...next };
   for (const path of RESTART_SETTINGS) withValueAt(effective, path, valueAt(running, path));
   effective.upstreamBaseUrl = running.upstreamBaseUrl;
@@ -85,14 +87,35 @@ export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadP
   } else {
     for (const key of DOCUMENT_LIST) {
       effective[key] = running[key];
-      if (!same(running[key], next[key])) needRestart.push(key);
+      needRestart.push(...changedKeys(running[key], next[key], key));
     }
     effective.sources = running.sources;
     effective.contractPath = running.contractPath;
   }
   const plan = { effective: deepFreeze(effective) as GatewayConfig, needRestart };
   checkKeptTogether(plan.effective);
-  return plan;
+  return { ...plan, changed: changedSettings(running, plan.effective) };
+}
+
+/** What loadConfig derives from the settings (the documents' paths and upstreams): not settings an operator writes. */
+const DERIVED: ReadonlySet<string> = new Set(['upstreamBaseUrl', 'contractPath', 'sources']);
+
+/** The settings whose value differs between two configurations, as dotted keys; never their values (a password's key, not the password). */
+export function changedSettings(before: GatewayConfig, after: GatewayConfig): string[] {
+  return Object.keys({ ...before, ...after })
+    .filter((key) => !DERIVED.has(key))
+    .flatMap((key) => changedKeys((before as Record<string, unknown>)[key], (after as Record<string, unknown>)[key], key));
+}
+
+/** The leaf keys under `path` whose values differ; a list, or a value that changed type, is one key. */
+function changedKeys(before: unknown, after: unknown, path: string): string[] {
+  if (same(before, after)) return [];
+  if (!isMapping(before) || !isMapping(after)) return [path];
+  return Object.keys({ ...before, ...after }).flatMap((key) => changedKeys(before[key], after[key], `${path}.${key}`));
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
 /** The schema's rules across settings a reload may take up and settings it keeps (config/schema.ts, rateLimit). */

@@ -10,6 +10,7 @@ export const ADMIN_ACTIONS = [
   'set_opt_in',
   'start_brownout',
   'stop_brownout',
+  'reload_config',
 ] as const;
 export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 

@@ -48,6 +48,30 @@ export interface RedisClientOptions {
   logger?: Logger;
   /** Names the connection in logs and in Redis (CLIENT LIST). */
   name: string;
+  /**
+   * Logs nothing until the connection is first ready: another connection to the same Redis says that it
+   * cannot be reached (the gateway's subscriber beside its request-path connection).
+   */
+  quietUntilReady?: boolean;
+}
+
+/**
+ * The setting that says where Redis is, with its value, never its password: what an operator fixes when
+ * Redis cannot be reached.
+ */
+export function describeRedisSetting(settings: RedisSettings): string {
+  const nodes = (list: readonly RedisNode[]) => list.map(({ host, port }) => `${host}:${port}`).join(',');
+  switch (redisTopology(settings)) {
+    case 'cluster':
+      return `REDIS_CLUSTER_NODES (redis.clusterNodes) ${nodes(settings.clusterNodes)}`;
+    case 'sentinel':
+      return `REDIS_SENTINELS (redis.sentinels) ${nodes(settings.sentinels)}, primary REDIS_SENTINEL_NAME ${settings.sentinelName}`;
+    default: {
+      const url = new URL(settings.url);
+      if (url.password !== '') url.password = '***';
+      return `REDIS_URL (redis.url) ${url.href}`;
+    }
+  }
 }
 
 export function createRedisClient(settings: RedisSettings, options: RedisClientOptions): RedisClient {
@@ -84,14 +108,24 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
       client = new Redis(settings.url, redisOptions);
   }
   let lastError: string | undefined;
+  let everReady = false;
   client.on('error', (error: Error) => {
     // Reconnect attempts raise the same error over and over: log each kind once per outage.
     if (error.message === lastError) return;
     lastError = error.message;
-    options.logger?.warn({ redis: options.name, err: error }, 'redis connection error');
+    if (everReady) {
+      // The message, not the error: a connection error's stack is the client library's, never the cause.
+      options.logger?.warn({ redis: options.name, reason: error.message }, `redis connection error: ${error.message}`);
+    } else if (options.quietUntilReady !== true) {
+      options.logger?.warn(
+        { redis: options.name, reason: error.message },
+        `Redis cannot be reached at ${describeRedisSetting(settings)}: ${error.message}; the gateway is not ready until it can, and keeps trying`,
+      );
+    }
   });
   client.on('ready', () => {
-    if (lastError !== undefined) options.logger?.info({ redis: options.name }, 'redis connection restored');
+    if (lastError !== undefined && (everReady || options.quietUntilReady !== true)) options.logger?.info({ redis: options.name }, 'redis connection restored');
+    everReady = true;
     lastError = undefined;
   });
   return client;

@@ -60,7 +60,14 @@ export interface GatewayAdminApi {
 export function gatewayAdminApi(
   config: GatewayConfig,
   admin: StoreAdmin | undefined,
-  deps: { tokens: AdminTokenSource; deprecations: AdminOperations['deprecations']; clock: Clock; logger: Logger; metrics: GatewayMetrics },
+  deps: {
+    tokens: AdminTokenSource;
+    deprecations: AdminOperations['deprecations'];
+    reload: AdminOperations['reload'];
+    clock: Clock;
+    logger: Logger;
+    metrics: GatewayMetrics;
+  },
 ): GatewayAdminApi | undefined {
   if (!admin) {
     refuseTokenFileWithoutAdmin(config, admin);
@@ -74,7 +81,7 @@ export function gatewayAdminApi(
     onAction: deps.metrics.adminAction,
   });
   const api = createAdminApi({
-    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment] },
+    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment], reload: deps.reload },
     tokens: deps.tokens.current,
     authentication,
     logger: deps.logger,

@@ -71,6 +71,8 @@ export interface GatewayParts<S extends Stores = Stores> {
   reloadConfig?: () => GatewayConfig;
   /** For a reload's log: the environment variables that override a value the file now gives. */
   shadowedSettings?: () => Array<{ variable: string; key: string }>;
+  /** Reads the pepper as start-up did (loadPepper), a check of every reload; absent where keys are kept in memory. */
+  readPepper?: (config: GatewayConfig) => unknown;
 }
 
 export interface Gateway<S extends Stores = Stores> {
@@ -139,7 +141,15 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     maxAgeMs: config.deprecationReport.flushIntervalMs,
     clock: parts.clock,
   });
-  const adminApi = gatewayAdminApi(config, stores.admin, { tokens: adminTokens, deprecations: deprecationReport, clock: parts.clock, logger, metrics });
+  // The admin API's reload is the one SIGHUP runs (made below, once the pipeline it swaps exists).
+  const adminApi = gatewayAdminApi(config, stores.admin, {
+    tokens: adminTokens,
+    deprecations: deprecationReport,
+    reload: () => reload(),
+    clock: parts.clock,
+    logger,
+    metrics,
+  });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
   const shared: PipelineShared = {
@@ -166,6 +176,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const reload = createReload({
     loadConfig: parts.reloadConfig ?? (() => config),
     ...(parts.shadowedSettings ? { shadowedSettings: parts.shadowedSettings } : {}),
+    ...(parts.readPepper ? { readPepper: parts.readPepper } : {}),
     live,
     build,
     brownouts,

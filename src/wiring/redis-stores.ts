@@ -35,8 +35,8 @@ export interface RedisStores {
   rateLimitStore: RedisRateLimitStore | LocalFirstRateLimitStore;
   /** Where every replica's deprecated-call counts add up (the deprecation report). */
   deprecatedCalls: RedisDeprecatedCallStore;
-  /** Keeps the board's operator brownouts up to date; absent when no board was given. */
-  brownouts?: BrownoutFollower;
+  /** Keeps the board's operator brownouts up to date; absent when no board was given, or until Redis first answers. */
+  readonly brownouts: BrownoutFollower | undefined;
   /**
    * Redis answers PING: reported (/readyz body, dependency_up), not critical. Every replica shares this
    * Redis, so failing readiness on it would empty the load balancer and turn the cached keys' 200s and
@@ -78,7 +78,8 @@ export function createRedisStores(
 ): RedisStores {
   const { logger, clock } = options;
   const redis = createRedisClient(config.redis, { role: 'request-path', name: 'petstore-gateway', logger });
-  const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'petstore-gateway-events', logger });
+  // The request-path connection says when Redis cannot be reached at start: the same Redis, said once.
+  const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'petstore-gateway-events', logger, quietUntilReady: true });
   const observe = (kind: RedisCommandKind) => (options.redisCommand ? { observe: options.redisCommand(kind) } : {});
   const keyStore = new CachedKeyStore(new RedisKeyStore(redis, config.redis.keyPrefix, options.redisCommand?.('key_lookup')), {
     ...config.auth.cache,
@@ -101,40 +102,61 @@ export function createRedisStores(
           }),
         })
       : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, ...observe('rate_limit_increment') });
-  const keyEvents = followKeyEvents({
-    subscriber,
-    redis,
-    keyPrefix: config.redis.keyPrefix,
-    cache: keyStore,
-    checkMs: KEY_EVENTS_CHECK_MS,
-    logger,
-    ...(options.onKeyCacheCleared ? { onCacheCleared: options.onKeyCacheCleared } : {}),
-  });
-  // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes (tried until it holds).
-  const pepper = watchPepper(redis, {
-    keyPrefix: config.redis.keyPrefix,
-    fingerprint: options.pepperFingerprint,
-    logger,
-    retryMs: PEPPER_RETRY_MS,
-    recheckMs: PEPPER_RECHECK_MS,
-    ...(options.onPepperChecked ? { onChecked: options.onPepperChecked } : {}),
-  });
-  const brownouts = options.brownouts
-    ? followBrownouts({ redis, subscriber, keyPrefix: config.redis.keyPrefix, board: options.brownouts, resyncMs: BROWNOUT_RESYNC_MS, logger })
-    : undefined;
+  // Started once Redis first answers: until then, the one line createRedisClient writes (naming REDIS_URL or
+  // the Sentinel or Cluster setting) says why, not each follower's failed subscription or command.
+  let followers: { keyEvents: ReturnType<typeof followKeyEvents>; pepper: ReturnType<typeof watchPepper>; brownouts?: BrownoutFollower } | undefined;
+  const startFollowers = () => {
+    followers = {
+      keyEvents: followKeyEvents({
+        subscriber,
+        redis,
+        keyPrefix: config.redis.keyPrefix,
+        cache: keyStore,
+        checkMs: KEY_EVENTS_CHECK_MS,
+        logger,
+        ...(options.onKeyCacheCleared ? { onCacheCleared: options.onKeyCacheCleared } : {}),
+      }),
+      // Not awaited: the gateway starts (not ready) while Redis is away, and subscribes when it comes (tried until it holds).
+      pepper: watchPepper(redis, {
+        keyPrefix: config.redis.keyPrefix,
+        fingerprint: options.pepperFingerprint,
+        logger,
+        retryMs: PEPPER_RETRY_MS,
+        recheckMs: PEPPER_RECHECK_MS,
+        ...(options.onPepperChecked ? { onChecked: options.onPepperChecked } : {}),
+      }),
+      ...(options.brownouts
+        ? {
+            brownouts: followBrownouts({
+              redis,
+              subscriber,
+              keyPrefix: config.redis.keyPrefix,
+              board: options.brownouts,
+              resyncMs: BROWNOUT_RESYNC_MS,
+              logger,
+            }),
+          }
+        : {}),
+    };
+  };
+  redis.once('ready', startFollowers);
   return {
     keyStore,
     rateLimitStore,
     deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix, options.redisCommand?.('report_flush')),
-    ...(brownouts ? { brownouts } : {}),
+    get brownouts() {
+      return followers?.brownouts;
+    },
     readiness: { name: 'redis', critical: false, check: () => pingRedis(redis) },
-    pepper: pepper.readiness,
+    // Not verified before Redis first answered.
+    pepper: { name: 'pepper', critical: true, check: async () => (followers ? followers.pepper.readiness.check() : false) },
     client: redis,
     isRedisAvailable: () => redis.status === 'ready',
     async close() {
-      keyEvents.close();
-      brownouts?.close();
-      pepper.close();
+      redis.off('ready', startFollowers);
+      followers?.keyEvents.close();
+      followers?.brownouts?.close();
+      followers?.pepper.close();
       if (rateLimitStore instanceof LocalFirstRateLimitStore) await rateLimitStore.close();
       redis.disconnect();
       subscriber.disconnect();

@@ -1,13 +1,14 @@
-// SIGHUP: re-read the configuration and the documents, check all of it, then serve new requests with it, or keep the old one and say why.
+// A reload (SIGHUP, POST /admin/config/reload): re-read the configuration and the documents, check all of it, then serve new requests with it, or keep the old one and say why.
 import type { Logger } from 'pino';
-import { configurationHash, isRestartSetting, planReload, type ReloadPlan } from '../config/reload-plan.ts';
+import { isRestartSetting, planReload, type ReloadPlan } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
-import { operationSunsets, type Operation } from '../contract/operations.ts';
-import { loadUpstreamIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
+import type { ApiVersion } from '../contract/api-versions.ts';
+import { operationSunsets } from '../contract/operations.ts';
+import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { compileBrownoutSchedule, type BrownoutBoard } from '../policy/brownouts.ts';
+import type { BrownoutBoard } from '../policy/brownouts.ts';
 import type { Clock } from '../time/clock.ts';
+import { checkConfig, ConfigCheckError, type CheckedConfig } from './check-config.ts';
 import type { LivePipeline, Pipeline } from './pipeline.ts';
 
 export interface ReloadDeps {
@@ -22,17 +23,24 @@ export interface ReloadDeps {
    * Reads and checks what else the configuration names (the admin token file) with the rest, before
    * anything changes, throwing to refuse the reload; the function it returns takes it up after the swap.
    */
-  alsoReload?: (config: GatewayConfig) => () => void;
+  alsoReload: (config: GatewayConfig) => () => void;
+  /** Reads the pepper as start-up did, so a file a reload accepts is one a restart accepts (see CheckOptions). */
+  readPepper?: (config: GatewayConfig) => unknown;
   logger: Logger;
   metrics: GatewayMetrics;
   clock: Clock;
 }
 
-export type ReloadOutcome = { result: 'success'; hash: string; needRestart: string[] } | { result: 'failure'; reason: string };
+/**
+ * What a reload did, by key: `changed` is taken up by the next request, `needRestart` waits for a restart;
+ * a refused one names each fault once.
+ */
+export type ReloadOutcome = { result: 'success'; hash: string; changed: string[]; needRestart: string[] } | { result: 'failure'; reason: string };
 
-/** A configuration error's own words (they name the key); anything else by its message, never a stack. */
-function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** A configuration error's own words (they name the key), each fault once; anything else by its message, never a stack. */
+function faultsOf(error: unknown): readonly string[] {
+  if (error instanceof ConfigCheckError) return error.faults;
+  return [error instanceof Error ? error.message : String(error)];
 }
 
 /**
@@ -42,54 +50,52 @@ function reasonOf(error: unknown): string {
 export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
   const { live, logger, metrics } = deps;
 
-  function refused(reason: string): ReloadOutcome {
+  function refused(faults: readonly string[]): ReloadOutcome {
     metrics.configReload('failure');
-    logger.error({ reason }, `configuration reload refused, the running configuration stays: ${reason}`);
+    // The faults once, in the message: a field repeating them would print each schema error twice.
+    const reason = faults.join('\n');
+    logger.error(`configuration reload refused, the running configuration stays: ${reason}`);
     return { result: 'failure', reason };
   }
 
   async function reload(): Promise<ReloadOutcome> {
-    if (live.closed) return refused('the gateway is shutting down');
+    if (live.closed) return refused(['the gateway is shutting down']);
     let plan: ReloadPlan;
     let next: Pipeline;
-    let schedule: ReturnType<typeof compileBrownoutSchedule>;
-    let hash: string;
-    let operations: Operation[];
-    let takeUp: (() => void) | undefined;
+    let checked: CheckedConfig;
     try {
-      // Everything is read and checked before anything changes: the settings together, the documents,
-      // the brownout windows against them, the identity key files. A refusal changes nothing.
+      // Everything is read and checked before anything changes: the settings together, then what
+      // `npm run config -- validate` checks (documents, brownout windows, key and token files). A refusal changes nothing.
       plan = planReload(live.current.config, deps.loadConfig());
-      const { effective } = plan;
-      const versions = loadApiVersions(effective.sources);
-      operations = allOperations(versions);
-      schedule = compileBrownoutSchedule(operations, effective.deprecations);
-      const identity = await loadUpstreamIdentity(effective.upstreamIdentity, { environment: effective.environment, clock: deps.clock });
-      hash = configurationHash(effective);
-      takeUp = deps.alsoReload?.(effective);
+      checked = await checkConfig(plan.effective, {
+        clock: deps.clock,
+        readAdminTokens: deps.alsoReload,
+        ...(deps.readPepper ? { readPepper: deps.readPepper } : {}),
+      });
       // Shut down while the key files were read: nothing is built that nobody would close.
-      if (live.closed) return refused('the gateway is shutting down');
-      next = deps.build(effective, versions, identity);
+      if (live.closed) return refused(['the gateway is shutting down']);
+      next = deps.build(plan.effective, checked.versions, checked.identity);
     } catch (error) {
-      return refused(reasonOf(error));
+      return refused(faultsOf(error));
     }
+    const { changed, needRestart } = plan;
     live.swap(next);
-    takeUp?.();
-    deps.brownouts.replaceSchedule(schedule);
-    metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(operations));
+    checked.takeUp();
+    deps.brownouts.replaceSchedule(checked.schedule);
+    metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(checked.operations));
     metrics.configReload('success');
     // Written before the new level applies: a reload to `warn` still says what it did.
-    if (plan.needRestart.length > 0) {
-      logger.warn({ settings: plan.needRestart }, `configuration reloaded; changes to ${plan.needRestart.join(', ')} take effect only after a restart`);
+    if (needRestart.length > 0) {
+      logger.warn({ settings: needRestart }, `configuration reloaded; changes to ${needRestart.join(', ')} take effect only after a restart`);
     }
     // Settings a reload would take up, but for the variable: the file's edit is silently not used otherwise.
     const shadowed = (deps.shadowedSettings?.() ?? []).filter(({ key }) => !isRestartSetting(key)).map(({ variable, key }) => `${variable} (${key})`);
     if (shadowed.length > 0) {
       logger.warn({ settings: shadowed }, `configuration reloaded; environment variables override the file's value of ${shadowed.join(', ')}`);
     }
-    logger.info({ configHash: hash, identity: next.identity.summary }, 'configuration reloaded');
+    logger.info({ configHash: checked.hash, changed, identity: next.identity.summary }, 'configuration reloaded');
     logger.level = next.config.logging.level;
-    return { result: 'success', hash, needRestart: plan.needRestart };
+    return { result: 'success', hash: checked.hash, changed, needRestart };
   }
 
   let running: Promise<ReloadOutcome> | undefined;

@@ -8,10 +8,10 @@ import packageJson from '../../package.json' with { type: 'json' };
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
- * node's arguments in `npm start` (its V8 flags, then the entry point): test and bench processes, and
+ * node's arguments in `npm start` (`exec node`, its V8 flags, then the entry point): test and bench processes, and
  * the image's CMD (test/unit/deploy/dockerfile.test.ts), start the gateway exactly as production does.
  */
-export const START_ARGS: readonly string[] = packageJson.scripts.start.split(' ').slice(1);
+export const START_ARGS: readonly string[] = ((words) => words.slice(words.indexOf('node') + 1))(packageJson.scripts.start.split(' '));
 
 /**
  * Compiles the gateway as `npm run build` does (src/ to dist/), so that the processes tests and benches

@@ -1,4 +1,5 @@
 // The admin API's document declares what the admin API answers: each (operation, status) is provoked over HTTP and checked against it.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -176,4 +177,24 @@ const CASES: readonly ProvokedCase[] = [
   ...EVERY_OPERATION,
 ];
 
-describeContract('the admin API', document, CASES);
+/** Sends a reload while the token file holds a short token (refused: 409), then puts the file back. */
+async function refusedReload(): Promise<RawResponse> {
+  const tokens = readFileSync(served.tokenFile, 'utf8');
+  writeFileSync(served.tokenFile, 'short-token\n');
+  try {
+    return await reloadConfig(served);
+  } finally {
+    writeFileSync(served.tokenFile, tokens);
+  }
+}
+
+/** A reload needs no Redis, so it has no 503: it is not one of OPERATIONS. */
+const reloadConfig: Call = (target, options) => send(target, 'POST', '/admin/config/reload', options);
+const RELOAD_CASES: ProvokedCase[] = [
+  { operation: 'reloadConfig', declared: 200, why: 'the same configuration', send: () => reloadConfig(served) },
+  { operation: 'reloadConfig', declared: 409, why: 'a token file the reload refuses', send: refusedReload },
+  { operation: 'reloadConfig', declared: 401, why: 'no admin token', send: () => reloadConfig(served, { token: null, from: '127.0.2.1' }) },
+  { operation: 'reloadConfig', declared: 429, why: 'an address that failed too often', send: () => reloadConfig(served, { from: '127.0.0.9' }) },
+];
+
+describeContract('the admin API', document, [...CASES, ...RELOAD_CASES]);

@@ -85,7 +85,8 @@ it('logs the configuration hash at start', () => {
 it('takes up a changed file on SIGHUP: new requests meet the new rate limit, and the process keeps running', async () => {
   const before = await reloads('success');
   await writeConfig(limits(2));
-  await hangUp('"msg":"configuration reloaded"');
+  const reloaded = JSON.parse(await hangUp('"msg":"configuration reloaded"')) as { changed: string[] };
+  expect(reloaded.changed).toContain('rateLimit.limits.staging.default');
   expect(await statuses(await newKey(), 3)).toEqual([200, 200, 429]);
   expect(gateway.child.exitCode).toBeNull();
   expect(await reloads('success')).toBe(before! + 1);
@@ -104,7 +105,7 @@ it('refuses a file that does not validate with one line naming the key, and serv
 
 it('names a changed setting that needs a restart, and takes up the rest', async () => {
   await writeConfig({ ...limits(1), listen: { ...(baseConfig.listen as object), maxConnections: 5 } });
-  expect(await hangUp('take effect only after a restart')).toContain('"settings":["listen"]');
+  expect(await hangUp('take effect only after a restart')).toContain('"settings":["listen.maxConnections"]');
   expect(await statuses(await newKey(), 2)).toEqual([200, 429]);
 });
 

@@ -8,7 +8,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
 
 /** The scripts an operator runs; each has a pre-script that runs the preflight first. */
-const OPERATOR_SCRIPTS = ['start', 'demo', 'backend', 'keys', 'deprecations', 'identity-key'] as const;
+const OPERATOR_SCRIPTS = ['start', 'demo', 'backend', 'keys', 'deprecations', 'identity-key', 'config'] as const;
 
 /** The Node 24 the tests run on (the `node` dev dependency). */
 const NODE_24_BIN = dirname(realpathSync(join(PROJECT_ROOT, 'node_modules/.bin/node')));

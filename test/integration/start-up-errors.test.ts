@@ -6,7 +6,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../helpers/start-gateway-process.ts';
 
 interface Exit {
   code: number | null;
@@ -86,6 +86,38 @@ describe('a port in use', () => {
     const result = await run(['src/demo/backend.ts'], { PORT: String(adminPort) });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`backend: could not start: PORT: 127.0.0.1:${adminPort} is already in use (another process listens there)\n`);
+  });
+});
+
+describe('Redis unreachable at start', () => {
+  it('is one line naming REDIS_URL, without its password or a stack', async () => {
+    const gateway = await startGatewayProcess({ REDIS_URL: 'redis://:a-redis-password@127.0.0.1:1' });
+    try {
+      await waitFor(async () => gateway.output().includes('Redis cannot be reached'));
+      const lines = gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('redis'));
+      expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual([
+        'Redis cannot be reached at REDIS_URL (redis.url) redis://:***@127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1; the gateway is not ready until it can, and keeps trying',
+      ]);
+      expect(gateway.output()).not.toContain('a-redis-password');
+      expect(gateway.output()).not.toContain('"stack"');
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('names the Sentinel settings when Sentinel mode cannot reach its sentinels', async () => {
+    const gateway = await startGatewayProcess({ REDIS_SENTINELS: '127.0.0.1:1', REDIS_SENTINEL_NAME: 'primary' });
+    try {
+      await waitFor(async () => gateway.output().includes('Redis cannot be reached'));
+      expect(gateway.output()).toContain(
+        '"msg":"Redis cannot be reached at REDIS_SENTINELS (redis.sentinels) 127.0.0.1:1, primary REDIS_SENTINEL_NAME primary: ',
+      );
+    } finally {
+      await gateway.stop();
+    }
   });
 });
 

@@ -28,10 +28,10 @@ describe('planReload', () => {
   });
 
   it.each([
-    ['listen', { PORT: '8181' }, ['listen']],
+    ['listen', { PORT: '8181' }, ['listen.port']],
     ['the upstream address', { UPSTREAM_URL: 'http://127.0.0.1:4011/v1' }, ['upstreamUrl']],
     ['the environment', { GATEWAY_ENVIRONMENT: 'production' }, ['environment']],
-    ['Redis', { REDIS_URL: 'redis://127.0.0.1:6390' }, ['redis']],
+    ['Redis', { REDIS_URL: 'redis://127.0.0.1:6390' }, ['redis.url']],
     ['the rate-limit store', { RATE_LIMIT_MODE: 'local-first' }, ['rateLimit.mode']],
   ])('keeps %s as it runs and names it as needing a restart', (_what, env, named) => {
     const next = loadConfig({ ...ENV, ...env });
@@ -45,9 +45,25 @@ describe('planReload', () => {
     expect(effective.sources.map((source) => source.upstreamBaseUrl)).toEqual(running.sources.map((source) => source.upstreamBaseUrl));
   });
 
+  it('names the key under a restart setting, not its section', () => {
+    const { needRestart } = planReload(running, loadConfig(ENV, { auth: { cache: { ttlMs: running.auth.cache.ttlMs + 1 } } }));
+    expect(needRestart).toEqual(['auth.cache.ttlMs']);
+  });
+
+  it('names the keys it takes up, and none it keeps for a restart', () => {
+    const { changed } = planReload(running, loadConfig({ ...ENV, PORT: '8181' }, { requests: { maxBodyBytes: 100 }, logging: { level: 'warn' } }));
+    expect(changed).toEqual(['requests.maxBodyBytes', 'logging.level']);
+  });
+
+  it('names a changed password by its key only', () => {
+    const { needRestart, changed } = planReload(running, loadConfig(ENV, { redis: { password: 'a-new-redis-password' } }));
+    expect(needRestart).toEqual(['redis.password']);
+    expect(changed).toEqual([]);
+  });
+
   it('takes up the rest of a file that also changes a restart setting', () => {
     const { effective, needRestart } = planReload(running, loadConfig({ ...ENV, PORT: '8181' }, { requests: { maxBodyBytes: 100 } }));
-    expect(needRestart).toEqual(['listen']);
+    expect(needRestart).toEqual(['listen.port']);
     expect(effective.requests.maxBodyBytes).toBe(100);
     expect(effective.listen.port).toBe(running.listen.port);
   });

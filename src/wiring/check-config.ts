@@ -1,0 +1,77 @@
+// Every check a loaded configuration passes before it is served: one function for a reload (SIGHUP, the admin API) and `npm run config -- validate`.
+import { configurationHash } from '../config/reload-plan.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
+import type { Operation } from '../contract/operations.ts';
+import { loadUpstreamIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
+import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
+import type { Clock } from '../time/clock.ts';
+
+/** What the checks read, ready to serve with. */
+export interface CheckedConfig {
+  versions: ApiVersion[];
+  operations: Operation[];
+  schedule: BrownoutSchedule;
+  identity: UpstreamIdentity;
+  /** The digest logged at start and on reload (configurationHash). */
+  hash: string;
+  /** Puts in force what `readAdminTokens` read. */
+  takeUp: () => void;
+}
+
+export interface CheckOptions {
+  clock: Clock;
+  /**
+   * Reads and checks the admin token file the configuration names, throwing to refuse it; returns what puts
+   * the tokens in force. The running gateway passes its token source's; `validate` only reads the file.
+   */
+  readAdminTokens: (config: GatewayConfig) => () => void;
+  /**
+   * Reads the pepper as start-up does (loadPepper), throwing to refuse; absent for a gateway that keeps its
+   * keys in memory (the demo, tests), which reads none.
+   */
+  readPepper?: (config: GatewayConfig) => unknown;
+}
+
+/** Refused: each fault once, each naming its key or file. */
+export class ConfigCheckError extends Error {
+  override name = 'ConfigCheckError';
+  readonly faults: readonly string[];
+  constructor(faults: readonly string[]) {
+    super(faults.join('\n'));
+    this.faults = faults;
+  }
+}
+
+/** A check's own words (they name the key or the file); never a stack. */
+const faultOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Runs every check start-up runs after the schema: the interface documents, the brownout windows against
+ * their operations, the identity key files, the admin token file, the pepper. Each independent check runs
+ * even when another failed, so one pass names every fault; nothing is put in force.
+ */
+export async function checkConfig(config: GatewayConfig, options: CheckOptions): Promise<CheckedConfig> {
+  const faults: string[] = [];
+  function attempt<T>(check: () => T): T | undefined {
+    try {
+      return check();
+    } catch (error) {
+      faults.push(faultOf(error));
+      return undefined;
+    }
+  }
+  const versions = attempt(() => loadApiVersions(config.sources));
+  const operations = versions && allOperations(versions);
+  // The windows name operations: without the documents there is nothing to check them against.
+  const schedule = operations && attempt(() => compileBrownoutSchedule(operations, config.deprecations));
+  const identity = await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: options.clock }).catch(
+    (error: unknown) => void faults.push(faultOf(error)),
+  );
+  const takeUp = attempt(() => options.readAdminTokens(config));
+  // Read at start-up only (auth is a restart setting), checked here too: a file a reload accepts is one a restart accepts.
+  if (options.readPepper) attempt(() => options.readPepper?.(config));
+  const hash = versions && attempt(() => configurationHash(config));
+  if (faults.length > 0 || !versions || !operations || !schedule || !identity || !takeUp || hash === undefined) throw new ConfigCheckError(faults);
+  return { versions, operations, schedule, identity, hash, takeUp };
+}
