@@ -70,9 +70,10 @@ export function createConnectRefusal(
     socket.on('error', () => socket.destroy());
     // Whatever the client sends after the head is read and dropped, so the close is a FIN, not a reset that could discard the answer.
     socket.resume();
-    socket.setTimeout(LINGER_MS, () => socket.destroy());
     const answered = answerInTurn(socket, () => {
       if (socket.writable && !socket.writableEnded) writeRefusal(socket, CONNECT_REFUSAL, options.requestId?.());
+      // Armed only now: a request before the CONNECT may take its time at the upstream.
+      socket.setTimeout(LINGER_MS, () => socket.destroy());
     });
     if (!answered) socket.destroy();
   };
