@@ -8,6 +8,7 @@ import { systemClock } from './time/clock.ts';
 import { createLogDestination } from './observability/log-destination.ts';
 import { createLogger } from './observability/logger.ts';
 import { tracingFromEnvironment } from './tracing/from-environment.ts';
+import { checkBeforeStart } from './wiring/check-config.ts';
 import { startedByNpm, watchParent } from './wiring/parent-watch.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
@@ -34,6 +35,10 @@ async function main(): Promise<void> {
   // so a SIGHUP during start-up does not kill the process.
   process.on('SIGHUP', () => reloadOnHangUp());
   const config = loadConfig();
+  // What `npm run config -- validate` and a reload check, by the same code, before anything starts: a file
+  // validate passes is one start-up takes, and a bad one stops it with each fault. (The files are read
+  // again as the gateway is built: a few small reads, once.)
+  await checkBeforeStart(config, { clock: systemClock });
   // Buffered and written asynchronously: a log line costs no write of its own on the request path. The
   // buffer is flushed on shutdown and, synchronously, on a fatal error; a SIGKILL loses what it holds.
   const logger = createLogger(config.logging.level, logStream);

@@ -1,11 +1,9 @@
 // npm run config -- <command>: check a configuration file before it is applied (validate), or make a running gateway reload its own (reload).
 import { Command, CommanderError } from 'commander';
 import type { ReloadAnswer } from '../admin-api/routes.ts';
-import { loadAdminTokens } from '../admin-api/tokens.ts';
-import { loadPepper } from '../auth/pepper.ts';
 import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { systemClock } from '../time/clock.ts';
-import { checkConfig, ConfigCheckError } from '../wiring/check-config.ts';
+import { checkBeforeStart, ConfigCheckError } from '../wiring/check-config.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom } from './admin-client.ts';
 
 /** 2 for a usage error (commander's), 1 for a configuration that fails a check or a refused reload, as the other CLIs. */
@@ -18,16 +16,7 @@ const USAGE_ERROR = 2;
 async function faultsOf(file: string | undefined): Promise<readonly string[]> {
   const env = file === undefined ? process.env : { ...process.env, GATEWAY_CONFIG: file };
   try {
-    const config = loadConfig(env);
-    await checkConfig(config, {
-      clock: systemClock,
-      // Read, never put in force: no gateway runs here.
-      readAdminTokens: (checked) => {
-        if (checked.adminApi.tokenFile !== null) loadAdminTokens(checked.adminApi.tokenFile);
-        return () => undefined;
-      },
-      readPepper: (checked) => loadPepper(checked, env),
-    });
+    await checkBeforeStart(loadConfig(env), { clock: systemClock, env });
     return [];
   } catch (error) {
     if (error instanceof ConfigCheckError) return error.faults;

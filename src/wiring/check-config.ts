@@ -1,4 +1,6 @@
 // Every check a loaded configuration passes before it is served: one function for a reload (SIGHUP, the admin API) and `npm run config -- validate`.
+import { loadAdminTokens } from '../admin-api/tokens.ts';
+import { loadPepper } from '../auth/pepper.ts';
 import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
@@ -74,4 +76,19 @@ export async function checkConfig(config: GatewayConfig, options: CheckOptions):
   const hash = versions && attempt(() => configurationHash(config));
   if (faults.length > 0 || !versions || !operations || !schedule || !identity || !takeUp || hash === undefined) throw new ConfigCheckError(faults);
   return { versions, operations, schedule, identity, hash, takeUp };
+}
+
+/**
+ * The checks of a configuration no gateway serves yet (start-up, `npm run config -- validate`): the same
+ * as a reload's, with the token and pepper files read as start-up reads them, and nothing put in force.
+ */
+export function checkBeforeStart(config: GatewayConfig, options: { clock: Clock; env?: Readonly<Record<string, string | undefined>> }): Promise<CheckedConfig> {
+  return checkConfig(config, {
+    clock: options.clock,
+    readAdminTokens: (checked) => {
+      if (checked.adminApi.tokenFile !== null) loadAdminTokens(checked.adminApi.tokenFile);
+      return () => undefined;
+    },
+    readPepper: (checked) => loadPepper(checked, options.env),
+  });
 }

@@ -21,7 +21,10 @@ export function watchParent(options: ParentWatchOptions): () => void {
   return () => clearInterval(timer);
 }
 
-/** Whether npm runs this process as a script (`npm start`): npm sets npm_lifecycle_event for its scripts. */
+/**
+ * Whether npm runs this process as its start script (npm sets npm_lifecycle_event for the script it runs).
+ * Another script's child (a bench's gateway) inherits the variable, but its parent is that script, not npm.
+ */
 export function startedByNpm(env: Readonly<Record<string, string | undefined>>): boolean {
-  return env.npm_lifecycle_event !== undefined && env.npm_lifecycle_event !== '';
+  return env.npm_lifecycle_event === 'start';
 }

@@ -151,6 +151,19 @@ describe('a bad setting', () => {
     }
   });
 
+  it('names every fault npm run config -- validate names, one a line', async () => {
+    const file = tokenFile('short-token');
+    try {
+      const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', ADMIN_API_TOKEN_FILE: file, API_KEY_PEPPER_FILE: '/nonexistent/pepper' });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        /^petstore-gateway: could not start: ADMIN_API_TOKEN_FILE \(adminApi\.tokenFile\): the token on line 1 is shorter than 32 characters\nAPI_KEY_PEPPER_FILE \(auth\.pepperFile\): \/nonexistent\/pepper could not be read: ENOENT[^\n]*\n$/,
+      );
+    } finally {
+      removeTokenFile(file);
+    }
+  });
+
   describe('a missing interface document', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -111,8 +111,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ ADMIN_HOST: ' 0.0.0.0 ' }).listen.adminHost).toBe('0.0.0.0');
   });
 
-  it('stops on a missing config file', () => {
-    expect(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gateway.yaml' })).toThrow(/config file .* could not be read/);
+  it('stops on a missing config file, naming GATEWAY_CONFIG', () => {
+    expect(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gateway.yaml' })).toThrow(
+      new ConfigError('GATEWAY_CONFIG: config file /nonexistent/gateway.yaml could not be read (ENOENT)'),
+    );
   });
 });
 

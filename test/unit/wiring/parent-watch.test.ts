@@ -30,6 +30,7 @@ describe('watchParent', () => {
 describe('startedByNpm', () => {
   it.each([
     [{ npm_lifecycle_event: 'start' }, true],
+    [{ npm_lifecycle_event: 'bench' }, false],
     [{ npm_lifecycle_event: '' }, false],
     [{}, false],
   ])('%o: %s', (env, expected) => {
