@@ -168,6 +168,6 @@ describe('npm run deprecations -- --admin-url', () => {
     expect(stopped.stdout).toBe('brownout of getPet stopped\n');
     const report = await runDeprecationsCli(['report', '--json', '--admin-url', adminUrl], operator);
     expect(report.code).toBe(0);
-    expect(JSON.parse(report.stdout)).toEqual(await (await fetch(`${adminUrl}/deprecations`)).json());
+    expect(JSON.parse(report.stdout)).toEqual(await (await fetch(`${adminUrl}/deprecations`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).json());
   });
 });
