@@ -1,4 +1,4 @@
-// The admin API on the admin listener, against a real Redis: tokens, failed-attempt limit, each endpoint, the audit trail.
+// The admin API on the admin listener, against a real Redis: tokens, failed-attempt limit, each endpoint, the audit trail, /deprecations guarded.
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/admin-api/tokens.ts';
@@ -382,5 +382,71 @@ describe('without ADMIN_API_TOKEN_FILE', () => {
       message: 'Admin endpoints: /healthz, /readyz, /metrics, /deprecations, /.well-known/jwks.json (when signing), /admin/ (when ADMIN_API_TOKEN_FILE is set)',
       status: 404,
     });
+  });
+});
+
+const WRONG_TOKEN = 'wrong'.repeat(8);
+
+/** `count` failed authentications, each from its own loopback address (127.1.x.y), a few connections at a time. */
+async function failFromManyAddresses(count: number, offset = 0): Promise<void> {
+  const concurrency = 32;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const index = offset + next++;
+        const answer = await admin('/admin/keys', { token: WRONG_TOKEN, from: `127.1.${index >> 8}.${index & 255}` });
+        expect(answer.status).toBe(401);
+      }
+    }),
+  );
+}
+
+describe('GET /deprecations while the admin API is on', () => {
+  it('is refused 401 with an Error body and the challenge without the admin token', async () => {
+    const answer = await admin('/deprecations', { token: null, headers: { 'x-request-id': 'deprecations-no-token' } });
+    expect(answer.status).toBe(401);
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(answer.headers['www-authenticate']).toBe('Bearer realm="petstore-gateway-admin"');
+    expect(answer.headers['x-request-id']).toBe('deprecations-no-token');
+    expect(answer.body).toEqual({ code: 'unauthorized', message: 'An admin token is required: Authorization: Bearer <token>', status: 401 });
+  });
+
+  it('counts its failures against the address as the admin API does', async () => {
+    for (let attempt = 0; attempt < 3; attempt++) expect((await admin('/deprecations', { token: WRONG_TOKEN, from: '127.0.0.4' })).status).toBe(401);
+    expect((await admin('/admin/keys', { from: '127.0.0.4' })).status).toBe(429);
+  });
+
+  it('answers the report with the admin token, saying how many rows it has', async () => {
+    const answer = await admin('/deprecations');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-total-count']).toBe('0');
+    expect(answer.body).toEqual([]);
+  });
+});
+
+describe('failed authentications', () => {
+  it('keep an address blocked while more addresses than the table counts fail', { timeout: 120_000 }, async () => {
+    for (let attempt = 0; attempt < 3; attempt++) expect((await admin('/admin/keys', { token: WRONG_TOKEN, from: '127.0.0.5' })).status).toBe(401);
+    await failFromManyAddresses(10_050);
+    const refused = await admin('/admin/keys', { from: '127.0.0.5' });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ code: 'rate_limited', message: 'Too many failed authentications from this address; retry later', status: 429 });
+  });
+
+  it('are logged one by one five times in ten seconds, then told as a count', async () => {
+    // The interval's first failure: what an earlier test left to tell is told before it.
+    await failFromManyAddresses(1, 20_000);
+    const linesBefore = gateway.logs.length;
+    await failFromManyAddresses(39, 20_001);
+    clock.set(clock.now() + 10_000);
+    await failFromManyAddresses(1, 20_040);
+    const lines = gateway.logs.slice(linesBefore).filter((line) => line.action === 'authenticate');
+    expect(lines.map((line) => line.msg)).toEqual([
+      ...Array.from({ length: 4 }, () => 'admin API: authentication failed'),
+      'admin API: 35 more failed authentications in 10 s, not logged one by one',
+      'admin API: authentication failed',
+    ]);
+    expect(lines[4]).toMatchObject({ level: 40, suppressed: 35, intervalMs: 10_000 });
   });
 });
