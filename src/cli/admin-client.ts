@@ -87,7 +87,8 @@ export class AdminClient {
     try {
       const error = JSON.parse(text) as { code?: unknown; message?: unknown };
       // The gateway's words, printed on a terminal: escaped like everything else read from it.
-      if (typeof error.message === 'string') message = `${printable(error.message)} (${res.status} ${printable(String(error.code))})`;
+      // Escaped line by line: a message of several faults (a refused reload) keeps its lines.
+      if (typeof error.message === 'string') message = `${error.message.split('\n').map(printable).join('\n')} (${res.status} ${printable(String(error.code))})`;
     } catch {
       /* not an Error body: the status says it */
     }

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { systemClock } from '../time/clock.ts';
 import { checkBeforeStart, ConfigCheckError } from '../wiring/check-config.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom } from './admin-client.ts';
+import { printable, printableJson } from './printable.ts';
 
 /** 2 for a usage error (commander's), 1 for a configuration that fails a check or a refused reload, as the other CLIs. */
 const USAGE_ERROR = 2;
@@ -27,8 +28,9 @@ async function faultsOf(file: string | undefined): Promise<readonly string[]> {
 
 /** What a reload answered, one fact a line: what changed, what waits for a restart. */
 function describeReload(answer: Extract<ReloadAnswer, { result: 'success' }>): string {
-  const list = (keys: readonly string[]) => (keys.length === 0 ? 'none' : keys.join(', '));
-  return `reloaded (configHash ${answer.hash})\nchanged: ${list(answer.changed)}\nneeds a restart: ${list(answer.needRestart)}\n`;
+  // Escaped as every CLI escapes what a gateway answers: the keys are the gateway's words, not this process's.
+  const list = (keys: readonly string[]) => (keys.length === 0 ? 'none' : keys.map(printable).join(', '));
+  return `reloaded (configHash ${printable(answer.hash)})\nchanged: ${list(answer.changed)}\nneeds a restart: ${list(answer.needRestart)}\n`;
 }
 
 const program = new Command('config')
@@ -63,7 +65,7 @@ program
   .action(async (options: AdminOptions & { json?: boolean }) => {
     const client = adminClientFrom(options)!;
     const answer = await client.call<{ result: 'success'; changed: string[]; needRestart: string[]; configHash: string }>('POST', '/admin/config/reload');
-    if (options.json === true) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    if (options.json === true) process.stdout.write(`${printableJson(answer)}\n`);
     else process.stdout.write(describeReload({ result: 'success', hash: answer.configHash, changed: answer.changed, needRestart: answer.needRestart }));
   });
 

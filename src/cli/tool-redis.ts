@@ -1,16 +1,9 @@
 // The operators' CLIs' Redis connection: one attempt, checked with PING, failing with a message that names where it looked.
-import { createRedisClient, redisTopology, type RedisClient, type RedisSettings } from '../redis/connect.ts';
+import { createRedisClient, redactRedisUrl, redisTopology, type RedisClient, type RedisSettings } from '../redis/connect.ts';
 
 /** Redis did not answer: a runtime error (exit 1), its message naming the address without credentials. */
 export class RedisUnreachableError extends Error {
   override name = 'RedisUnreachableError';
-}
-
-/** The URL without its password, for messages. */
-function safeUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
 }
 
 /** Where the CLI looked for Redis, without credentials. */
@@ -22,7 +15,7 @@ function describeRedis(settings: RedisSettings): string {
     case 'cluster':
       return `cluster ${nodes(settings.clusterNodes)}`;
     default:
-      return safeUrl(settings.url);
+      return redactRedisUrl(settings.url);
   }
 }
 

@@ -66,12 +66,21 @@ export function describeRedisSetting(settings: RedisSettings): string {
       return `REDIS_CLUSTER_NODES (redis.clusterNodes) ${nodes(settings.clusterNodes)}`;
     case 'sentinel':
       return `REDIS_SENTINELS (redis.sentinels) ${nodes(settings.sentinels)}, primary REDIS_SENTINEL_NAME ${settings.sentinelName}`;
-    default: {
-      const url = new URL(settings.url);
-      if (url.password !== '') url.password = '***';
-      return `REDIS_URL (redis.url) ${url.href}`;
-    }
+    default:
+      return `REDIS_URL (redis.url) ${redactRedisUrl(settings.url)}`;
   }
+}
+
+/**
+ * A Redis URL as messages may show it: the password masked, and the value of every query parameter too,
+ * since ioredis takes any option from the query (`?password=`, `?sentinelPassword=`, TLS settings).
+ */
+export function redactRedisUrl(href: string): string {
+  const url = new URL(href);
+  if (url.password !== '') url.password = '***';
+  for (const name of new Set(url.searchParams.keys())) url.searchParams.set(name, '***');
+  // URLSearchParams writes `*` as is: the masked query reads as written.
+  return url.href;
 }
 
 export function createRedisClient(settings: RedisSettings, options: RedisClientOptions): RedisClient {

@@ -66,11 +66,15 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
     try {
       // Everything is read and checked before anything changes: the settings together, then what
       // `npm run config -- validate` checks (documents, brownout windows, key and token files). A refusal changes nothing.
-      plan = planReload(live.current.config, deps.loadConfig());
+      const loaded = deps.loadConfig();
+      plan = planReload(live.current.config, loaded);
+      const { readPepper } = deps;
       checked = await checkConfig(plan.effective, {
         clock: deps.clock,
         readAdminTokens: deps.alsoReload,
-        ...(deps.readPepper ? { readPepper: deps.readPepper } : {}),
+        // The pepper is read at start-up only, so `effective` keeps the running file: the file the next
+        // restart will read is the loaded configuration's, and that is the one a reload must vouch for.
+        ...(readPepper ? { readPepper: () => readPepper(loaded) } : {}),
       });
       // Shut down while the key files were read: nothing is built that nobody would close.
       if (live.closed) return refused(['the gateway is shutting down']);

@@ -77,6 +77,16 @@ it('exits 1 on a refused reload, printing each fault by key, and the gateway ser
   expect(gateway.child.exitCode).toBeNull();
 });
 
+it('prints a refusal of several faults one fault a line', async () => {
+  await writeConfig({ upstream: { ...(baseConfig.upstream as object), timeoutMs: 'soon', totalTimeoutMs: 'later' } });
+  const result = await reload();
+  expect(result.code).toBe(1);
+  expect(result.stderr.split('\n').slice(1, 3)).toEqual([
+    '  upstream.timeoutMs: must be a whole number of milliseconds, at least 1',
+    '  upstream.totalTimeoutMs: must be a whole number of milliseconds, at least 1 (409 conflict)',
+  ]);
+});
+
 it('needs the admin token, and says where it is read from', async () => {
   const result = await runCli('src/cli/config.ts', ['reload', '--admin-url', `http://127.0.0.1:${gateway.adminPort}`], {});
   expect(result).toEqual({ code: 1, stdout: '', stderr: 'config: --admin-url needs the admin token: set ADMIN_API_TOKEN or pass --admin-token-file\n' });

@@ -114,3 +114,10 @@ it('says when an environment variable overrides the value the file now gives', a
   await writeConfig({ ...limits(1), logging: { level: 'warn' } });
   expect(await hangUp('environment variables override')).toContain('"settings":["LOG_LEVEL (logging.level)"]');
 });
+
+it('refuses a pepper file the next restart could not read, though only a restart reads the pepper', async () => {
+  const missing = join(dir, 'no-such-pepper');
+  await writeConfig({ ...limits(1), auth: { ...(baseConfig.auth as object), pepperFile: missing } });
+  const refused = await hangUp('configuration reload refused');
+  expect(refused).toContain(`API_KEY_PEPPER_FILE (auth.pepperFile): ${missing} could not be read`);
+});
