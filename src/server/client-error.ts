@@ -12,6 +12,11 @@ export interface RawRefusalOptions {
    * These refusals never reach the pipeline, which gives every other answer its id.
    */
   requestId?: () => string;
+  /**
+   * Once a refusal's turn came, the connection closes within this long whatever the client does (default
+   * 5000): its FIN closes it sooner; bytes it trickles, or a send buffer it never empties, do not extend it.
+   */
+  lingerMs?: number;
 }
 
 /** The refusal for a parser error; Node's default answer would be a bare status line without a body. */
@@ -29,19 +34,34 @@ function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
 /** CONNECT asks for a tunnel, which only a proxy makes: the gateway is an origin server to its clients. */
 const CONNECT_REFUSAL = new GatewayError('invalid_request', 'CONNECT is not served: the gateway is not a proxy');
 
-/**
- * After a refusal written on a socket Node has let go of (CONNECT), the client's FIN closes it; one that
- * never sends it is closed after this long, since no parser timeout watches the socket any more.
- */
+/** How long a refused connection may stay open after its refusal's turn: long enough to read a 400, short enough not to hoard sockets. */
 const LINGER_MS = 5000;
+
+/**
+ * Closes `socket` `lingerMs` from now, whatever the client does. An absolute deadline, not an inactivity
+ * timer (`socket.setTimeout`), which every byte a client trickles would restart: no parser timeout watches
+ * a CONNECT socket, and Node's one-shot header timeout may be spent while earlier requests were answered.
+ */
+function closeWithin(socket: Socket, lingerMs: number): void {
+  const deadline = setTimeout(() => socket.destroy(), lingerMs).unref();
+  socket.once('close', () => clearTimeout(deadline));
+}
+
+function checkedLinger(options: RawRefusalOptions): number {
+  const { lingerMs = LINGER_MS } = options;
+  if (!Number.isFinite(lingerMs) || lingerMs <= 0) throw new RangeError(`lingerMs must be a positive number of milliseconds, not ${lingerMs}`);
+  return lingerMs;
+}
 
 /**
  * For `server.on('clientError')`: the connection cannot be reused, so the refusal closes it. Complete
  * requests that came before the bad bytes are answered first, in order (the backend may already be
  * running them); then the refusal. One response per request: when the request the error is in was
  * answered already (a refusal sent before its body ended), the connection is closed without another.
+ * A byte read after the refusal closes it at once (Node reports the error again, on an ended socket).
  */
 export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: RawRefusalOptions = {}): (error: NodeJS.ErrnoException, socket: Socket) => void {
+  const lingerMs = checkedLinger(options);
   return function answerClientError(error, socket) {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -49,6 +69,8 @@ export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: Ra
     }
     const refusal = clientErrorRefusal(error);
     const answered = answerInTurn(socket, () => {
+      // A client that never reads nor closes would otherwise hold the ended socket for good.
+      closeWithin(socket, lingerMs);
       // The last response may have closed the connection (a drain), or the client left meanwhile.
       if (socket.writable && !socket.writableEnded) writeRefusal(socket, refusal, options.requestId?.());
     });
@@ -59,21 +81,25 @@ export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: Ra
 /**
  * For `server.on('connect')`: without a listener Node closes the connection without a word. CONNECT, in
  * any target form, gets `400 invalid_request` after the requests before it on the connection, and the
- * connection closes (Node has detached its parser: nothing more would be read).
+ * connection closes within `lingerMs` of the refusal's turn (Node has detached its parser and its timeouts).
  */
 export function createConnectRefusal(
   answerInTurn: AnswerInTurn,
   options: RawRefusalOptions = {},
 ): (req: IncomingMessage, socket: Socket, head: Buffer) => void {
+  const lingerMs = checkedLinger(options);
   return function refuseConnect(_req, socket) {
     // Node took its own error listener off with its parser: a reset now must not become an uncaught error.
     socket.on('error', () => socket.destroy());
-    // Whatever the client sends after the head is read and dropped, so the close is a FIN, not a reset that could discard the answer.
-    socket.resume();
+    // Nothing is read while the requests before the CONNECT are answered: what the client sends meanwhile waits in its kernel buffers.
+    socket.pause();
     const answered = answerInTurn(socket, () => {
+      // Armed only now, not when the CONNECT arrived: a request before it may take its time at the upstream, and its answer is owed.
+      closeWithin(socket, lingerMs);
       if (socket.writable && !socket.writableEnded) writeRefusal(socket, CONNECT_REFUSAL, options.requestId?.());
-      // Armed only now: a request before the CONNECT may take its time at the upstream.
-      socket.setTimeout(LINGER_MS, () => socket.destroy());
+      // Whatever the client sent or sends is read and dropped until its FIN or the deadline, so the close is a
+      // FIN, not a reset that could discard the answer (RFC 9112 §9.6).
+      socket.resume();
     });
     if (!answered) socket.destroy();
   };
