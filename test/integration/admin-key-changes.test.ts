@@ -82,6 +82,48 @@ describe('rotation', () => {
   });
 });
 
+describe('a rotation whose announcement fails (PUBLISH refused, as on a connection that drops)', () => {
+  let denied: AdminGateway;
+  beforeAll(async () => {
+    // The same Redis for a user that may do anything but PUBLISH: the rotation's script commits, its announcement fails.
+    await redis.client.call('ACL', 'SETUSER', 'no-publish', 'on', '>no-publish-password', '~*', '&*', '+@all', '-publish');
+    const redisUrl = `redis://no-publish:no-publish-password@127.0.0.1:${redis.port}`;
+    denied = await startAdminGateway({ redisUrl, upstreamUrl: backend.baseUrl, pepper: PEPPER, clock });
+  });
+  afterAll(async () => {
+    await denied?.close();
+  });
+
+  it('answers 201 with the new secret, which authenticates, and the old key as the script left it', async () => {
+    const { id } = await createKey('unannounced');
+    const rotated = await adminRequest(denied.adminPort, `/admin/keys/${id}/rotate`, { method: 'POST' });
+    expect(rotated.status).toBe(201);
+    const { id: successor, key } = rotated.body as { id: string; key: string };
+    expect(rotated.body).toEqual({
+      id: successor,
+      consumer: 'unannounced',
+      environments: ['production'],
+      createdAt: new Date(TEST_NOW).toISOString(),
+      revoked: false,
+      key,
+      previous: { id, consumer: 'unannounced', environments: ['production'], createdAt: new Date(TEST_NOW).toISOString(), revoked: true, rotatedTo: successor },
+    });
+    expect(await publicStatus(key)).toBe(200);
+  });
+
+  it('logs that the change was not announced, naming the key', async () => {
+    const { id } = await createKey('unannounced-logged');
+    await adminRequest(denied.adminPort, `/admin/keys/${id}/rotate`, { method: 'POST' });
+    const line = denied.logs.find((entry) => entry.keyId === id);
+    expect(line).toMatchObject({
+      level: 40,
+      keyId: id,
+      msg: 'admin API: a key change was made but not announced; replicas see it by their epoch check within a second',
+    });
+    expect((line!.err as { message: string }).message).toMatch(/^NOPERM .*'publish'/);
+  });
+});
+
 describe('consumer names', () => {
   const patternMessage = `Request body field 'consumer' must match pattern "${CONSUMER_NAME_PATTERN}"`;
 
