@@ -78,7 +78,7 @@ export class KeyAdmin implements KeyOperations {
     return { key, record };
   }
 
-  /** A new key and its record, not yet stored; a rotation copies the old key's grants, expiry included, as they are. */
+  /** A new key and its record, not yet stored. */
   #newKey(input: NewKey): IssuedKey & { keyHash: string } {
     const key = generateApiKey(input.environments);
     const record: KeyRecord = {
@@ -126,41 +126,33 @@ export class KeyAdmin implements KeyOperations {
   }
 
   /**
-   * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
-   * overlap, expires after it so clients can switch without an outage. A key is rotated once: a
-   * concurrent or repeated rotation is refused, naming the successor, and writes nothing.
+   * A new secret for the same consumer and grants (as stored when the rotation is written). The old key is
+   * revoked at once, or, with an overlap, expires after it (or at its own expiry, if earlier) so clients can
+   * switch without an outage. A key is rotated once: a concurrent or repeated rotation is refused, naming
+   * the successor, and writes nothing.
    */
   async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
     const { keyHash, record } = await this.#find(id);
     const refused = rotationRefusal(id, record);
     if (refused) throw refused;
     await this.#claimPepper();
-    const {
-      key,
-      keyHash: successorHash,
-      record: successor,
-    } = this.#newKey({
-      consumer: record.consumer,
-      environments: record.environments,
-      ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
-      ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
-      ...(record.optedIn === undefined ? {} : { optedIn: record.optedIn }),
-    });
+    // The grants are left to the script, which copies them as they stand when it runs. The secret's prefix
+    // follows the environments read here: no operation changes a key's environments.
+    const { key, keyHash: successorHash, record: successor } = this.#newKey({ consumer: record.consumer, environments: record.environments });
     const revokes = !(overlapSeconds > 0);
-    const expiresAt = new Date(this.#clock.now() + overlapSeconds * 1000).toISOString();
     const rotated = await rotateOnce(this.#redis, this.#layout, {
-      oldKeyHash: keyHash,
+      old: { keyHash, record },
       successor: { keyHash: successorHash, record: successor },
-      oldChanges: revokes ? { revoked: '1' } : { expiresAt },
+      ...(revokes ? {} : { overlapEndsAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() }),
     });
     if (rotated.outcome === 'gone') throw new KeyAdminError('not_found', `no key with id ${id}`);
     // Another rotation or a revocation came first, between the read above and the script: refused as if read then.
     if (rotated.outcome === 'already_rotated') throw rotationRefusal(id, { revoked: false, rotatedTo: rotated.successor })!;
     if (rotated.outcome === 'revoked') throw rotationRefusal(id, { revoked: true })!;
     // Committed: the successor's secret exists only in this answer, and a retry would be refused, so nothing
-    // may fail from here on. The old record is what the script wrote over the one read, not read again.
+    // may fail from here on (the records are the script's, not read again).
     await this.#announce(id, { type: revokes ? 'revoked' : 'changed', keyHash, epoch: rotated.epoch });
-    return { issued: { key, record: successor }, previous: { ...record, ...(revokes ? { revoked: true } : { expiresAt }), rotatedTo: successor.id } };
+    return { issued: { key, record: rotated.successor }, previous: rotated.previous };
   }
 
   /** Best effort: a change whose announcement is lost moved the epoch, which replicas check every second (src/auth/key-events.ts). */
