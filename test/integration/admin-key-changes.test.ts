@@ -1,4 +1,4 @@
-// Over the admin API on a real Redis: a key is rotated once however many ask at once, consumer names are printable, `name` is `consumer`'s alias.
+// Over the admin API on a real Redis: a key is rotated once however many ask at once, even unannounced; consumer names are printable, `name` is `consumer`'s alias.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMER_NAME_PATTERN } from '../../src/auth/consumer-name.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
@@ -102,11 +102,20 @@ describe('a rotation whose announcement fails (PUBLISH refused, as on a connecti
     expect(rotated.body).toEqual({
       id: successor,
       consumer: 'unannounced',
+      name: 'unannounced',
       environments: ['production'],
       createdAt: new Date(TEST_NOW).toISOString(),
       revoked: false,
       key,
-      previous: { id, consumer: 'unannounced', environments: ['production'], createdAt: new Date(TEST_NOW).toISOString(), revoked: true, rotatedTo: successor },
+      previous: {
+        id,
+        consumer: 'unannounced',
+        name: 'unannounced',
+        environments: ['production'],
+        createdAt: new Date(TEST_NOW).toISOString(),
+        revoked: true,
+        rotatedTo: successor,
+      },
     });
     expect(await publicStatus(key)).toBe(200);
   });
@@ -161,7 +170,12 @@ describe('`name`, the deprecated spelling of `consumer`', () => {
     const answer = await admin('/admin/keys', { method: 'POST', body: { name: 'legacy-client' } });
     expect(answer.status).toBe(201);
     expect(answer.body).toMatchObject({ consumer: 'legacy-client' });
-    expect(answer.body).not.toHaveProperty('name');
+  });
+
+  it('is answered with `consumer`, the same, in a rotation’s new and old key', async () => {
+    const { id } = await createKey('answered-both');
+    const rotated = await admin(`/admin/keys/${id}/rotate`, { method: 'POST' });
+    expect(rotated.body).toMatchObject({ consumer: 'answered-both', name: 'answered-both', previous: { consumer: 'answered-both', name: 'answered-both' } });
   });
 
   it('is accepted with `consumer` when the same', async () => {
