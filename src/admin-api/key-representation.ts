@@ -7,6 +7,11 @@ import type { Environment, StabilityMarker } from '../config/schema.ts';
 export interface ApiKey {
   id: string;
   consumer: string;
+  /**
+   * @deprecated `consumer`'s spelling in 1.0, answered with it (the same value) until the next minor
+   * version, so that scripts and CLIs reading `name` keep working meanwhile.
+   */
+  name: string;
   environments: readonly Environment[];
   createdAt: string;
   revoked: boolean;
@@ -16,13 +21,19 @@ export interface ApiKey {
   rotatedTo?: string;
 }
 
+/** A key as any gateway answers it: 1.0 says only `name`, 1.1 both, a later version only `consumer`. */
+export type AnsweredKey = Omit<ApiKey, 'consumer' | 'name'> & ({ consumer: string; name?: string } | { consumer?: undefined; name: string });
+
 export type ApiIssuedKey = ApiKey & { key: string };
+export type AnsweredIssuedKey = AnsweredKey & { key: string };
 export type ApiRotatedKey = ApiIssuedKey & { previous: ApiKey };
+export type AnsweredRotatedKey = AnsweredIssuedKey & { previous: AnsweredKey };
 
 export function toApiKey(record: KeyRecord): ApiKey {
   return {
     id: record.id,
     consumer: record.consumer,
+    name: record.consumer,
     environments: record.environments,
     createdAt: record.createdAt,
     revoked: record.revoked,
@@ -33,10 +44,10 @@ export function toApiKey(record: KeyRecord): ApiKey {
   };
 }
 
-export function fromApiKey(key: ApiKey): KeyRecord {
+export function fromApiKey(key: AnsweredKey): KeyRecord {
   return {
     id: key.id,
-    consumer: key.consumer,
+    consumer: key.consumer === undefined ? key.name : key.consumer,
     environments: key.environments,
     createdAt: key.createdAt,
     // In the order the Redis path prints a record, so the CLI's JSON is the same either way.
@@ -50,8 +61,11 @@ export function fromApiKey(key: ApiKey): KeyRecord {
 
 export const toApiIssuedKey = (issued: IssuedKey): ApiIssuedKey => ({ ...toApiKey(issued.record), key: issued.key });
 
-export const fromApiIssuedKey = ({ key, ...rest }: ApiIssuedKey): IssuedKey => ({ key, record: fromApiKey(rest) });
+export const fromApiIssuedKey = ({ key, ...rest }: AnsweredIssuedKey): IssuedKey => ({ key, record: fromApiKey(rest) });
 
 export const toApiRotatedKey = ({ issued, previous }: RotatedKey): ApiRotatedKey => ({ ...toApiIssuedKey(issued), previous: toApiKey(previous) });
 
-export const fromApiRotatedKey = ({ previous, ...issued }: ApiRotatedKey): RotatedKey => ({ issued: fromApiIssuedKey(issued), previous: fromApiKey(previous) });
+export const fromApiRotatedKey = ({ previous, ...issued }: AnsweredRotatedKey): RotatedKey => ({
+  issued: fromApiIssuedKey(issued),
+  previous: fromApiKey(previous),
+});

@@ -10,7 +10,7 @@ import type { PepperedKeyHasher } from './key-hash.ts';
 import { readKeyPage, type KeyPage, type PageRequest } from './key-listing.ts';
 import type { IssuedKey, KeyOperations, NewKey, RotatedKey } from './key-operations.ts';
 import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint } from './pepper-fingerprint.ts';
-import { fromHashFields, keyLayout, orderMember, toHashFields, type KeyLayout } from './key-records.ts';
+import { fromHashFields, keyLayout, orderMember, toHashFields, type KeyEvent, type KeyLayout } from './key-records.ts';
 import { rotateOnce } from './key-rotation.ts';
 import type { KeyRecord } from './key-store.ts';
 
@@ -30,6 +30,11 @@ export interface KeyAdminOptions {
   onPepperRecorded?: (existingKeys: number) => void;
   /** Told when a write that does not depend on the pepper (revoke, limits, opt-in) ran with another pepper than the keys'. */
   onPepperMismatch?: (message: string) => void;
+  /**
+   * Told when a key change was made but its announcement to the replicas failed (the change is not undone:
+   * it moved the events epoch, which every replica checks each second, so they see it all the same).
+   */
+  onAnnouncementFailed?: (keyId: string, error: unknown) => void;
 }
 
 export class KeyAdmin implements KeyOperations {
@@ -73,7 +78,7 @@ export class KeyAdmin implements KeyOperations {
     return { key, record };
   }
 
-  /** A new key and its record, not yet stored; a rotation copies the old key's grants, expiry included, as they are. */
+  /** A new key and its record, not yet stored. */
   #newKey(input: NewKey): IssuedKey & { keyHash: string } {
     const key = generateApiKey(input.environments);
     const record: KeyRecord = {
@@ -121,38 +126,42 @@ export class KeyAdmin implements KeyOperations {
   }
 
   /**
-   * A new secret for the same consumer and grants. The old key is revoked at once, or, with an
-   * overlap, expires after it so clients can switch without an outage. A key is rotated once: a
-   * concurrent or repeated rotation is refused, naming the successor, and writes nothing.
+   * A new secret for the same consumer and grants (as stored when the rotation is written). The old key is
+   * revoked at once, or, with an overlap, expires after it (or at its own expiry, if earlier) so clients can
+   * switch without an outage. A key is rotated once: a concurrent or repeated rotation is refused, naming
+   * the successor, and writes nothing.
    */
   async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
     const { keyHash, record } = await this.#find(id);
     const refused = rotationRefusal(id, record);
     if (refused) throw refused;
     await this.#claimPepper();
-    const {
-      key,
-      keyHash: successorHash,
-      record: successor,
-    } = this.#newKey({
-      consumer: record.consumer,
-      environments: record.environments,
-      ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
-      ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
-      ...(record.optedIn === undefined ? {} : { optedIn: record.optedIn }),
-    });
+    // The grants are left to the script, which copies them as they stand when it runs. The secret's prefix
+    // follows the environments read here: no operation changes a key's environments.
+    const { key, keyHash: successorHash, record: successor } = this.#newKey({ consumer: record.consumer, environments: record.environments });
     const revokes = !(overlapSeconds > 0);
     const rotated = await rotateOnce(this.#redis, this.#layout, {
-      oldKeyHash: keyHash,
+      old: { keyHash, record },
       successor: { keyHash: successorHash, record: successor },
-      oldChanges: revokes ? { revoked: '1' } : { expiresAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() },
+      ...(revokes ? {} : { overlapEndsAt: new Date(this.#clock.now() + overlapSeconds * 1000).toISOString() }),
     });
     if (rotated.outcome === 'gone') throw new KeyAdminError('not_found', `no key with id ${id}`);
     // Another rotation or a revocation came first, between the read above and the script: refused as if read then.
     if (rotated.outcome === 'already_rotated') throw rotationRefusal(id, { revoked: false, rotatedTo: rotated.successor })!;
     if (rotated.outcome === 'revoked') throw rotationRefusal(id, { revoked: true })!;
-    await publishKeyEvent(this.#redis, this.#prefix, { type: revokes ? 'revoked' : 'changed', keyHash, epoch: rotated.epoch });
-    return { issued: { key, record: successor }, previous: (await this.#find(id)).record };
+    // Committed: the successor's secret exists only in this answer, and a retry would be refused, so nothing
+    // may fail from here on (the records are the script's, not read again).
+    await this.#announce(id, { type: revokes ? 'revoked' : 'changed', keyHash, epoch: rotated.epoch });
+    return { issued: { key, record: rotated.successor }, previous: rotated.previous };
+  }
+
+  /** Best effort: a change whose announcement is lost moved the epoch, which replicas check every second (src/auth/key-events.ts). */
+  async #announce(id: string, event: KeyEvent): Promise<void> {
+    try {
+      await publishKeyEvent(this.#redis, this.#prefix, event);
+    } catch (error) {
+      this.#options.onAnnouncementFailed?.(id, error);
+    }
   }
 
   async #find(id: string): Promise<{ keyHash: string; record: KeyRecord }> {

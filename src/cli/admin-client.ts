@@ -1,6 +1,13 @@
 // The operators' CLIs' remote mode: the key and brownout operations asked of a gateway's admin API (--admin-url), no Redis or pepper needed.
 import { readFileSync } from 'node:fs';
-import { fromApiIssuedKey, fromApiKey, fromApiRotatedKey, type ApiIssuedKey, type ApiKey, type ApiRotatedKey } from '../admin-api/key-representation.ts';
+import {
+  fromApiIssuedKey,
+  fromApiKey,
+  fromApiRotatedKey,
+  type AnsweredIssuedKey,
+  type AnsweredKey,
+  type AnsweredRotatedKey,
+} from '../admin-api/key-representation.ts';
 import type { IssuedKey, KeyOperations, KeyPage, NewKey, PageRequest, RotatedKey } from '../auth/key-admin.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import type { StabilityMarker } from '../config/schema.ts';
@@ -110,7 +117,7 @@ const keyPath = (id: string, rest = '') => `/admin/keys/${encodeURIComponent(id)
 
 /** The key operations over the admin API, printing what the Redis path prints. */
 export function remoteKeys(client: AdminClient): KeyOperations {
-  const show = async (id: string) => fromApiKey(await client.call<ApiKey>('GET', keyPath(id)));
+  const show = async (id: string) => fromApiKey(await client.call<AnsweredKey>('GET', keyPath(id)));
   return {
     async create(input: NewKey): Promise<IssuedKey> {
       const body = {
@@ -121,7 +128,7 @@ export function remoteKeys(client: AdminClient): KeyOperations {
         ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
         ...(input.optedIn === undefined ? {} : { optIn: input.optedIn }),
       };
-      return fromApiIssuedKey(await client.call<ApiIssuedKey>('POST', '/admin/keys', body));
+      return fromApiIssuedKey(await client.call<AnsweredIssuedKey>('POST', '/admin/keys', body));
     },
     show,
     async list(request: PageRequest = {}): Promise<KeyPage> {
@@ -129,7 +136,7 @@ export function remoteKeys(client: AdminClient): KeyOperations {
         ...(request.cursor === undefined ? {} : { cursor: request.cursor }),
         ...(request.limit === undefined ? {} : { limit: String(request.limit) }),
       }).toString();
-      const { body, next } = await client.exchange<ApiKey[]>('GET', `/admin/keys${query === '' ? '' : `?${query}`}`);
+      const { body, next } = await client.exchange<AnsweredKey[]>('GET', `/admin/keys${query === '' ? '' : `?${query}`}`);
       const cursor = next === undefined ? null : new URL(next, 'http://gateway').searchParams.get('cursor');
       return { records: body.map(fromApiKey), ...(cursor === null ? {} : { next: cursor }) };
     },
@@ -137,7 +144,7 @@ export function remoteKeys(client: AdminClient): KeyOperations {
     async *pages(limit?: number): AsyncIterable<readonly KeyRecord[]> {
       let path: string | undefined = `/admin/keys${limit === undefined ? '' : `?limit=${limit}`}`;
       while (path !== undefined) {
-        const page: { body: ApiKey[]; next?: string } = await client.exchange<ApiKey[]>('GET', path);
+        const page: { body: AnsweredKey[]; next?: string } = await client.exchange<AnsweredKey[]>('GET', path);
         yield page.body.map(fromApiKey);
         path = page.next;
       }
@@ -147,11 +154,11 @@ export function remoteKeys(client: AdminClient): KeyOperations {
       await client.call('DELETE', keyPath(id));
       return show(id);
     },
-    setRateLimit: async (id: string, perMinute: number) => fromApiKey(await client.call<ApiKey>('PUT', keyPath(id, '/rate-limit'), { perMinute })),
+    setRateLimit: async (id: string, perMinute: number) => fromApiKey(await client.call<AnsweredKey>('PUT', keyPath(id, '/rate-limit'), { perMinute })),
     setOptIn: async (id: string, markers: readonly StabilityMarker[]) =>
-      fromApiKey(await client.call<ApiKey>('PUT', keyPath(id, '/opt-in'), { stabilities: [...new Set(markers)] })),
+      fromApiKey(await client.call<AnsweredKey>('PUT', keyPath(id, '/opt-in'), { stabilities: [...new Set(markers)] })),
     rotate: async (id: string, overlapSeconds = 0): Promise<RotatedKey> =>
-      fromApiRotatedKey(await client.call<ApiRotatedKey>('POST', keyPath(id, '/rotate'), { overlapSeconds })),
+      fromApiRotatedKey(await client.call<AnsweredRotatedKey>('POST', keyPath(id, '/rotate'), { overlapSeconds })),
   };
 }
 

@@ -81,6 +81,10 @@ async function withAdmin<T>(work: (admin: KeyOperations) => Promise<T>, { hashes
             `keys: note: this Redis held ${existingKeys} key(s) but no pepper fingerprint (written before fingerprints existed); recorded this pepper's, assuming they were made with it. If gateways now report the pepper mismatched, see docs/operations.md, "Pepper fingerprint".\n`,
           ),
         onPepperMismatch: (message) => process.stderr.write(`keys: warning: ${message} (this command does not depend on the pepper, so it ran)\n`),
+        onAnnouncementFailed: (keyId, error) =>
+          process.stderr.write(
+            `keys: warning: key ${keyId} was changed but the change was not announced (${error instanceof Error ? error.message : String(error)}); gateways see it by their epoch check within a second\n`,
+          ),
       }),
     ),
   );

@@ -32,6 +32,8 @@ export function redisAdmin(
       onPepperRecorded: (existingKeys) =>
         logger.warn({ existingKeys }, "admin API: recorded this pepper's fingerprint over keys written before fingerprints existed"),
       onPepperMismatch: (message) => logger.warn(`admin API: ${message} (the change does not depend on the pepper, so it was made)`),
+      onAnnouncementFailed: (keyId, error) =>
+        logger.warn({ err: error, keyId }, 'admin API: a key change was made but not announced; replicas see it by their epoch check within a second'),
     }),
     brownouts: new BrownoutAdmin(redis, { keyPrefix: config.redis.keyPrefix, schedule: () => options.brownouts.schedule, clock }),
   };

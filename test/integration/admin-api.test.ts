@@ -158,6 +158,7 @@ describe('keys', () => {
       id: expect.stringMatching(/^key_[A-Za-z0-9_-]{12}$/),
       key: expect.stringMatching(/^psk_live_[A-Za-z0-9_-]{43}$/),
       consumer: 'acme',
+      name: 'acme',
       environments: ['production'],
       createdAt: new Date(clock.now()).toISOString(),
       revoked: false,
@@ -165,7 +166,7 @@ describe('keys', () => {
     expect(await publicStatus(created.key)).toBe(200);
     const shown = await admin(`/admin/keys/${created.id}`);
     expect(shown.status).toBe(200);
-    expect(shown.body).toEqual({ id: created.id, consumer: 'acme', environments: ['production'], createdAt: created.createdAt, revoked: false });
+    expect(shown.body).toEqual({ id: created.id, consumer: 'acme', name: 'acme', environments: ['production'], createdAt: created.createdAt, revoked: false });
   });
 
   it('creates a key with every field', async () => {
@@ -204,6 +205,7 @@ describe('keys', () => {
     expect(rows.find((row) => row.id === created.id)).toEqual({
       id: created.id,
       consumer: 'listed',
+      name: 'listed',
       environments: ['production'],
       createdAt: created.createdAt,
       revoked: false,

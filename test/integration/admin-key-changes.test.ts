@@ -1,4 +1,4 @@
-// Over the admin API on a real Redis: a key is rotated once however many ask at once, consumer names are printable, `name` is `consumer`'s alias.
+// Over the admin API on a real Redis: a key is rotated once however many ask at once, even unannounced; consumer names are printable, `name` is `consumer`'s alias.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMER_NAME_PATTERN } from '../../src/auth/consumer-name.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
@@ -82,6 +82,57 @@ describe('rotation', () => {
   });
 });
 
+describe('a rotation whose announcement fails (PUBLISH refused, as on a connection that drops)', () => {
+  let denied: AdminGateway;
+  beforeAll(async () => {
+    // The same Redis for a user that may do anything but PUBLISH: the rotation's script commits, its announcement fails.
+    await redis.client.call('ACL', 'SETUSER', 'no-publish', 'on', '>no-publish-password', '~*', '&*', '+@all', '-publish');
+    const redisUrl = `redis://no-publish:no-publish-password@127.0.0.1:${redis.port}`;
+    denied = await startAdminGateway({ redisUrl, upstreamUrl: backend.baseUrl, pepper: PEPPER, clock });
+  });
+  afterAll(async () => {
+    await denied?.close();
+  });
+
+  it('answers 201 with the new secret, which authenticates, and the old key as the script left it', async () => {
+    const { id } = await createKey('unannounced');
+    const rotated = await adminRequest(denied.adminPort, `/admin/keys/${id}/rotate`, { method: 'POST' });
+    expect(rotated.status).toBe(201);
+    const { id: successor, key } = rotated.body as { id: string; key: string };
+    expect(rotated.body).toEqual({
+      id: successor,
+      consumer: 'unannounced',
+      name: 'unannounced',
+      environments: ['production'],
+      createdAt: new Date(TEST_NOW).toISOString(),
+      revoked: false,
+      key,
+      previous: {
+        id,
+        consumer: 'unannounced',
+        name: 'unannounced',
+        environments: ['production'],
+        createdAt: new Date(TEST_NOW).toISOString(),
+        revoked: true,
+        rotatedTo: successor,
+      },
+    });
+    expect(await publicStatus(key)).toBe(200);
+  });
+
+  it('logs that the change was not announced, naming the key', async () => {
+    const { id } = await createKey('unannounced-logged');
+    await adminRequest(denied.adminPort, `/admin/keys/${id}/rotate`, { method: 'POST' });
+    const line = denied.logs.find((entry) => entry.keyId === id);
+    expect(line).toMatchObject({
+      level: 40,
+      keyId: id,
+      msg: 'admin API: a key change was made but not announced; replicas see it by their epoch check within a second',
+    });
+    expect((line!.err as { message: string }).message).toMatch(/^NOPERM .*'publish'/);
+  });
+});
+
 describe('consumer names', () => {
   const patternMessage = `Request body field 'consumer' must match pattern "${CONSUMER_NAME_PATTERN}"`;
 
@@ -119,7 +170,12 @@ describe('`name`, the deprecated spelling of `consumer`', () => {
     const answer = await admin('/admin/keys', { method: 'POST', body: { name: 'legacy-client' } });
     expect(answer.status).toBe(201);
     expect(answer.body).toMatchObject({ consumer: 'legacy-client' });
-    expect(answer.body).not.toHaveProperty('name');
+  });
+
+  it('is answered with `consumer`, the same, in a rotation’s new and old key', async () => {
+    const { id } = await createKey('answered-both');
+    const rotated = await admin(`/admin/keys/${id}/rotate`, { method: 'POST' });
+    expect(rotated.body).toMatchObject({ consumer: 'answered-both', name: 'answered-both', previous: { consumer: 'answered-both', name: 'answered-both' } });
   });
 
   it('is accepted with `consumer` when the same', async () => {

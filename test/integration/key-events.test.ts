@@ -145,6 +145,27 @@ describe('key events', () => {
     expect(clears).toEqual(['baseline', 'event_skipped']);
   });
 
+  it('reach the cache by the epoch check when a rotation that revoked the key could not announce it', async () => {
+    // A real refusal of PUBLISH on an otherwise working connection: an ACL user without the command.
+    await redis.client.call('ACL', 'SETUSER', 'no-publish', 'on', '>no-publish-password', '~*', '&*', '+@all', '-publish');
+    const unannounced = await requestPathClient(`redis://no-publish:no-publish-password@127.0.0.1:${redis.port}`, 'key-events-test-no-publish');
+    const failures: Array<{ keyId: string; error: unknown }> = [];
+    const rotator = new KeyAdmin(unannounced, {
+      keyPrefix: PREFIX,
+      hashKey,
+      clock: systemClock,
+      onAnnouncementFailed: (keyId, error) => failures.push({ keyId, error }),
+    });
+    const cache = await replicaCache(100);
+    const { id, keyHash } = await cachedKey(cache);
+    await rotator.rotate(id);
+    unannounced.disconnect();
+    await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
+    expect(failures).toHaveLength(1);
+    expect(failures[0]!.keyId).toBe(id);
+    expect(String(failures[0]!.error)).toMatch(/^ReplyError: NOPERM .*'publish'/);
+  });
+
   it('drop the cache when the subscription comes back after a cut: what was announced meanwhile is lost', async () => {
     const cache = await replicaCache(60_000);
     const { keyHash } = await cachedKey(cache);
