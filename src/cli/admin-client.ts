@@ -93,9 +93,10 @@ export class AdminClient {
     let message = `${res.status} ${res.statusText}`;
     try {
       const error = JSON.parse(text) as { code?: unknown; message?: unknown };
-      // The gateway's words, printed on a terminal: escaped like everything else read from it.
-      // Escaped line by line: a message of several faults (a refused reload) keeps its lines.
-      if (typeof error.message === 'string') message = `${error.message.split('\n').map(printable).join('\n')} (${res.status} ${printable(String(error.code))})`;
+      // The gateway's words, printed on a terminal: escaped like everything else read from it, line by
+      // line, so that a message of several faults (a refused reload) keeps its lines.
+      if (typeof error.message === 'string')
+        message = `${error.message.split('\n').map(printable).join('\n')} (${res.status} ${printable(String(error.code))})`;
     } catch {
       /* not an Error body: the status says it */
     }

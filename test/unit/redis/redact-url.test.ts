@@ -29,8 +29,6 @@ describe('describeRedisSetting', () => {
       commandTimeoutMs: 1000,
       connectTimeoutMs: 1000,
     };
-    expect(describeRedisSetting(settings)).toBe(
-      'REDIS_URL (redis.url) redis://:***@redis:6379?password=***',
-    );
+    expect(describeRedisSetting(settings)).toBe('REDIS_URL (redis.url) redis://:***@redis:6379?password=***');
   });
 });
