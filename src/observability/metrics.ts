@@ -118,6 +118,8 @@ export interface GatewayMetrics {
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
   shed(): void;
+  /** An admin connection closed at `listen.adminMaxConnections` to admit a newer one (src/server/connection-cap.ts). */
+  adminConnectionEvicted(): void;
   /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
@@ -268,6 +270,13 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['environment'] as const,
     registers,
   });
+  const adminConnectionsEvicted = new Counter({
+    name: name('admin_connections_evicted_total'),
+    help: 'Admin listener connections closed, idle or half-sent, to admit a newer one at listen.adminMaxConnections.',
+    labelNames: ['environment'] as const,
+    registers,
+  });
+  adminConnectionsEvicted.inc({ environment }, 0);
   const configReloads = new Counter({
     name: name('config_reloads_total'),
     help: 'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
@@ -451,6 +460,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
+    adminConnectionEvicted: () => adminConnectionsEvicted.inc({ environment }),
     deprecationsChanged: describeDeprecations,
     pepperChecked: (matches) => pepperMatches.set({ environment }, matches ? 1 : 0),
     adminAction: (action, result) => adminActions.inc({ action, result, environment }),

@@ -26,6 +26,8 @@ export interface ListenableGateway {
   /** The classes the public listener makes requests and responses with (node:http's own when absent). */
   messageClasses?: AppMessages['classes'];
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
+  /** Told each time the admin listener closes a connection at its cap to admit another (counted). */
+  onAdminConnectionEvicted?: () => void;
 }
 
 export interface StartOptions {
@@ -115,6 +117,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     requestTimeoutMs: config.listen.adminRequestTimeoutMs,
     keepAliveTimeoutMs: config.listen.adminKeepAliveTimeoutMs,
     maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
+    ...(gateway.onAdminConnectionEvicted ? { onEvicted: gateway.onAdminConnectionEvicted } : {}),
   });
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {

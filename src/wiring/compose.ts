@@ -86,6 +86,8 @@ export interface Gateway<S extends Stores = Stores> {
   messageClasses: AppMessages['classes'];
   tracker: RequestTracker;
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
+  /** Counts the admin listener's connections closed at its cap (`admin_connections_evicted_total`). */
+  onAdminConnectionEvicted: () => void;
   /** Starts both listeners; their shutdown releases the gateway. */
   listen(): Promise<RunningGateway>;
   /** Re-reads and checks the configuration, then serves new requests with it; or keeps the running one (SIGHUP). */
@@ -229,6 +231,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       jwks: () => live.current.identity.jwks?.document(),
       onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
     },
+    onAdminConnectionEvicted: metrics.adminConnectionEvicted,
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     reload,
     close,

@@ -2,6 +2,7 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { parseResponses, sendRaw, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { waitFor } from '../helpers/start-gateway-process.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
@@ -140,6 +141,10 @@ describe('the admin connection cap (listen.adminMaxConnections)', () => {
       // The probe's own connection made room too: the oldest half-sent one left.
       await waitFor(async () => closed === MAX_CONNECTIONS * 2 + 1, HANG_MS);
       expect(sockets[MAX_CONNECTIONS * 2]!.destroyed).toBe(true);
+      // Read in process: a scrape over the admin port would open (and count) a connection of its own.
+      const exposition = parseExposition(await edge.gateway.scrape());
+      const evicted = seriesKey('petstore_gateway_admin_connections_evicted_total', { environment: edge.gateway.config.environment });
+      expect(exposition.get(evicted)).toBe(MAX_CONNECTIONS * 2 + 1);
     } finally {
       for (const socket of sockets) socket.destroy();
     }
