@@ -1,7 +1,7 @@
 // Instructions per request, counted: each variant's gateway runs under valgrind's callgrind, which counts
 // the instructions every thread executes whatever else the machine does (CPU steal and other tenants move
 // the time a request takes, not its count). For telling two builds apart by less than the spread of CPU
-// time between processes (docs/performance.md, "Benchmark"); it does not see the kernel (system calls,
+// time between processes (docs/performance.md, "How it is measured"); it does not see the kernel (system calls,
 // the loopback) nor cache misses, so it is read beside bench/tracecost.ts, not instead of it.
 //   node bench/instructions.ts [variant...]   variants as bench/gateway-variants.ts reads them (default: off traced)
 // Every variant runs at once, each on its own CPU in turn, under load from `wrk -c8` for INSTRUCTIONS_WARM_S

@@ -1,6 +1,7 @@
 // npm run bench: listPets through every target in one run: the backend directly, nginx (when installed),
 // the Node floor (node:http + undici's Pool, no features), a bare Express + http-proxy-middleware proxy, and the gateway with every feature on (exact rate limits, then
 // local-first ones, then exact ones with every request traced and its spans exported over OTLP). Load from wrk.
+// Every figure of a run is written to bench/results/<date>-<name>.json as well (--help lists the settings).
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -8,6 +9,8 @@ import { constants, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { defaultRunName, runNameProblem, runOrigin, writeRunResults } from './results-file.ts';
 import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
@@ -16,6 +19,55 @@ import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.
 import { privateRedisArgs } from '../test/helpers/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const USAGE = `usage: npm run bench -- [--name NAME] [--results-dir DIR]
+
+Runs GET /v1/pets?limit=20&status=available through the backend directly, nginx (when installed), the Node
+floor, a bare Express proxy and the gateway (exact rate limits, local-first ones, tracing 100%), the targets
+taking turns; saturating rounds, then paced ones. Prints the medians and the targets' verdicts, and writes
+every figure to DIR/<date>-<NAME>.json (an earlier file is never overwritten: -2, -3 are added).
+
+options:
+  --name NAME         names the results file (default: the short commit)
+  --results-dir DIR   where the results file goes (default: bench/results)
+  -h, --help          prints this and exits
+
+environment:
+  BENCH_DURATION_S        seconds of each measured run (8)
+  BENCH_ROUNDS            rounds, the targets in turn; medians reported (3)
+  BENCH_CONNECTIONS       connections of the saturating runs (50)
+  BENCH_RATE              the paced rate, requests per second (1000)
+  BENCH_SERVER_CPU        the CPU the servers are pinned to (0)
+  BENCH_LOAD_CPU          the CPU wrk is pinned to (1)
+  BENCH_REDIS_CPU         the CPU of redis-server (the load CPU; empty: unpinned)
+  BENCH_SINK_CPU          the CPU of the OTLP sink (the load CPU; empty: unpinned)
+  BENCH_NGINX             the nginx binary (default: nginx on PATH; empty: leave nginx out)
+  BENCH_PREVIOUS_GATEWAY  a built checkout of another commit, measured as one more target
+
+Any failed request makes it exit 1. docs/performance.md says how to read the figures.
+`;
+
+/** The command line's options; a wrong one prints the usage and exits 2, before anything is started. */
+function benchArgs() {
+  try {
+    const { values } = parseArgs({ options: { name: { type: 'string' }, 'results-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    const problem = values.name === undefined ? undefined : runNameProblem(values.name);
+    if (problem !== undefined) throw new Error(`--name ${values.name}: ${problem}`);
+    return values;
+  } catch (error) {
+    process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    return process.exit(2);
+  }
+}
+const args = benchArgs();
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const RUN_NAME = args.name ?? defaultRunName(ROOT);
+const RESULTS_DIR = args['results-dir'] ?? join(ROOT, 'bench/results');
+const STARTED = new Date();
+const ORIGIN = runOrigin(ROOT, STARTED);
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
 const DURATION_S = Math.max(1, Math.round(Number(process.env.BENCH_DURATION_S ?? 8)));
 /** Targets take turns for this many rounds; medians are reported, since loopback load here is noisy. */
@@ -745,6 +797,48 @@ try {
   );
 
   const failures = [...throughputRuns.flat(), ...pacedRuns.flat()].reduce((sum, result) => sum + result.failed, 0);
+  // The run's record: settings, each target's medians and rounds, the ratios the verdicts read. Written
+  // whatever the failures (they are in it), so that a run that went wrong can be read too.
+  const withoutReport = ({ report: _report, ...result }: Result & { report?: WrkReport }): Result => result;
+  const ratio = (index: number, baseline: number) => ({
+    throughput: throughput[index]!.rps / throughput[baseline]!.rps,
+    cpuPerRequest: throughput[index]!.cpuUsPerRequest / throughput[baseline]!.cpuUsPerRequest,
+    addedP99Ms: paced[index]!.p99 - paced[baseline]!.p99,
+  });
+  const resultsFile = writeRunResults(RESULTS_DIR, RUN_NAME, STARTED, {
+    ...ORIGIN,
+    request: `GET ${PATH_AND_QUERY}`,
+    settings: {
+      durationS: DURATION_S,
+      rounds: ROUNDS,
+      connections: CONNECTIONS,
+      pacedRate: RATE,
+      pacedConnections: PACED_CONNECTIONS,
+      serverCpu: SERVER_CPU,
+      loadCpu: LOAD_CPU,
+      redisCpu: REDIS_CPU,
+      sinkCpu: SINK_CPU,
+      nginx: nginx !== undefined,
+      previousGateway: PREVIOUS_CHECKOUT !== undefined,
+    },
+    targets: targets.map((target, index) => ({
+      name: target.name,
+      saturating: { median: throughput[index]!, rounds: throughputRuns[index]!.map(withoutReport) },
+      paced: { median: paced[index]!, rounds: pacedRuns[index]!.map(withoutReport) },
+    })),
+    ratios: {
+      gatewayToFloor: ratio(GATEWAY, FLOOR),
+      localFirstToFloor: ratio(LOCAL_FIRST, FLOOR),
+      gatewayToBare: ratio(GATEWAY, BARE),
+      localFirstToBare: ratio(LOCAL_FIRST, BARE),
+      tracedToOff: ratio(TRACED, GATEWAY),
+      ...(PREVIOUS === undefined ? {} : { offToPrevious: ratio(GATEWAY, PREVIOUS) }),
+    },
+    tracing: { spansPerRequest, expectedSpansPerRequest: SPANS_PER_REQUEST, spansDropped: dropped, exportsRejected: received.rejected },
+    pacedAsAsked: kept,
+    failedRequests: failures,
+  });
+  process.stdout.write(`\nresults: ${resultsFile}\n`);
   if (failures > 0) {
     const byTarget = targets
       .map((target, index) => ({ name: target.name, failed: throughput[index]!.failed + paced[index]!.failed }))

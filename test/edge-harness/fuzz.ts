@@ -1,19 +1,47 @@
-// npm run fuzz -- --runs N [--seed S] [--minutes M]: runs the edge property, prints what it covered and any shrunk counterexample (shrunk for at most M minutes).
+// npm run fuzz -- [--runs N] [--seed S] [--minutes M] (--help lists them): runs the edge property, prints what it covered and any shrunk counterexample (shrunk for at most M minutes).
 import { parseArgs } from 'node:util';
 import { startEnvironment } from './gateway.ts';
 import { checkEdgeProperty } from './property.ts';
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '100' },
-    seed: { type: 'string' },
-    minutes: { type: 'string', default: '30' },
-  },
-});
+const USAGE = `usage: npm run fuzz -- [--runs N] [--seed S] [--minutes M]
+
+Runs the edge harness's property on generated cases (hostile clients and upstreams against a gateway and
+a private redis-server it starts), prints what it covered, and on a failure the shrunk counterexample,
+saved under test/fixtures/edge/ (npm test replays it from there); exits 1 then.
+
+options:
+  --runs N      cases to generate, at most (default 100)
+  --seed S      the generator's seed, an integer (default: a random one, printed first)
+  --minutes M   how long a failing case may be shrunk, at most (default 30)
+  -h, --help    prints this and exits
+`;
+
+/** The command line's options; a wrong one prints the usage and exits 2. */
+function fuzzArgs() {
+  try {
+    return parseArgs({
+      options: {
+        runs: { type: 'string', default: '100' },
+        seed: { type: 'string' },
+        minutes: { type: 'string', default: '30' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`fuzz: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    return process.exit(2);
+  }
+}
+const values = fuzzArgs();
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const runs = Number(values.runs);
+const minutes = Number(values.minutes);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
-if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed)) {
-  console.error('usage: npm run fuzz -- --runs N [--seed S] [--minutes M]');
+if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !(minutes >= 0)) {
+  console.error(USAGE);
   process.exit(2);
 }
 
@@ -24,7 +52,7 @@ try {
   const report = await checkEdgeProperty(environment, {
     seed,
     numRuns: runs,
-    shrinkTimeLimitMs: Number(values.minutes) * 60_000,
+    shrinkTimeLimitMs: minutes * 60_000,
     onCase: (violations) => {
       if (violations.length > 0) failing++;
     },
