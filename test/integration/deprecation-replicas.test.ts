@@ -11,9 +11,9 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { runDeprecationsCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'deprecation-replicas-pepper-01';
 const KEY_PREFIX = 'petstore-gateway:';

@@ -6,9 +6,9 @@ import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts'
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const WINDOW_MS = 60_000;
 const NOW = Date.parse('2026-11-22T12:00:00Z');

@@ -5,10 +5,10 @@ import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-stor
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const WINDOW_MS = 60_000;
 /** Synchronisation is driven by the test (sync()); the timer's own period is out of the way. */

@@ -4,10 +4,10 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'rate-limit-replicas-pepper';
 let redis: PrivateRedis;

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { ADMIN_TOKEN, adminRequest, removeTokenFile, SECOND_ADMIN_TOKEN, tokenFile } from '../helpers/admin-api.ts';
 import { runDeprecationsCli, runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 let redis: PrivateRedis;
 let backend: SampleBackend;
