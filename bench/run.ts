@@ -15,8 +15,8 @@ import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
-import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
-import { privateRedisArgs } from '../test/helpers/start-redis.ts';
+import { buildGateway, START_ARGS } from '../support/start-gateway-process.ts';
+import { privateRedisArgs } from '../support/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

@@ -17,11 +17,11 @@ import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
 import { RedisDeprecatedCallStore } from '../src/observability/redis-deprecated-call-store.ts';
 import { createRedisClient, type RedisClient, type RedisSettings } from '../src/redis/connect.ts';
 import { systemClock } from '../src/time/clock.ts';
-import { ADMIN_TOKEN } from '../test/helpers/admin-api.ts';
-import { startCluster } from '../test/helpers/start-cluster.ts';
-import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
-import { privateRedisArgs } from '../test/helpers/start-redis.ts';
-import { unusedPort } from '../test/helpers/start-upstream.ts';
+import { ADMIN_TOKEN } from '../support/admin-token.ts';
+import { startCluster } from '../support/start-cluster.ts';
+import { buildGateway, START_ARGS } from '../support/start-gateway-process.ts';
+import { privateRedisArgs } from '../support/start-redis.ts';
+import { unusedPort } from '../support/start-upstream.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: flags } = parseArgs({

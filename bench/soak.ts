@@ -11,9 +11,9 @@ import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { systemClock } from '../src/time/clock.ts';
-import { buildGateway, START_ARGS } from '../test/helpers/start-gateway-process.ts';
-import { startSentinels } from '../test/helpers/start-sentinel.ts';
-import { unusedPort } from '../test/helpers/start-upstream.ts';
+import { buildGateway, START_ARGS } from '../support/start-gateway-process.ts';
+import { startSentinels } from '../support/start-sentinel.ts';
+import { unusedPort } from '../support/start-upstream.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DURATION_S = Number(process.env.SOAK_DURATION_S ?? 180);

@@ -4,7 +4,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { disableCommands, POLICY_RC_D, servicesOf, withServiceStartsRefused } from './packaged-services.ts';
 
-/** Every command test/helpers and the integration tests spawn, and the Debian package that ships it. */
+/** Every command support/, test/helpers and the integration tests spawn, and the Debian package that ships it. */
 export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
   'redis-server': 'redis-server',
   'redis-cli': 'redis-tools',

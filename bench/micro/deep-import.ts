@@ -5,7 +5,7 @@
 // Decision record 0004. Environment: MICRO_RUNS (fresh processes per variant, default 15).
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { buildGateway, START_ARGS } from '../../test/helpers/start-gateway-process.ts';
+import { buildGateway, START_ARGS } from '../../support/start-gateway-process.ts';
 
 const RUNS = Math.max(5, Number(process.env.MICRO_RUNS ?? 15));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -124,7 +124,7 @@ async function inProcess(): Promise<void> {
 
 async function main(): Promise<void> {
   const { execFileSync } = await import('node:child_process');
-  const { buildGateway } = await import('../../test/helpers/start-gateway-process.ts');
+  const { buildGateway } = await import('../../support/start-gateway-process.ts');
   const { header, rounds, startServer, table, NODE_FLAGS, SERVER_CPU } = await import('./load.ts');
   buildGateway(); // inOrder as production runs it: dist/
   const self = fileURLToPath(import.meta.url);

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { START_ARGS } from '../../test/helpers/start-gateway-process.ts';
+import { START_ARGS } from '../../support/start-gateway-process.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** On two cores: servers on core 0, the load generator on core 1 (as bench/run.ts). */

@@ -55,7 +55,7 @@ async function serve(variant: Variant, origin: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { buildGateway } = await import('../../test/helpers/start-gateway-process.ts');
+  const { buildGateway } = await import('../../support/start-gateway-process.ts');
   const { header, rounds, startServer, table } = await import('./load.ts');
   buildGateway(); // the exchange as production runs it: dist/
   const self = fileURLToPath(import.meta.url);

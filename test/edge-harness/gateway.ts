@@ -9,7 +9,7 @@ import type { GatewayConfig } from '../../src/config/schema.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { composeRedisGateway } from '../../src/wiring/compose.ts';
-import { startRedis } from '../helpers/start-redis.ts';
+import { startRedis } from '../../support/start-redis.ts';
 import { HARNESS_ORIGIN } from './client-requests.ts';
 import type { GatewaySettings } from './script.ts';
 

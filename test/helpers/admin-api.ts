@@ -6,11 +6,10 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Clock } from '../../src/time/clock.ts';
 import { rawRequest } from './raw-request.ts';
+import { ADMIN_TOKEN, SECOND_ADMIN_TOKEN } from '../../support/admin-token.ts';
 import { startRedisGateway, type RedisGateway } from './start-redis-gateway.ts';
 
-/** Two tokens, as during a rotation: both are accepted. */
-export const ADMIN_TOKEN = 'admin-token-a-0123456789abcdefghijklmnop';
-export const SECOND_ADMIN_TOKEN = 'admin-token-b-0123456789abcdefghijklmnop';
+export { ADMIN_TOKEN, SECOND_ADMIN_TOKEN };
 
 /** A file holding `lines`, in a directory of its own; returns its path. Remove it with `removeTokenFile`. */
 export function tokenFile(...lines: string[]): string {

@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { PROJECT_ROOT } from './start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 
 export interface Query {
   where: string;

@@ -1,6 +1,6 @@
 // Runs the operators' CLIs (`npm run keys --`, `npm run deprecations --`: their entry points) as operators do, and returns what they printed.
 import { execFile } from 'node:child_process';
-import { PROJECT_ROOT } from './start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 
 export interface CliResult {
   code: number;

@@ -3,8 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from './start-gateway-process.ts';
-import { unusedPort } from './start-upstream.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 
 export interface PrivatePrometheus {
   url: string;

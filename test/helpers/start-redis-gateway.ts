@@ -6,7 +6,7 @@ import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { systemClock, type Clock } from '../../src/time/clock.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
-import { waitUntilReady } from './start-gateway-process.ts';
+import { waitUntilReady } from '../../support/start-gateway-process.ts';
 
 export type RedisGateway = Awaited<ReturnType<typeof composeRedisGateway>> & {
   admin: KeyAdmin;

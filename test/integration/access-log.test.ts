@@ -4,7 +4,7 @@ import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyStoreUnavailableError, type KeyStore } from '../../src/auth/key-store.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
-import { startPetStore, unusedPort } from '../helpers/start-upstream.ts';
+import { startPetStore, unusedPort } from '../../support/start-upstream.ts';
 
 const PINO_WARN = 40;
 const PINO_INFO = 30;

@@ -8,10 +8,10 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { ADMIN_TOKEN, adminRequest, SECOND_ADMIN_TOKEN, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'admin-api-test-pepper-0001';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

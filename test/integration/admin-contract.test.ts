@@ -7,8 +7,8 @@ import { ADMIN_TOKEN, startAdminGateway, type AdminGateway } from '../helpers/ad
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { describeContract, readInterfaceDocument, type ProvokedCase } from '../helpers/openapi-contract.ts';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const document = readInterfaceDocument(new URL('../../config/admin.openapi.yaml', import.meta.url));
 const PEPPER = 'admin-contract-test-pepper-1';

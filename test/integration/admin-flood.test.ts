@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGatewayProcess, waitFor, waitUntilReady, type GatewayProcess } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startGatewayProcess, waitFor, waitUntilReady, type GatewayProcess } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 /** Half-sent admin requests the hostile clients hold: ten times the default listen.adminMaxConnections (256). */
 const HOSTILE = 3000;

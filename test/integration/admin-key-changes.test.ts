@@ -5,8 +5,8 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { adminRequest, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'admin-key-changes-pepper-01';
 const clock = fixedClock(TEST_NOW);

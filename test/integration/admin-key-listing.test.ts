@@ -7,8 +7,8 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { ADMIN_TOKEN, adminRequest, startAdminGateway, type AdminAnswer, type AdminGateway } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'admin-key-listing-pepper-01';
 const KEYS = 50_000;

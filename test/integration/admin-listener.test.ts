@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { parseResponses, sendRaw, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 /** Small enough that the tests below reach it with a few sockets. */

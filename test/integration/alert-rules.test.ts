@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 
 const run = promisify(execFile);
 

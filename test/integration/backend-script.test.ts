@@ -4,8 +4,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
-import { unusedPort } from '../helpers/start-upstream.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 
 it('is the script npm run backend runs', () => {
   const { scripts } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };

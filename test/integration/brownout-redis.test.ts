@@ -7,10 +7,10 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { followBrownouts, publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
 import { BrownoutBoard } from '../../src/policy/brownouts.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'brownout-redis-test-pepper-1';
 const TEN_MINUTES = 600_000;

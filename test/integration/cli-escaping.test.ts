@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyLayout, orderMember, toHashFields } from '../../src/auth/key-records.ts';
 import type { KeyRecord } from '../../src/auth/key-store.ts';
 import { runDeprecationsCli, runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 /** What an admin API before the character set accepted: a name that clears the screen and forges a line. */
 const HOSTILE = 'acme\u001b[2J\nrevoked: true\u0000\u202e';

@@ -7,7 +7,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ADMIN_TOKEN, removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, startGatewayProcess, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, startGatewayProcess, type GatewayProcess } from '../../support/start-gateway-process.ts';
 
 let dir: string;
 let configFile: string;

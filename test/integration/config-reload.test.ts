@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, removeTokenFile, tokenFile } from '../helpers/admin-api.ts
 import { buildTestGateway, TEST_NOW, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 
 let upstream: RecordingUpstream;
 /** Each test's own answer; by default 200 `[]` at once. */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { runCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../../support/start-gateway-process.ts';
 
 const PASSWORD = 'hunter2-very-secret-redis-password';
 const dir = mkdtempSync(join(tmpdir(), 'config-validate-'));

@@ -5,7 +5,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
 import { describeContract, readInterfaceDocument, type ProvokedCase } from '../helpers/openapi-contract.ts';
 import { listen, rawRequest, type RawResponse } from '../helpers/raw-request.ts';
-import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 const document = readInterfaceDocument(new URL('../../config/petstore.openapi.yaml', import.meta.url));
 

@@ -4,7 +4,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { startChromium, type Chromium } from '../helpers/start-chromium.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 import { listen } from '../helpers/raw-request.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 /** The shop's page: it calls the gateway as a browser client would, and says what its script could read. */
 const PAGE = `<!doctype html>

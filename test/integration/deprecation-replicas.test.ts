@@ -7,47 +7,31 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { DEFAULT_CONFIG_FILE } from '../../src/config/load-config.ts';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
-import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { publishBrownoutOverride } from '../../src/policy/brownout-events.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { runDeprecationsCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../../support/start-gateway-process.ts';
+import type { PrivateRedis } from '../../support/start-redis.ts';
+import { startReplicas, type Replicas } from '../../support/start-replicas.ts';
 
 const PEPPER = 'deprecation-replicas-pepper-01';
 const KEY_PREFIX = 'petstore-gateway:';
 const FLUSH_MS = 200;
 
 let redis: PrivateRedis;
-let backend: SampleBackend;
 let replicas: GatewayProcess[];
 let env: Record<string, string>;
 let admin: KeyAdmin;
+let started: Replicas;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  backend = await startPetStore();
-  env = {
-    REDIS_URL: redis.url,
-    UPSTREAM_URL: backend.baseUrl,
-    GATEWAY_ENVIRONMENT: 'production',
-    API_KEY_PEPPER: PEPPER,
-    DEPRECATION_REPORT_FLUSH_MS: String(FLUSH_MS),
-  };
-  replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
-  for (const replica of replicas) {
-    await waitUntilReady(replica);
-  }
+  started = await startReplicas(2, { API_KEY_PEPPER: PEPPER, DEPRECATION_REPORT_FLUSH_MS: String(FLUSH_MS) });
+  ({ redis, replicas, env } = started);
   admin = new KeyAdmin(redis.client, { keyPrefix: KEY_PREFIX, hashKey: createKeyHasher(PEPPER), clock: systemClock });
 });
 // No brownout outlives its test.
 afterEach(() => publishBrownoutOverride(redis.client, KEY_PREFIX, 'getPet', undefined, Date.now()));
-afterAll(async () => {
-  await Promise.all(replicas.map((replica) => replica.stop()));
-  await backend.close();
-  await redis.stop();
-});
+afterAll(() => started.stop());
 
 async function getPet(replica: GatewayProcess, key: string): Promise<{ status: number; code?: string }> {
   const res = await fetch(`http://127.0.0.1:${replica.port}/v1/pets/1`, { headers: { Authorization: `Bearer ${key}` } });

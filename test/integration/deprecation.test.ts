@@ -3,7 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, TEST_NOW, type TestGateway } from '../helpers/build-test-app.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const SUNSET = Date.parse('2030-12-05T00:00:00Z');
 const DEPRECATED_AT_SECONDS = Date.parse('2026-11-21T00:00:00Z') / 1000;

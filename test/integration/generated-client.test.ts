@@ -7,7 +7,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import type { components, paths } from '../generated/petstore.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { listen } from '../helpers/raw-request.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 type ErrorBody = components['schemas']['Error'];
 

@@ -11,11 +11,11 @@ import { writeSigningKeyFile } from '../../src/identity/generate-key.ts';
 import { loadUpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway } from '../helpers/build-test-app.ts';
-import { unusedPort } from '../helpers/start-upstream.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { parseResponses, sendRaw } from '../helpers/raw-socket.ts';
-import { PROJECT_ROOT, START_ARGS } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS } from '../../support/start-gateway-process.ts';
 
 const ISSUER = 'petstore-gateway';
 const AUDIENCE = 'petstore-backend';

@@ -11,8 +11,8 @@ import { RedisKeyStore } from '../../src/auth/redis-key-store.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { createRedisClient } from '../../src/redis/connect.ts';
 import { systemClock } from '../../src/time/clock.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 const PREFIX = 'key-events-test:';
 const hashKey = createKeyHasher('key-events-test-pepper-01');

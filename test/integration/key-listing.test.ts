@@ -6,7 +6,7 @@ import { keyLayout, toHashFields } from '../../src/auth/key-records.ts';
 import type { KeyRecord } from '../../src/auth/key-store.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 const PREFIX = 'key-listing-test:';
 const layout = keyLayout(PREFIX);

@@ -5,7 +5,7 @@ import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 const PREFIX = 'key-rotation-test:';
 const hashKey = createKeyHasher('key-rotation-test-pepper');

@@ -1,8 +1,8 @@
 // The operators' key CLI against a real Redis: keys are shown once and stored only as hashes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { unusedPort } from '../helpers/start-upstream.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 
 let redis: PrivateRedis;
 let env: Record<string, string>;

@@ -7,11 +7,11 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../../src/observability/open-metrics.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startPrometheus, type PrivatePrometheus } from '../helpers/start-prometheus.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 /** A name written before the admin API refused such names: every character the formats escape or cannot carry. */
 const HOSTILE = 'q"b\\s\nl\u0000n\u001b[31me\rc\u007fd\u0085x\u2028y\tz';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;

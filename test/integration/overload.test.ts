@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let upstream: ScriptedUpstream | undefined;
 let gateway: TestGateway | undefined;

@@ -4,9 +4,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { pepperFingerprint } from '../../src/auth/pepper-fingerprint.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor, type GatewayProcess } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor, type GatewayProcess } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'fingerprint-pepper-000001';
 const OTHER_PEPPER = 'fingerprint-pepper-000002';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 
 /** The scripts an operator runs; each has a pre-script that runs the preflight first. */
 const OPERATOR_SCRIPTS = ['start', 'demo', 'backend', 'keys', 'deprecations', 'identity-key', 'config'] as const;

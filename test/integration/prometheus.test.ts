@@ -10,10 +10,10 @@ import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { dashboardQueries, substituteGrafanaVariables } from '../helpers/promql.ts';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
-import { PROJECT_ROOT, startGatewayProcess, waitFor, waitUntilReady, type GatewayProcess } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, startGatewayProcess, waitFor, waitUntilReady, type GatewayProcess } from '../../support/start-gateway-process.ts';
 import { startPrometheus, type PrivatePrometheus } from '../helpers/start-prometheus.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 const PEPPER = 'prometheus-test-pepper-01';
 let redis: PrivateRedis;

@@ -2,7 +2,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { parseResponses, sendRaw, startRawUpstream, startReadingUpstream, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 

@@ -4,21 +4,19 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
-import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { startPetStoreGateway, type PetStoreGateway } from '../helpers/start-pet-store-gateway.ts';
+import { startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;
 let auth: string;
+let petStore: PetStoreGateway;
 
 beforeAll(async () => {
-  backend = await startPetStore();
-  gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
-  auth = `Bearer ${gateway.apiKey}`;
+  petStore = await startPetStoreGateway();
+  ({ backend, gateway, auth } = petStore);
 });
-afterAll(async () => {
-  gateway.close();
-  await backend.close();
-});
+afterAll(() => petStore.close());
 
 describe('what the upstream receives', () => {
   it("gets the client's well-formed X-Request-Id, which is also returned", async () => {

@@ -4,34 +4,28 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
-import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startStoreRedis, type StoreRedis } from '../helpers/start-store-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const WINDOW_MS = 60_000;
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 
 let redis: PrivateRedis;
-const clients: RedisClient[] = [];
+let storeRedis: StoreRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  storeRedis = await startStoreRedis();
+  redis = storeRedis.redis;
 });
-afterAll(async () => {
-  for (const client of clients) client.disconnect();
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushall();
-  await redis.client.config('RESETSTAT');
-});
+afterAll(() => storeRedis.stop());
+beforeEach(() => storeRedis.empty());
 
 /** One replica's store on its own request-path connection (ready: such a client never queues a command). */
 async function replica(url = redis.url): Promise<RedisRateLimitStore> {
-  const client = await requestPathClient(url, 'exact-rate-limit-test');
-  clients.push(client);
+  const client = await storeRedis.connect('exact-rate-limit-test', url);
   const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW) });
   store.init({ windowMs: WINDOW_MS } as Parameters<RedisRateLimitStore['init']>[0]);
   return store;

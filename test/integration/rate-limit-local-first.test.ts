@@ -2,13 +2,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
-import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import type { PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startStoreRedis, type StoreRedis } from '../helpers/start-store-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const WINDOW_MS = 60_000;
 /** Synchronisation is driven by the test (sync()); the timer's own period is out of the way. */
@@ -16,23 +16,18 @@ const SYNC_MS = 3_600_000;
 const WINDOW_START = Date.parse('2026-11-21T12:00:00Z');
 
 let redis: PrivateRedis;
-const clients: RedisClient[] = [];
+let storeRedis: StoreRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  storeRedis = await startStoreRedis();
+  redis = storeRedis.redis;
 });
-afterAll(async () => {
-  for (const client of clients) client.disconnect();
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushall();
-});
+afterAll(() => storeRedis.stop());
+beforeEach(() => storeRedis.empty());
 
 /** One replica's store: its own connection (ready: the request path never queues commands), on the shared clock. */
 async function replica(clock: ReturnType<typeof fixedClock>, errors: unknown[] = []): Promise<LocalFirstRateLimitStore> {
-  const client = await requestPathClient(redis.url, 'local-first-test');
-  clients.push(client);
+  const client = await storeRedis.connect('local-first-test');
   const store = new LocalFirstRateLimitStore(client, { prefix: 'test:rate:', clock, syncMs: SYNC_MS, onError: (error) => errors.push(error) });
   store.init({ windowMs: WINDOW_MS } as Parameters<LocalFirstRateLimitStore['init']>[0]);
   return store;

@@ -4,29 +4,23 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor, type GatewayProcess } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startReplicas, type Replicas } from '../../support/start-replicas.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
 
 const PEPPER = 'rate-limit-replicas-pepper';
 let redis: PrivateRedis;
 let backend: SampleBackend;
 let replicas: GatewayProcess[];
 let env: Record<string, string>;
+let started: Replicas;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  backend = await startPetStore();
-  env = { REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production', API_KEY_PEPPER: PEPPER };
-  replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env), startGatewayProcess(env)]);
-  for (const replica of replicas) await waitUntilReady(replica);
+  started = await startReplicas(3, { API_KEY_PEPPER: PEPPER });
+  ({ redis, backend, replicas, env } = started);
 });
-afterAll(async () => {
-  await Promise.all(replicas.map((replica) => replica.stop()));
-  await backend.close();
-  await redis.stop();
-});
+afterAll(() => started.stop());
 
 async function keyLimitedTo(perMinute: number): Promise<string> {
   const created = await runKeysCli(['create', '--name', 'burst', '--environment', 'production', '--rate-limit-per-minute', String(perMinute), '--json'], env);

@@ -6,7 +6,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 /** express-rate-limit's Store, as the Redis store is while Redis is away. */
 class UnreachableStore implements Store {

@@ -2,24 +2,21 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import type { TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStoreGateway, type PetStoreGateway } from '../helpers/start-pet-store-gateway.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;
+let petStore: PetStoreGateway;
 
 beforeAll(async () => {
-  backend = await startPetStore();
-  gateway = buildTestGateway({
-    upstreamUrl: backend.baseUrl,
+  petStore = await startPetStoreGateway({
     overrides: { rateLimit: { windowMs: 60_000, limits: { production: { default: 3, createPet: 1 }, staging: { default: 3 } } } },
   });
+  ({ backend, gateway } = petStore);
 });
-afterAll(async () => {
-  gateway.close();
-  await backend.close();
-});
+afterAll(() => petStore.close());
 
 const list = (key: string) => request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${key}`);
 const create = (key: string) => request(gateway.app).post('/v1/pets').set('Authorization', `Bearer ${key}`).send({ name: 'Rex', categoryId: 1 });

@@ -7,10 +7,10 @@ import { fixedClock } from '../../src/time/clock.ts';
 import type { RedisStores } from '../../src/wiring/redis-stores.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'redis-auth-test-pepper-01';
 const CACHE_TTL_MS = 30_000;

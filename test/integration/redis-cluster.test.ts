@@ -3,10 +3,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { startCluster, type PrivateCluster } from '../helpers/start-cluster.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
+import { startCluster, type PrivateCluster } from '../../support/start-cluster.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 let cluster: PrivateCluster;
 let backend: SampleBackend;

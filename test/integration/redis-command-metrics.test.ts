@@ -8,7 +8,7 @@ import type { RedisCommandKind } from '../../src/redis/command-timing.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { requestPathClient, startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { requestPathClient, startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 

@@ -7,9 +7,9 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { ADMIN_TOKEN, adminRequest, removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'redis-error-logs-test-pepper-0001';
 const CONSUMER = 'consumer-named-in-redis-args';

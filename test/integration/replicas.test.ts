@@ -1,42 +1,28 @@
 // Two gateway processes (npm start's entry point) on one Redis: what an operator does, with the CLIs or one replica's admin API, reaches both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { ADMIN_TOKEN, adminRequest, removeTokenFile, SECOND_ADMIN_TOKEN, tokenFile } from '../helpers/admin-api.ts';
 import { runDeprecationsCli, runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { waitFor, type GatewayProcess } from '../../support/start-gateway-process.ts';
+import type { PrivateRedis } from '../../support/start-redis.ts';
+import { startReplicas, type Replicas } from '../../support/start-replicas.ts';
 
 let redis: PrivateRedis;
-let backend: SampleBackend;
 let replicas: GatewayProcess[];
 let env: Record<string, string>;
 /** The CLIs' environment on an operator's machine: no Redis, no pepper, only the admin token. */
 let operator: Record<string, string>;
 let adminUrl: string;
+let started: Replicas;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  backend = await startPetStore();
-  env = {
-    REDIS_URL: redis.url,
-    UPSTREAM_URL: backend.baseUrl,
-    GATEWAY_ENVIRONMENT: 'production',
-    API_KEY_PEPPER: 'replicas-test-pepper-0001',
-    ADMIN_API_TOKEN_FILE: tokenFile(ADMIN_TOKEN, SECOND_ADMIN_TOKEN),
-  };
-  replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
-  for (const replica of replicas) {
-    await waitUntilReady(replica);
-  }
+  started = await startReplicas(2, { API_KEY_PEPPER: 'replicas-test-pepper-0001', ADMIN_API_TOKEN_FILE: tokenFile(ADMIN_TOKEN, SECOND_ADMIN_TOKEN) });
+  ({ redis, replicas, env } = started);
   adminUrl = `http://127.0.0.1:${replicas[0]!.adminPort}`;
   // An unreachable Redis: any attempt of the CLI to use it would fail.
   operator = { ADMIN_API_TOKEN: ADMIN_TOKEN, REDIS_URL: 'redis://127.0.0.1:1' };
 });
 afterAll(async () => {
-  await Promise.all(replicas.map((replica) => replica.stop()));
-  await backend.close();
-  await redis.stop();
+  await started.stop();
   removeTokenFile(env.ADMIN_API_TOKEN_FILE!);
 });
 

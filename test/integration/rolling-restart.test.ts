@@ -3,9 +3,9 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { startGatewayProcess, type GatewayProcess, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../helpers/start-redis.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startGatewayProcess, type GatewayProcess, waitUntilReady } from '../../support/start-gateway-process.ts';
+import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 let redis: PrivateRedis;
 let backend: SampleBackend;

@@ -2,23 +2,20 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import type { TestGateway } from '../helpers/build-test-app.ts';
 import { listen, rawRequest } from '../helpers/raw-request.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStoreGateway, type PetStoreGateway } from '../helpers/start-pet-store-gateway.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;
 let auth: string;
+let petStore: PetStoreGateway;
 
 beforeAll(async () => {
-  backend = await startPetStore();
-  gateway = buildTestGateway({ upstreamUrl: backend.baseUrl });
-  auth = `Bearer ${gateway.apiKey}`;
+  petStore = await startPetStoreGateway();
+  ({ backend, gateway, auth } = petStore);
 });
-afterAll(async () => {
-  gateway.close();
-  await backend.close();
-});
+afterAll(() => petStore.close());
 
 describe('routing to operations', () => {
   it('forwards listPets to the upstream path under its /v1 base', async () => {

@@ -6,7 +6,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../../support/start-gateway-process.ts';
 
 interface Exit {
   code: number | null;

@@ -4,7 +4,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, waitFor } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, waitFor } from '../../support/start-gateway-process.ts';
 
 /** The Node 24 the tests run on: first on PATH, as for an operator who followed CONTRIBUTING.md. */
 const NODE_24_BIN = dirname(realpathSync(join(PROJECT_ROOT, 'node_modules/.bin/node')));

@@ -5,9 +5,9 @@ import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
-import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor, waitUntilReady } from '../helpers/start-gateway-process.ts';
-import { type PrivateRedis, startRedis } from '../helpers/start-redis.ts';
-import { type ScriptedUpstream, startScriptedUpstream } from '../helpers/start-upstream.ts';
+import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor, waitUntilReady } from '../../support/start-gateway-process.ts';
+import { type PrivateRedis, startRedis } from '../../support/start-redis.ts';
+import { type ScriptedUpstream, startScriptedUpstream } from '../../support/start-upstream.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SERVER = 2;

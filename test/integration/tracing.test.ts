@@ -13,8 +13,8 @@ import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
 import { buildTestGateway, TEST_NOW, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { startRawUpstream } from '../helpers/raw-socket.ts';
-import { requestPathClient, startRedis } from '../helpers/start-redis.ts';
-import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../helpers/start-upstream.ts';
+import { requestPathClient, startRedis } from '../../support/start-redis.ts';
+import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../../support/start-upstream.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_SPAN = 'b7ad6b7169203331';

@@ -4,8 +4,8 @@ import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { waitFor } from '../helpers/start-gateway-process.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/start-upstream.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let upstream: ScriptedUpstream;
 let gateway: TestGateway;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { listen, rawRequest } from '../helpers/raw-request.ts';
-import { startPetStore } from '../helpers/start-upstream.ts';
+import { startPetStore } from '../../support/start-upstream.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 import { disableCommands, servicesOf, withServiceStartsRefused } from '../packaged-services.ts';
 import { installCommand, planProvisioning } from '../provision-system-tools.ts';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import packageJson from '../../../package.json' with { type: 'json' };
-import { PROJECT_ROOT, START_ARGS } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS } from '../../../support/start-gateway-process.ts';
 
 const script = readFileSync(join(PROJECT_ROOT, packageJson.bin['petstore-gateway']), 'utf8');
 const execLine = script.split('\n').find((line) => line.startsWith('exec node '));

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { anchorsOf } from '../../helpers/markdown.ts';
 import { dashboardQueries } from '../../helpers/promql.ts';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 
 interface AlertRule {
   alert: string;

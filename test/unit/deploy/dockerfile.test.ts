@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import packageJson from '../../../package.json' with { type: 'json' };
-import { PROJECT_ROOT, START_ARGS, waitFor } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT, START_ARGS, waitFor } from '../../../support/start-gateway-process.ts';
 import { readDockerfile, type Stage } from './dockerfile.ts';
 
 /** The Node 24 the tests run on (the `node` dev dependency): the image's Node must be the same release. */

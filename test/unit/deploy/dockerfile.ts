@@ -1,7 +1,7 @@
 // deploy/Dockerfile, parsed into its stages and instructions, for dockerfile.test.ts and version.test.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 
 export const DOCKERFILE = join(PROJECT_ROOT, 'deploy/Dockerfile');
 

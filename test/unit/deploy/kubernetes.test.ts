@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { ENV_KEYS, loadConfig } from '../../../src/config/load-config.ts';
 import { redisTopology } from '../../../src/redis/connect.ts';
-import { START_ARGS } from '../../helpers/start-gateway-process.ts';
+import { START_ARGS } from '../../../support/start-gateway-process.ts';
 import { find, KUBERNETES_DIR, kustomize, validateObject, type KubeObject } from './kustomize.ts';
 
 const NAME = 'petstore-gateway';

@@ -8,7 +8,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { parseAllDocuments } from 'yaml';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 
 export const KUBERNETES_DIR = join(PROJECT_ROOT, 'deploy/kubernetes');
 

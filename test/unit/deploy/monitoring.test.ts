@@ -8,7 +8,7 @@ import type { IConfigMap } from 'kubernetes-models/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ALERTS, DASHBOARDS, MONITORING, renderMonitoring } from '../../../scripts/generate-monitoring.ts';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 import { find, kustomize, validateObject, type KubeObject } from './kustomize.ts';
 
 const dashboardFiles = readdirSync(join(PROJECT_ROOT, DASHBOARDS))

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import packageJson from '../../../package.json' with { type: 'json' };
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 import { labels, readDockerfile } from './dockerfile.ts';
 import { KUBERNETES_DIR } from './kustomize.ts';
 

@@ -9,7 +9,7 @@ import { ENV_KEYS, RUNNING_ENVIRONMENT } from '../../../src/config/load-config.t
 import { isRestartSetting } from '../../../src/config/reload-plan.ts';
 import { configSchema, ENVIRONMENTS } from '../../../src/config/schema.ts';
 import { codeSpans, tableRows } from '../../helpers/markdown.ts';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 
 const read = (path: string) => readFileSync(join(PROJECT_ROOT, path), 'utf8');
 

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anchorsOf, linksOf } from '../../helpers/markdown.ts';
-import { PROJECT_ROOT } from '../../helpers/start-gateway-process.ts';
+import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 
 const PAGES = [
   'README.md',

@@ -3,9 +3,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import packageJson from '../../package.json' with { type: 'json' };
+import packageJson from '../package.json' with { type: 'json' };
 
-export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
  * node's arguments in `npm start` (`exec node`, its V8 flags, then the entry point): test and bench processes, and

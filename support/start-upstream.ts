@@ -1,7 +1,7 @@
 // Real upstream HTTP servers for tests: the sample pet store, and scripted ones that misbehave on purpose.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startSampleBackend, type SampleBackend } from '../../src/demo/sample-backend.ts';
+import { startSampleBackend, type SampleBackend } from '../src/demo/sample-backend.ts';
 
 export function startPetStore(): Promise<SampleBackend> {
   return startSampleBackend({ record: true });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { createRedisClient, type RedisClient } from '../../src/redis/connect.ts';
+import { createRedisClient, type RedisClient } from '../src/redis/connect.ts';
 import { unusedPort } from './start-upstream.ts';
 
 export interface PrivateRedis {
