@@ -1,6 +1,6 @@
 // The headers the upstream receives: the client's headers its operation's policy allows, and the ones the gateway states itself.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { boundedBaggage } from '../tracing/trace-context.ts';
+import { boundedBaggage } from '../http/trace-context.ts';
 import { isForwardedValue } from './forwarded.ts';
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */

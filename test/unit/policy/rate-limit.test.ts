@@ -4,7 +4,8 @@ import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Operation } from '../../../src/contract/operations.ts';
 import { GatewayError } from '../../../src/errors/gateway-error.ts';
-import type { RequestRecord } from '../../../src/pipeline/request-record.ts';
+import type { IncomingMessage } from 'node:http';
+import { createRecord } from '../../../src/pipeline/request-record.ts';
 import { createRateLimit, type RateLimitOptions } from '../../../src/policy/rate-limit.ts';
 import { RateLimitStoreUnavailableError } from '../../../src/policy/rate-limit-store-failure.ts';
 
@@ -47,15 +48,12 @@ function limiterOver(store: Store, options: Partial<RateLimitOptions> = {}) {
 
 /** One authenticated listPets request through `limiter`: what reached `next`, and the response fields it set. */
 function run(limiter: RequestHandler): Promise<{ next: unknown; fields: Record<string, string> }> {
-  const record: RequestRecord = {
-    requestId: 'req-0001',
-    startedAt: 0n,
-    path: '/v1/pets',
-    query: '',
-    trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, spans: undefined },
-    caller: { keyId: 'key_a', name: 'acme' },
-    route: { operation: { id: 'listPets' } as Operation, pathParams: {} },
-  };
+  const arriving = { headers: { 'x-request-id': 'req-0001' }, url: '/v1/pets' } as unknown as IncomingMessage;
+  const spanId = 'b7ad6b7169203331';
+  const trace = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId, upstreamParentId: spanId, sampled: false, traceState: undefined, spans: undefined };
+  const record = createRecord(arriving, () => trace);
+  record.caller = { keyId: 'key_a', name: 'acme' };
+  record.route = { operation: { id: 'listPets' } as Operation, pathParams: {} };
   const fields: Record<string, string> = {};
   const res = {
     locals: { gateway: record },
