@@ -11,7 +11,7 @@ import v8 from 'node:v8';
 import type { Logger } from 'pino';
 import { createLogDestination } from '../../src/observability/log-destination.ts';
 import { accessLogLevel, createAccessLog, createLogger } from '../../src/observability/logger.ts';
-import type { RequestRecord } from '../../src/pipeline/request-record.ts';
+import { createRecord, type RequestRecord } from '../../src/pipeline/request-record.ts';
 
 const { IncomingMessage, ServerResponse } = process.getBuiltinModule('node:http');
 type Req = InstanceType<typeof IncomingMessage>;
@@ -40,18 +40,20 @@ function arrive(): { req: Req; res: Res; record: RequestRecord } {
   const req = new IncomingMessage(socket);
   req.method = 'GET';
   req.url = '/v1/pets?limit=20';
-  req.headers = { host: 'gateway.example', authorization: 'Bearer pk_live_0123456789abcdef', 'user-agent': 'bench/1.0', accept: 'application/json' };
-  const res = new ServerResponse(req) as Res;
-  const record: RequestRecord = {
-    requestId: 'f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
-    startedAt: process.hrtime.bigint(),
-    path: '/v1/pets',
-    query: 'limit=20',
-    trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: false, traceState: undefined, spans: undefined },
-    route: { operation: { id: 'listPets' }, pathParams: {} } as unknown as NonNullable<RequestRecord['route']>,
-    caller: { keyId: 'k_7f3a9c', name: 'bench' } as NonNullable<RequestRecord['caller']>,
-    upstream: { status: 200, ms: 1.237 },
+  req.headers = {
+    'x-request-id': 'f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+    host: 'gateway.example',
+    authorization: 'Bearer pk_live_0123456789abcdef',
+    'user-agent': 'bench/1.0',
+    accept: 'application/json',
   };
+  const res = new ServerResponse(req) as Res;
+  const spanId = '00f067aa0ba902b7';
+  const trace = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId, upstreamParentId: spanId, sampled: false, traceState: undefined, spans: undefined };
+  const record = createRecord(req, () => trace);
+  record.route = { operation: { id: 'listPets' }, pathParams: {} } as unknown as NonNullable<RequestRecord['route']>;
+  record.caller = { keyId: 'k_7f3a9c', name: 'bench' } as NonNullable<RequestRecord['caller']>;
+  record.upstream = { status: 200, ms: 1.237 };
   res.locals = { gateway: record };
   res.setHeader('x-request-id', record.requestId);
   return { req, res, record };

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, ParentBasedSampler } from '@opentelemetry/sdk-trace';
 import { ProtobufSpans } from '../../src/tracing/otlp-protobuf.ts';
-import { recordingTracing } from '../../src/tracing/tracer.ts';
+import { recordingTracing, type TracedRecord } from '../../src/tracing/tracer.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
@@ -34,18 +34,35 @@ const tracing = recordingTracing(
 const arriving = { method: 'GET', headers: { host: '127.0.0.1:8080' }, socket: {} } as unknown as IncomingMessage;
 const outcome = { statusCode: 200, route: '/v1/pets', operationId: 'listPets', keyId: 'key_0123456789ab', errorCode: undefined };
 
+const origin = { hostname: '127.0.0.1', port: 3000, origin: 'http://127.0.0.1:3000' };
+
 function request() {
-  const slice = tracing.begin(arriving, '/v1/pets');
-  const record = slice.spans!;
-  record.startAuthenticate();
-  record.keyCacheAnswered('hit');
-  record.endLookup();
-  record.endAuthenticate('ok');
-  record.startRateLimit(true);
-  record.endRateLimit('allowed');
-  const exchange = tracing.startExchange(slice, 'GET', 'http://127.0.0.1:3000/v1/pets?limit=20');
-  exchange.end({ status: 200 });
-  tracing.end(slice, outcome);
+  const trace = tracing.begin(arriving, '/v1/pets');
+  // The facts the stages write into the record: a key cache hit, the exact store, an upstream 200.
+  const at = performance.now();
+  const record: TracedRecord = {
+    trace,
+    authStartMs: at,
+    authEndMs: at + 0.01,
+    keyCache: 'hit',
+    lookupStartMs: 0,
+    lookupEndMs: 0,
+    lookupError: undefined,
+    authResult: 'ok',
+    rateLimitStartMs: at + 0.02,
+    rateLimitEndMs: at + 0.03,
+    rateLimitOutcome: 'allowed',
+    rateLimitWaitedForRedis: true,
+    rateLimitStoreError: undefined,
+    onStoreError: undefined,
+    exchangeStartMs: at + 0.04,
+    exchangeEndMs: at + 0.05,
+    exchangeMethod: 'GET',
+    exchangeOrigin: origin,
+    exchangePath: '/v1/pets?limit=20',
+    upstream: { status: 200 },
+  };
+  tracing.end(record, outcome);
 }
 
 const N = 50000;

@@ -3,12 +3,11 @@ import type { NextFunction, RequestHandler } from 'express';
 import type { Environment } from '../config/schema.ts';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
+import { monotonicMs } from '../time/monotonic.ts';
 import { hasApiKeyShape } from './api-key.ts';
 import { readBearer } from './bearer.ts';
 import type { KeyHasher } from './key-hash.ts';
-import type { Consumer, KeyRecord, KeyStore } from './key-store.ts';
-import type { RequestSpans } from '../tracing/request-spans.ts';
-import type { TraceSlice } from '../tracing/tracer.ts';
+import type { Consumer, KeyLookupFacts, KeyRecord, KeyStore } from './key-store.ts';
 
 export type AuthRefusalReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_environment';
 
@@ -42,9 +41,22 @@ function refusalFor(record: KeyRecord | undefined, environment: Environment, now
   return undefined;
 }
 
+/**
+ * What authentication found, and when (monotonic milliseconds; 0: not yet), on the request record: the
+ * key cache's answer and the store's lookup (KeyLookupFacts) among them. Tracing reads them at completion.
+ */
+export interface AuthFacts extends KeyLookupFacts {
+  authStartMs: number;
+  authEndMs: number;
+  lookupEndMs: number;
+  /** The name of the error the store's lookup failed with. */
+  lookupError: string | undefined;
+  /** `ok`, the refusal's reason or `store_unavailable`; none when the stage failed otherwise. */
+  authResult: string | undefined;
+}
+
 /** The request record's part authentication reads and writes. */
-interface AuthenticatedRecord {
-  readonly trace: TraceSlice;
+interface AuthenticatedRecord extends AuthFacts {
   caller?: Consumer;
 }
 
@@ -52,74 +64,52 @@ interface AuthenticatedRecord {
 export function createAuthenticate(options: AuthenticateOptions): RequestHandler {
   const { keyStore, hashKey, environment, clock, onRefusal } = options;
 
-  function refuse(reason: AuthRefusalReason, spans: RequestSpans | undefined): GatewayError {
+  function refuse(reason: AuthRefusalReason, record: AuthenticatedRecord): GatewayError {
     onRefusal?.(reason);
-    spans?.endAuthenticate(reason);
+    record.authResult = reason;
     const error = reason === 'missing' ? CHALLENGE : `${CHALLENGE}, error="${reason === 'malformed' ? 'invalid_request' : 'invalid_token'}"`;
     return new GatewayError('unauthorized', MESSAGES[reason], { headers: { 'WWW-Authenticate': error } });
   }
 
-  /**
-   * Sets the caller the bearer key names, then calls `next` when given; or throws the refusal. `spans` (the
-   * request's spans recorded) is told how it went: the `authenticate` span ends here.
-   */
-  async function identify(
-    authorization: string | undefined,
-    request: AuthenticatedRecord,
-    spans: RequestSpans | undefined,
-    next?: NextFunction,
-  ): Promise<void> {
-    const bearer = readBearer(authorization);
-    if (bearer.kind !== 'token') throw refuse(bearer.kind, spans);
-    if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', spans);
+  /** Sets the caller the bearer key names, then calls `next`; or throws the refusal. The stage's facts go on the record as it runs. */
+  async function identify(authorization: string | undefined, request: AuthenticatedRecord, next: NextFunction): Promise<void> {
+    request.authStartMs = monotonicMs();
     let record: KeyRecord | undefined;
     try {
-      record = await (spans === undefined ? keyStore.findByHash(hashKey(bearer.token)) : tracedLookup(hashKey(bearer.token), spans));
-    } catch (cause) {
-      spans?.endAuthenticate('store_unavailable');
-      // Whatever went wrong, the key was not checked: fail closed.
-      throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
-        cause,
-        headers: RETRY_SOON,
-      });
+      const bearer = readBearer(authorization);
+      if (bearer.kind !== 'token') throw refuse(bearer.kind, request);
+      if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', request);
+      try {
+        record = await keyStore.findByHash(hashKey(bearer.token), request);
+        if (request.lookupStartMs !== 0) request.lookupEndMs = monotonicMs();
+      } catch (cause) {
+        if (request.lookupStartMs !== 0) {
+          request.lookupError = cause instanceof Error ? cause.name : 'unknown';
+          request.lookupEndMs = monotonicMs();
+        }
+        request.authResult = 'store_unavailable';
+        // Whatever went wrong, the key was not checked: fail closed.
+        throw new GatewayError('service_unavailable', 'API keys cannot be checked right now; retry shortly', {
+          cause,
+          headers: RETRY_SOON,
+        });
+      }
+      const reason = refusalFor(record, environment, clock.now());
+      if (reason || !record) throw refuse(reason ?? 'unknown', request);
+      request.authResult = 'ok';
+    } finally {
+      request.authEndMs = monotonicMs();
     }
-    const reason = refusalFor(record, environment, clock.now());
-    if (reason || !record) throw refuse(reason ?? 'unknown', spans);
-    spans?.endAuthenticate('ok');
     request.caller = {
       keyId: record.id,
       name: record.consumer,
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
       ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn }),
     };
-    next?.();
-  }
-
-  /** The lookup with its cache outcome on the `authenticate` span, and a CLIENT `redis` span for a miss (the store asked). */
-  async function tracedLookup(keyHash: string, spans: RequestSpans): Promise<KeyRecord | undefined> {
-    try {
-      const found = await keyStore.findByHash(keyHash, (outcome) => spans.keyCacheAnswered(outcome));
-      spans.endLookup();
-      return found;
-    } catch (error) {
-      spans.endLookup(error instanceof Error ? error.name : 'unknown');
-      throw error;
-    }
+    next();
   }
 
   return function authenticate(req, res, next) {
-    const record = res.locals.gateway;
-    const spans = record.trace.spans;
-    // Spans not recorded: the stage as it always was, nothing written for a trace.
-    if (spans === undefined) return identify(req.headers.authorization, record, undefined, next);
-    spans.startAuthenticate();
-    return identify(req.headers.authorization, record, spans).then(
-      () => next(),
-      (error: unknown) => {
-        // A failure that is not a refusal (those end the span with their reason) ends it with no result.
-        spans.endAuthenticate(undefined);
-        throw error;
-      },
-    );
+    return identify(req.headers.authorization, res.locals.gateway, next);
   };
 }

@@ -1,7 +1,8 @@
 // A read-through cache in front of a key store: found keys and known absences bounded apart, one lookup per key at a time.
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../time/clock.ts';
-import type { KeyLookupObserver, KeyRecord, KeyStore } from './key-store.ts';
+import { monotonicMs } from '../time/monotonic.ts';
+import type { KeyLookupFacts, KeyRecord, KeyStore } from './key-store.ts';
 
 export interface KeyCacheOptions {
   /** Most found key records held at once. */
@@ -44,15 +45,18 @@ export class CachedKeyStore implements KeyStore {
     this.#absent = new LRUCache({ max: checkCount('maxNegativeEntries', maxNegativeEntries), ttl: checkCount('negativeTtlMs', negativeTtlMs), ...timing });
   }
 
-  async findByHash(keyHash: string, observe?: KeyLookupObserver): Promise<KeyRecord | undefined> {
+  async findByHash(keyHash: string, facts?: KeyLookupFacts): Promise<KeyRecord | undefined> {
     const record = this.#found.get(keyHash);
     if (record !== undefined || this.#absent.get(keyHash)) {
       this.#onLookup?.('hit');
-      observe?.('hit');
+      if (facts !== undefined) facts.keyCache = 'hit';
       return record;
     }
     this.#onLookup?.('miss');
-    observe?.('miss');
+    if (facts !== undefined) {
+      facts.keyCache = 'miss';
+      facts.lookupStartMs = monotonicMs();
+    }
     return this.#lookup(keyHash);
   }
 

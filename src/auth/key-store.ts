@@ -39,13 +39,16 @@ export class KeyStoreUnavailableError extends Error {
 }
 
 /**
- * Told, for one lookup, whether a cache answered it (`hit`) or the store behind was asked (`miss`), before
- * the lookup's promise is returned; a store without a cache never calls it. Authentication passes one only
- * when the request's spans are recorded.
+ * Where a cache in front of the store writes, for one lookup, whether it answered (`hit`) or asked the
+ * store behind it (`miss`, and when: monotonic milliseconds), before the lookup's promise is returned; a
+ * store without a cache writes nothing.
  */
-export type KeyLookupObserver = (outcome: 'hit' | 'miss') => void;
+export interface KeyLookupFacts {
+  keyCache: 'hit' | 'miss' | undefined;
+  lookupStartMs: number;
+}
 
 export interface KeyStore {
   /** The record stored under this key hash, or undefined when there is none. Throws KeyStoreUnavailableError. */
-  findByHash(keyHash: string, observe?: KeyLookupObserver): Promise<KeyRecord | undefined>;
+  findByHash(keyHash: string, facts?: KeyLookupFacts): Promise<KeyRecord | undefined>;
 }

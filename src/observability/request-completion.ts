@@ -46,7 +46,7 @@ export function createRequestCompletion(
       onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);
     }
     if (record.trace.spans !== undefined) {
-      tracing.end(record.trace, {
+      tracing.end(record, {
         statusCode,
         route: operation?.route,
         operationId: operation?.id,

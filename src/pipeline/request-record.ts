@@ -1,13 +1,20 @@
 // The one record a request carries through the gateway: made on arrival, each stage writes its own slice.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthFacts } from '../auth/authenticate.ts';
 import type { Consumer } from '../auth/key-store.ts';
 import type { RouteSlice } from '../contract/operations.ts';
 import type { GatewayError } from '../errors/gateway-error.ts';
-import type { UpstreamSlice } from '../proxy/exchange.ts';
+import type { RateLimitFacts } from '../policy/rate-limit.ts';
+import type { ExchangeFacts } from '../proxy/exchange.ts';
 import type { TraceSlice } from '../tracing/tracer.ts';
 
-export interface RequestRecord {
+/**
+ * The stages' facts (AuthFacts, RateLimitFacts, ExchangeFacts) are on the record from its creation, each
+ * stage writing its own as it runs, whether the request is traced or not: tracing, like metrics and the
+ * access log, reads them at completion.
+ */
+export interface RequestRecord extends AuthFacts, RateLimitFacts, ExchangeFacts {
   readonly requestId: string;
   /** process.hrtime.bigint() on arrival. */
   readonly startedAt: bigint;
@@ -26,7 +33,6 @@ export interface RequestRecord {
   body?: Buffer;
   /** 100 Continue was sent: the client was invited to send the body it announced. */
   continueSent?: boolean;
-  upstream?: UpstreamSlice;
   /** Why the request was refused, when it was. */
   error?: GatewayError;
 }
@@ -62,6 +68,25 @@ export function createRecord(req: IncomingMessage, startTrace: (req: IncomingMes
     path,
     query: questionMark === -1 ? '' : url.slice(questionMark + 1),
     trace: startTrace(req, path),
+    // Every stage's facts from the start, in one shape: no stage adds a property as it runs.
+    authStartMs: 0,
+    authEndMs: 0,
+    keyCache: undefined,
+    lookupStartMs: 0,
+    lookupEndMs: 0,
+    lookupError: undefined,
+    authResult: undefined,
+    rateLimitStartMs: 0,
+    rateLimitEndMs: 0,
+    rateLimitOutcome: undefined,
+    rateLimitWaitedForRedis: false,
+    rateLimitStoreError: undefined,
+    onStoreError: undefined,
+    exchangeStartMs: 0,
+    exchangeEndMs: 0,
+    exchangeMethod: '',
+    exchangeOrigin: undefined,
+    exchangePath: '',
   };
 }
 

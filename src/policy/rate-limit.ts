@@ -4,7 +4,7 @@ import { type Logger as LibraryLogger, type RateLimitInfo, rateLimit, type Store
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
-import type { RateLimitOutcome, RequestSpans } from '../tracing/request-spans.ts';
+import { monotonicMs } from '../time/monotonic.ts';
 import { RateLimitFields } from './rate-limit-fields.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
@@ -28,6 +28,21 @@ export interface RateLimitOptions {
   onPassedUnlimited?: () => void;
   /** Where express-rate-limit's own reports go (a store whose `init` fails); silent when absent. */
   logger?: LibraryLogger;
+}
+
+/** How the rate-limit stage's decision went: a decision, or a failure that made none. */
+export type RateLimitOutcome = 'allowed' | 'limited' | 'store_unavailable' | 'failed';
+
+/** What the rate-limit stage decided, and when (monotonic milliseconds; 0: not yet), on the request record: tracing reads them at completion. */
+export interface RateLimitFacts {
+  rateLimitStartMs: number;
+  rateLimitEndMs: number;
+  rateLimitOutcome: RateLimitOutcome | undefined;
+  /** The decision waited for a Redis command of the store's (a store that CountsInRedis). */
+  rateLimitWaitedForRedis: boolean;
+  /** The name of the store's error, when it could not count, and what the policy did then. */
+  rateLimitStoreError: string | undefined;
+  onStoreError: 'allow' | 'deny' | undefined;
 }
 
 /**
@@ -96,16 +111,29 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },
   });
+  /**
+   * The request waits for its count in Redis when the store sends one command per key per event-loop turn,
+   * which the turn's requests for that key share.
+   */
+  const waitsForRedis = countsInRedis(options.store);
+
   /** What the policy does once the limiter decided: `error` is the limiter's (a refusal, the store's failure) or none. */
   function decided(req: Request, res: Response, error: unknown, next: NextFunction): void {
+    const facts: RateLimitFacts = res.locals.gateway;
+    facts.rateLimitEndMs = monotonicMs();
     if (error === undefined) {
+      facts.rateLimitOutcome = 'allowed';
       const info = countedBy(req);
       if (info !== undefined) fields.write(res, info, routeOf(res.locals.gateway).operation.id);
     }
     if (!(error instanceof RateLimitStoreUnavailableError)) {
+      if (error !== undefined) facts.rateLimitOutcome = error instanceof GatewayError && error.code === 'rate_limited' ? 'limited' : 'failed';
       next(error);
       return;
     }
+    facts.rateLimitOutcome = 'store_unavailable';
+    facts.rateLimitStoreError = error.name;
+    facts.onStoreError = onStoreError;
     onStoreUnavailable?.(error);
     if (onStoreError === 'deny') {
       next(new GatewayError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly', { cause: error, headers: RETRY_SOON }));
@@ -116,32 +144,10 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     next();
   }
 
-  /**
-   * The request's wait for its count is a CLIENT `redis` span when the store sends one command per key per
-   * event-loop turn, which the turn's requests for that key share (gateway.redis.command says which command).
-   */
-  const waitsForRedis = countsInRedis(options.store);
-
-  /** The decision on the request's `rate_limit` span (and its `redis` wait), ended before the next stage runs. */
-  function traced(req: Request, res: Response, spans: RequestSpans, error: unknown, next: NextFunction): void {
-    const unavailable = error instanceof RateLimitStoreUnavailableError;
-    const outcome: RateLimitOutcome =
-      error === undefined
-        ? 'allowed'
-        : unavailable
-          ? 'store_unavailable'
-          : error instanceof GatewayError && error.code === 'rate_limited'
-            ? 'limited'
-            : 'failed';
-    spans.endRateLimit(outcome, unavailable ? { name: error.name, onStoreError } : undefined);
-    decided(req, res, error, next);
-  }
-
   return function limitRate(req, res, next) {
-    const spans = res.locals.gateway.trace.spans;
-    // Spans not recorded: the limiter as it always was, nothing written for a trace.
-    if (spans === undefined) return limiter(req, res, (error?: unknown) => decided(req, res, error, next));
-    spans.startRateLimit(waitsForRedis);
-    return limiter(req, res, (error?: unknown) => traced(req, res, spans, error, next));
+    const facts: RateLimitFacts = res.locals.gateway;
+    facts.rateLimitStartMs = monotonicMs();
+    facts.rateLimitWaitedForRedis = waitsForRedis;
+    return limiter(req, res, (error?: unknown) => decided(req, res, error, next));
   };
 }

@@ -2,9 +2,9 @@
 import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
-import type { TraceSlice, Tracing } from '../tracing/tracer.ts';
+import { formatTraceParent, type TraceIds } from '../http/trace-context.ts';
 import type { GuardedExchange } from './circuit-breaker.ts';
-import { createUpstream, type UpstreamOptions, type UpstreamPoolStats, type UpstreamRequest, type UpstreamSlice } from './exchange.ts';
+import { createUpstream, type ExchangeFacts, type UpstreamOptions, type UpstreamPoolStats, type UpstreamRequest } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
 import { upstreamHeaders } from './upstream-headers.ts';
 import { UpstreamFailure, upstreamFailureError } from './upstream-failure.ts';
@@ -18,8 +18,6 @@ export interface ProxyOptions extends UpstreamOptions {
   operations: readonly Operation[];
   /** The config's additions to the header allow-lists (config `headers`). */
   headers: HeaderListExtensions;
-  /** The exchange's span, and the `traceparent` the upstream receives. */
-  tracing: Tracing;
 }
 
 export interface UpstreamProxy {
@@ -32,15 +30,14 @@ export interface UpstreamProxy {
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
-/** What the proxy stage reads of the request record. */
-interface ForwardedRecord {
+/** What the proxy stage reads of the request record, and the exchange writes. */
+interface ForwardedRecord extends ExchangeFacts {
   requestId: string;
   query: string;
-  trace: TraceSlice;
+  trace: TraceIds;
   route?: RouteSlice;
   caller?: Consumer;
   body?: Buffer;
-  upstream?: UpstreamSlice;
 }
 
 /** The credential of an Authorization value (`Bearer <token>`: the token), which a backend might echo on its own. */
@@ -58,8 +55,6 @@ function canonicalPath(route: RouteSlice, query: string): string {
 export function createProxy(options: ProxyOptions): UpstreamProxy {
   const upstream = createUpstream(options);
   const guarded = options.breaker;
-  const { tracing } = options;
-  const upstreamBase = options.baseUrl.replace(/\/$/, '');
   const policies = new Map<string, OperationHeaderPolicy>();
   for (const operation of options.operations) policies.set(operation.id, compileHeaderPolicy(operation, options.headers));
 
@@ -93,22 +88,13 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       const request = await describe(req, record);
       // The client may have left while the token was being signed.
       if (res.destroyed) return;
+      const { trace } = record;
+      request.headers.traceparent = formatTraceParent(trace.traceId, trace.upstreamParentId, trace.sampled);
       try {
-        // The exchange writes its slice of the record as it settles, before the response's close: the
-        // completion hook counts and logs what the upstream did from there.
-        await guarded(() => {
-          // Begun as the request is sent (after the identity token, before a connection is waited for):
-          // the circuit breaker's refusals make no exchange, and no span.
-          const span = tracing.startExchange(record.trace, request.method, upstreamBase + request.path);
-          request.headers.traceparent = span.traceparent;
-          const exchanged = upstream.exchange(request, res, (slice) => {
-            record.upstream = slice;
-            span.end(slice);
-          });
-          // The client gone before anything was sent: the exchange settles without a slice.
-          if (tracing.recording) void exchanged.finally(() => span.end(undefined)).catch(() => undefined);
-          return exchanged;
-        });
+        // The exchange writes its facts into the record as it begins (after the identity token, before a
+        // connection is waited for: the circuit breaker's refusals make no exchange), and its slice as it
+        // settles, before the response's close: the completion hook counts, logs and traces from there.
+        await guarded(() => upstream.exchange(request, res, record));
       } catch (error) {
         if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
         throw error;

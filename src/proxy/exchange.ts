@@ -8,6 +8,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 // The path is undici's own layout, not a public entry point, so package.json pins undici's exact version:
 // an upgrade is a change the tests run.
 import Pool from 'undici/lib/dispatcher/pool.js';
+import { monotonicMs } from '../time/monotonic.ts';
 import { RelayHandler } from './relay-handler.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';
 import type { RelayPolicy } from './upstream-response.ts';
@@ -50,6 +51,28 @@ export interface UpstreamSlice {
   headersDropped?: number;
 }
 
+/** An upstream's origin, parsed once per upstream: where a trace says the exchange went. */
+export interface UpstreamOrigin {
+  hostname: string;
+  port: number;
+  /** As URL serialises it: scheme, host and a port that is not the default; never a user or password. */
+  origin: string;
+}
+
+/**
+ * The exchange's facts on the request record, and when (monotonic milliseconds; 0: not yet): written as
+ * it begins, and with its slice (`upstream`) as it settles. Tracing reads them at completion.
+ */
+export interface ExchangeFacts {
+  exchangeStartMs: number;
+  exchangeEndMs: number;
+  exchangeMethod: string;
+  exchangeOrigin: UpstreamOrigin | undefined;
+  /** The path sent, with its query. */
+  exchangePath: string;
+  upstream?: UpstreamSlice;
+}
+
 /** How an exchange ended once the upstream's answer began to be relayed. */
 export interface ExchangeOutcome {
   /** The upstream's status. */
@@ -64,14 +87,14 @@ export interface ExchangeOutcome {
 
 /**
  * Resolves once the answer is relayed, or rejects with an UpstreamFailure when nothing was relayed
- * yet (so the caller answers with an Error). The response is written here and nowhere else.
+ * yet (so the caller answers with an Error). The response is written here and nowhere else; the request
+ * record, when given, gets the exchange's facts, its slice among them, synchronously as the exchange
+ * settles: the response's `close` (which feeds metrics, the access log and the trace) can fire before a
+ * continuation of the promise runs.
  */
-export type Exchange = (request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver) => Promise<ExchangeOutcome>;
+export type Exchange = (request: UpstreamRequest, res: ServerResponse, record?: ExchangeFacts) => Promise<ExchangeOutcome>;
 
-/**
- * Given the exchange's slice of the request record, synchronously, before the promise settles: the
- * response's `close` (which feeds metrics and the access log) can fire before a continuation of the promise runs.
- */
+/** Given the exchange's slice as it settles (the relay handler's report). */
 export type ExchangeObserver = (slice: UpstreamSlice) => void;
 
 /** An upstream pool's use at one moment, from undici's pool stats. */
@@ -109,16 +132,30 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     bodyTimeout: 0,
   });
   const basePath = target.pathname.replace(/\/$/, '');
+  const origin: UpstreamOrigin = { hostname: target.hostname, port: Number(target.port || (target.protocol === 'https:' ? 443 : 80)), origin: target.origin };
 
-  function exchange(request: UpstreamRequest, res: ServerResponse, onSettled?: ExchangeObserver): Promise<ExchangeOutcome> {
-    // The client left while an earlier stage was waiting (Redis, the breaker): nothing to send, nothing to count.
+  function exchange(request: UpstreamRequest, res: ServerResponse, record?: ExchangeFacts): Promise<ExchangeOutcome> {
+    const path = basePath + request.path;
+    let settled: ExchangeObserver | undefined;
+    if (record !== undefined) {
+      record.exchangeStartMs = monotonicMs();
+      record.exchangeMethod = request.method;
+      record.exchangeOrigin = origin;
+      record.exchangePath = path;
+      settled = (slice) => {
+        record.exchangeEndMs = monotonicMs();
+        record.upstream = slice;
+      };
+    }
+    // The client left while an earlier stage was waiting (Redis, the breaker): nothing to send, nothing to
+    // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, options, resolve, reject, onSettled, request.relay);
+      const handler = new RelayHandler(res, options, resolve, reject, settled, request.relay);
       pool.dispatch(
         {
           method: request.method,
-          path: basePath + request.path,
+          path,
           // undici's header type is its own; node:http's OutgoingHttpHeaders values are strings here (upstreamHeaders).
           headers: request.headers as Record<string, string | string[]>,
           body: request.body ?? null,

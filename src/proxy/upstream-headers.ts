@@ -1,6 +1,6 @@
 // The headers the upstream receives: the client's headers its operation's policy allows, and the ones the gateway states itself.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { boundedBaggage } from '../tracing/trace-context.ts';
+import { boundedBaggage } from '../http/trace-context.ts';
 import { isForwardedValue } from './forwarded.ts';
 
 /** End-to-end headers a `Connection:` token may not remove: the body would reach the upstream unlabelled. */
@@ -46,7 +46,7 @@ function joined(value: string | string[] | undefined): string | undefined {
  * Builds the upstream's request headers: of the client's, only those in `forwarded` (the operation's
  * allow-list, see compileHeaderPolicy) and not listed in its `Connection:`; then Host, Content-Length,
  * X-Request-Id, the trace context and the forwarding chain, which are the gateway's (`traceparent` is
- * set by the proxy stage, once the exchange's span exists). The chain is appended to, as
+ * set by the proxy stage, after the identity headers). The chain is appended to, as
  * X-Forwarded-For always was: the last element is the one this gateway saw on the socket, the only one
  * a backend may trust.
  */

@@ -1,30 +1,26 @@
-// A traced request's spans as its record holds them: their ids, when each stage ran and what it found,
-// written by the stages as they run and described, span by span, once the request completes
-// (span-description.ts). No span object is made for a stage (docs/decisions/0014-spans-from-the-request-record.md).
+// A traced request's spans, built from its record as it completes: the ids drawn then, the stages' facts
+// (when each ran and what it found, written by the stages into the record) read once, and described,
+// span by span, to an encoding (span-description.ts). No span object is made for a stage
+// (docs/decisions/0014-spans-from-the-request-record.md).
+import type { AuthFacts } from '../auth/authenticate.ts';
+import type { RateLimitFacts, RateLimitOutcome } from '../policy/rate-limit.ts';
+import type { ExchangeFacts, UpstreamOrigin } from '../proxy/exchange.ts';
 
 /**
- * Wall-clock time from the monotonic clock: anchored to Date.now() and re-anchored every minute, so that a
- * span's duration is monotonic and its start follows the system clock (as the SDK's spans do).
+ * The wall clock's offset from the monotonic clock: anchored to Date.now() and re-anchored every minute, so
+ * that a span's duration is monotonic and its start follows the system clock (as the SDK's spans do).
  */
-class SpanClock {
-  private offsetMs = 0;
-  private anchoredAt = Number.NEGATIVE_INFINITY;
+let offsetMs = 0;
+let anchoredAt = Number.NEGATIVE_INFINITY;
 
-  /** Milliseconds since the epoch, fractional. */
-  nowMs(): number {
-    const monotonic = performance.now();
-    if (monotonic - this.anchoredAt > 60_000) {
-      this.offsetMs = Date.now() - monotonic;
-      this.anchoredAt = monotonic;
-    }
-    return monotonic + this.offsetMs;
+/** Milliseconds to add to the monotonic times of a request completing at `monotonic`: one offset for all of them, so its spans keep their order. */
+export function wallOffsetMs(monotonic: number): number {
+  if (monotonic - anchoredAt > 60_000) {
+    offsetMs = Date.now() - monotonic;
+    anchoredAt = monotonic;
   }
+  return offsetMs;
 }
-
-const clock = new SpanClock();
-
-/** Now, in milliseconds since the epoch (fractional), as the spans' times are kept. */
-const spanTimeMs = () => clock.nowMs();
 
 /** A random 32-bit word (as the SDK's RandomIdGenerator draws ids: Math.random). */
 function randomWord(): number {
@@ -69,15 +65,6 @@ export function traceIdOf(hex: string): TraceIdBytes {
   return { hex, bytes: Buffer.from(hex, 'hex') };
 }
 
-/** An upstream's origin, parsed once: `originLength` is how much of a URL as the gateway writes it the origin takes. */
-export interface UpstreamOrigin {
-  hostname: string;
-  port: number;
-  /** As URL serialises it: scheme, host and a port that is not the default; never a user or password. */
-  origin: string;
-  originLength: number;
-}
-
 /** The Host header's name and port (`server.address`, `server.port`), when it has them. */
 export interface HostAttributes {
   host?: string;
@@ -115,14 +102,29 @@ export interface RequestOutcome {
   errorCode: string | undefined;
 }
 
-/** How the rate-limit stage's decision went, for its span: a decision, or a failure that made none. */
-export type RateLimitOutcome = 'allowed' | 'limited' | 'store_unavailable' | 'failed';
+/** What the tracing decided on a sampled request's arrival, held by its trace slice until it completes. */
+export interface SpanStart {
+  readonly trace: SpanTrace;
+  readonly arrival: ServerArrival;
+  readonly serverHigh: number;
+  readonly serverLow: number;
+  /** The CLIENT span's id, named as the upstream's parent from the start. */
+  readonly clientHigh: number;
+  readonly clientLow: number;
+  /** Monotonic milliseconds. */
+  readonly startMs: number;
+}
+
+/** The stages' facts as the request record holds them. */
+export type StageFacts = AuthFacts & RateLimitFacts & ExchangeFacts;
+
+export type { RateLimitOutcome };
 
 /**
  * A sampled request's spans: the SERVER span's ids and arrival, then a slot per stage, empty (start 0)
- * until the stage runs. The stages write their slot as they run (the start and end methods below); once
- * the request has completed (`end`), nothing more is written, and `describeSpans` hands every span to an
- * encoding. A stage still running then (its client gone) ends with the request.
+ * when the stage did not run before the request completed. Built once, as the request completes, from what
+ * its record holds then (a stage still running, its client gone, ends with the request); `describeSpans`
+ * hands every span to an encoding.
  */
 export class RequestSpans {
   readonly traceId: TraceIdBytes;
@@ -175,106 +177,65 @@ export class RequestSpans {
   clientStatus: number | undefined;
   clientFailure: string | undefined;
 
-  constructor(trace: SpanTrace, arrival: ServerArrival, startMs = spanTimeMs()) {
-    this.arrival = arrival;
+  /** `endMs`: the request's completion, monotonic; `offsetMs` turns the monotonic times into the wall clock's. */
+  constructor(start: SpanStart, facts: StageFacts, outcome: RequestOutcome, endMs: number, offsetMs: number) {
+    const { trace } = start;
+    this.arrival = start.arrival;
     this.traceId = trace.traceId;
     this.traceFlags = trace.traceFlags;
     this.traceState = trace.traceState;
-    this.serverHigh = randomWord();
-    this.serverLow = nonZeroLow(this.serverHigh);
+    this.serverHigh = start.serverHigh;
+    this.serverLow = start.serverLow;
     this.parentHigh = trace.remoteParent?.[0] ?? -1;
     this.parentLow = trace.remoteParent?.[1] ?? -1;
-    this.startMs = startMs;
-  }
-
-  /** The SERVER span's id, as the access log and the API write it. */
-  serverSpanId(): string {
-    return spanIdHex(this.serverHigh, this.serverLow);
-  }
-
-  startAuthenticate(): void {
-    if (this.endMs !== 0) return;
-    this.authHigh = randomWord();
-    this.authLow = nonZeroLow(this.authHigh);
-    this.authStartMs = spanTimeMs();
-  }
-
-  /** The key cache answered (`hit`), or the store is asked (`miss`: the `redis` lookup begins). */
-  keyCacheAnswered(outcome: 'hit' | 'miss'): void {
-    if (this.endMs !== 0) return;
-    this.keyCache = outcome;
-    if (outcome !== 'miss') return;
-    this.lookupHigh = randomWord();
-    this.lookupLow = nonZeroLow(this.lookupHigh);
-    this.lookupStartMs = spanTimeMs();
-  }
-
-  /** The store's lookup answered, or failed with an error of this name. */
-  endLookup(errorType?: string): void {
-    if (this.lookupStartMs === 0 || this.lookupEndMs !== 0 || this.endMs !== 0) return;
-    this.lookupErrorType = errorType;
-    this.lookupEndMs = spanTimeMs();
-  }
-
-  /** `result`: `ok`, the refusal's reason or `store_unavailable`; none when the stage failed otherwise. */
-  endAuthenticate(result: string | undefined): void {
-    if (this.authEndMs !== 0 || this.endMs !== 0) return;
-    this.authResult = result;
-    this.authEndMs = spanTimeMs();
-  }
-
-  /** `countsInRedis`: the store sends a command for the count, which the request waits for (its `redis` span). */
-  startRateLimit(countsInRedis: boolean): void {
-    if (this.endMs !== 0) return;
-    this.rateLimitHigh = randomWord();
-    this.rateLimitLow = nonZeroLow(this.rateLimitHigh);
-    this.rateLimitStartMs = spanTimeMs();
-    if (!countsInRedis) return;
-    this.countHigh = randomWord();
-    this.countLow = nonZeroLow(this.countHigh);
-    this.countStartMs = this.rateLimitStartMs;
-  }
-
-  /**
-   * The limiter decided (or failed: `storeError` names the store's error when it could not count, and
-   * `onStoreError` what the policy did then).
-   */
-  endRateLimit(outcome: RateLimitOutcome, storeError?: { name: string; onStoreError: 'allow' | 'deny' }): void {
-    if (this.rateLimitEndMs !== 0 || this.endMs !== 0) return;
-    const now = spanTimeMs();
-    if (this.countStartMs !== 0) {
-      this.countErrorType = storeError?.name;
-      this.countEndMs = now;
-    }
-    this.rateLimitOutcome = outcome;
-    this.onStoreError = storeError?.onStoreError;
-    this.rateLimitEndMs = now;
-  }
-
-  /** The upstream exchange begins: its CLIENT span's id names the upstream's parent (recorded or not). */
-  startClient(method: string, origin: UpstreamOrigin, path: string): void {
-    this.clientHigh = randomWord();
-    this.clientLow = nonZeroLow(this.clientHigh);
-    if (this.endMs !== 0) return;
-    this.clientMethod = method;
-    this.clientOrigin = origin;
-    this.clientPath = path;
-    this.clientStartMs = spanTimeMs();
-  }
-
-  /** The exchange settled: the upstream's status, or why it failed (nothing: the client left before it began). */
-  endClient(status: number | undefined, failure: string | undefined): void {
-    if (this.clientStartMs === 0 || this.clientEndMs !== 0 || this.endMs !== 0) return;
-    this.clientStatus = status;
-    this.clientFailure = failure;
-    this.clientEndMs = spanTimeMs();
-  }
-
-  /** The request completed: the SERVER span ends, and so does any stage still running. */
-  end(outcome: RequestOutcome): void {
-    if (this.endMs !== 0) return;
+    this.startMs = start.startMs + offsetMs;
+    this.endMs = Math.max(this.startMs, endMs + offsetMs);
     this.outcome = outcome;
-    this.endMs = Math.max(this.startMs, spanTimeMs());
+    const wall = (monotonic: number) => (monotonic === 0 ? 0 : monotonic + offsetMs);
+    if (facts.authStartMs !== 0) {
+      this.authHigh = randomWord();
+      this.authLow = nonZeroLow(this.authHigh);
+      this.authStartMs = wall(facts.authStartMs);
+      this.authEndMs = wall(facts.authEndMs);
+      this.keyCache = facts.keyCache;
+      this.authResult = facts.authResult;
+      if (facts.lookupStartMs !== 0) {
+        this.lookupHigh = randomWord();
+        this.lookupLow = nonZeroLow(this.lookupHigh);
+        this.lookupStartMs = wall(facts.lookupStartMs);
+        this.lookupEndMs = wall(facts.lookupEndMs);
+        this.lookupErrorType = facts.lookupError;
+      }
+    }
+    if (facts.rateLimitStartMs !== 0) {
+      this.rateLimitHigh = randomWord();
+      this.rateLimitLow = nonZeroLow(this.rateLimitHigh);
+      this.rateLimitStartMs = wall(facts.rateLimitStartMs);
+      this.rateLimitEndMs = wall(facts.rateLimitEndMs);
+      this.rateLimitOutcome = facts.rateLimitOutcome;
+      this.onStoreError = facts.onStoreError;
+      // The wait for the store's command (its `redis` span) is the decision's.
+      if (facts.rateLimitWaitedForRedis) {
+        this.countHigh = randomWord();
+        this.countLow = nonZeroLow(this.countHigh);
+        this.countStartMs = this.rateLimitStartMs;
+        this.countEndMs = this.rateLimitEndMs;
+        this.countErrorType = facts.rateLimitStoreError;
+      }
+    }
+    if (facts.exchangeStartMs !== 0) {
+      this.clientHigh = start.clientHigh;
+      this.clientLow = start.clientLow;
+      this.clientStartMs = wall(facts.exchangeStartMs);
+      this.clientEndMs = wall(facts.exchangeEndMs);
+      this.clientMethod = facts.exchangeMethod;
+      this.clientOrigin = facts.exchangeOrigin;
+      const path = facts.exchangePath;
+      const query = path.indexOf('?');
+      this.clientPath = query === -1 ? path : path.slice(0, query);
+      this.clientStatus = facts.upstream?.status;
+      this.clientFailure = facts.upstream?.failure;
+    }
   }
 
   /** How many spans `describeSpans` describes: a stage's `redis` span only under its stage's. */
@@ -285,6 +246,12 @@ export class RequestSpans {
     if (this.clientStartMs !== 0) count++;
     return count;
   }
+}
+
+/** A new span id's two words: random, never both zero. */
+export function newSpanIdWords(): [number, number] {
+  const high = randomWord();
+  return [high, nonZeroLow(high)];
 }
 
 /** The low word of an id whose high word is `high`: random, and not zero when `high` is (an id is never all zero). */

@@ -4,41 +4,46 @@ import { type Attributes, type Link, ROOT_CONTEXT, SamplingDecision, SpanKind, T
 import { TraceState } from '@opentelemetry/core';
 import { RandomIdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME } from '@opentelemetry/semantic-conventions';
-import { type HostAttributes, newTraceId, type RequestOutcome, RequestSpans, spanIdHex, spanIdWords, traceIdOf, type UpstreamOrigin } from './request-spans.ts';
+import { remoteParent, type TraceIds } from '../http/trace-context.ts';
+import { monotonicMs } from '../time/monotonic.ts';
+import {
+  type HostAttributes,
+  newSpanIdWords,
+  newTraceId,
+  type RequestOutcome,
+  RequestSpans,
+  type SpanStart,
+  type StageFacts,
+  spanIdHex,
+  spanIdWords,
+  traceIdOf,
+  wallOffsetMs,
+} from './request-spans.ts';
 import { isKnownMethod } from './span-description.ts';
-import { formatTraceParent, remoteParent } from './trace-context.ts';
 
-/** The trace slice of a request's record: written on arrival, read by the stages, the proxy and the completion hook. */
-export interface TraceSlice {
-  readonly traceId: string;
-  /** The gateway's span for the request (the SERVER span): the access log's `span_id`. */
+/**
+ * The trace slice of a request's record: written on arrival, read by the proxy (the upstream's
+ * `traceparent`: TraceIds) and the completion hook. `spanId` is the gateway's span for the request (the
+ * SERVER span), the access log's `span_id`; `upstreamParentId` the span the upstream's request is the
+ * child of: the CLIENT span when spans are recorded, the SERVER span when trace context is only
+ * propagated, a span id of the gateway's all the same when the request is recorded but not sampled.
+ */
+export interface TraceSlice extends TraceIds {
   readonly spanId: string;
-  readonly sampled: boolean;
-  /** The client's `tracestate`, checked, passed on to the upstream; undefined when there is none (or a new trace began). */
-  readonly traceState: string | undefined;
-  /**
-   * The request's spans, when they are recorded and exported (an exporter is configured and the request
-   * sampled): each stage writes its own span's slot, the completion hook hands them to the export.
-   */
-  readonly spans: RequestSpans | undefined;
+  /** What the request's spans are built from as it completes, when they are recorded and exported (an exporter is configured and the request sampled). */
+  readonly spans: SpanStart | undefined;
 }
 
-/** The upstream exchange as a span: a child of the request's, the parent the upstream's `traceparent` names. */
-export interface ExchangeSpan {
-  readonly traceparent: string;
-  /** Ends the span with how the exchange went (idempotent): the upstream's status, or why it failed. */
-  end(outcome: { status?: number | undefined; failure?: string | undefined } | undefined): void;
+/** What tracing reads of a completed request's record: its trace slice and the stages' facts. */
+export interface TracedRecord extends StageFacts {
+  readonly trace: TraceSlice;
 }
 
 export interface Tracing {
-  /** Whether spans are recorded and exported; false: trace context is only propagated. */
-  readonly recording: boolean;
   /** On arrival: the request's trace, continued from a valid `traceparent` or new, and the gateway's span in it. */
   begin(req: IncomingMessage, path: string): TraceSlice;
-  /** Just before the request is sent upstream. */
-  startExchange(slice: TraceSlice, method: string, url: string): ExchangeSpan;
-  /** On completion: the request's spans end and go to the export. */
-  end(slice: TraceSlice, outcome: RequestOutcome): void;
+  /** On completion: the request's spans are built from its record, and go to the export. */
+  end(record: TracedRecord, outcome: RequestOutcome): void;
   /** Sends what is queued (on shutdown, after the last request completed). */
   shutdown(): Promise<void>;
   /** Spans recorded but never delivered (a full queue, a failed export): counted since start. */
@@ -47,15 +52,8 @@ export interface Tracing {
 
 const ids = new RandomIdGenerator();
 
-const NOT_RECORDED: ExchangeSpan['end'] = () => undefined;
-
 /** The SERVER span's links, for the sampler: it has none. */
 const NO_LINKS: Link[] = [];
-
-/** An exchange whose span is not recorded: a span id of the gateway's all the same, as the upstream's parent. */
-function unrecordedExchange(slice: TraceSlice): ExchangeSpan {
-  return { traceparent: formatTraceParent(slice.traceId, ids.generateSpanId(), slice.sampled), end: NOT_RECORDED };
-}
 
 /**
  * No exporter: no span is recorded. The gateway still takes part in the trace: it continues the client's
@@ -64,14 +62,13 @@ function unrecordedExchange(slice: TraceSlice): ExchangeSpan {
  */
 export function propagationOnly(): Tracing {
   return {
-    recording: false,
     begin(req) {
       const parent = remoteParent(req.headers);
       const spanId = ids.generateSpanId();
-      if (parent === undefined) return { traceId: ids.generateTraceId(), spanId, sampled: false, traceState: undefined, spans: undefined };
-      return { traceId: parent.traceId, spanId, sampled: parent.sampled, traceState: parent.traceState, spans: undefined };
+      if (parent === undefined)
+        return { traceId: ids.generateTraceId(), spanId, upstreamParentId: spanId, sampled: false, traceState: undefined, spans: undefined };
+      return { traceId: parent.traceId, spanId, upstreamParentId: spanId, sampled: parent.sampled, traceState: parent.traceState, spans: undefined };
     },
-    startExchange: (slice) => ({ traceparent: formatTraceParent(slice.traceId, slice.spanId, slice.sampled), end: NOT_RECORDED }),
     end: () => undefined,
     shutdown: () => Promise.resolve(),
     droppedSpans: () => 0,
@@ -93,9 +90,7 @@ export interface CompletedSpans {
  * sampler would record but not sample has nothing to export, so nothing is recorded.
  */
 export function recordingTracing(sampler: Sampler, completed: CompletedSpans, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
-  const upstreamOrigin = upstreamOrigins();
   return {
-    recording: true,
     begin(req, path) {
       const parent = remoteParent(req.headers);
       const context =
@@ -118,62 +113,38 @@ export function recordingTracing(sampler: Sampler, completed: CompletedSpans, de
       if (host.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = host.host;
       if (host.port !== undefined) attributes[ATTR_SERVER_PORT] = host.port;
       const sampling = sampler.shouldSample(context, traceId.hex, known ? method : 'HTTP', SpanKind.SERVER, attributes, NO_LINKS);
-      if (sampling.decision !== SamplingDecision.RECORD_AND_SAMPLED)
-        return { traceId: traceId.hex, spanId: ids.generateSpanId(), sampled: false, traceState: parent?.traceState, spans: undefined };
-      const spans = new RequestSpans(
-        {
+      if (sampling.decision !== SamplingDecision.RECORD_AND_SAMPLED) {
+        // Not recorded; the upstream's parent is a span id of the gateway's all the same.
+        const spanId = ids.generateSpanId();
+        return { traceId: traceId.hex, spanId, upstreamParentId: ids.generateSpanId(), sampled: false, traceState: parent?.traceState, spans: undefined };
+      }
+      const [serverHigh, serverLow] = newSpanIdWords();
+      const [clientHigh, clientLow] = newSpanIdWords();
+      const spans: SpanStart = {
+        trace: {
           traceId,
           remoteParent: parent === undefined ? undefined : spanIdWords(parent.spanId),
           traceFlags: TraceFlags.SAMPLED,
           traceState: sampling.traceState?.serialize() ?? parent?.traceState,
         },
-        { method, scheme, path, host },
-      );
-      return { traceId: traceId.hex, spanId: spans.serverSpanId(), sampled: true, traceState: parent?.traceState, spans };
-    },
-    startExchange(slice, method, url) {
-      const spans = slice.spans;
-      if (spans === undefined) return unrecordedExchange(slice);
-      const target = upstreamOrigin(url);
-      const query = url.indexOf('?');
-      spans.startClient(method, target, query === -1 ? url.slice(target.originLength) : url.slice(target.originLength, query));
-      return {
-        traceparent: formatTraceParent(slice.traceId, spanIdHex(spans.clientHigh, spans.clientLow), true),
-        end: (outcome) => spans.endClient(outcome?.status, outcome?.failure),
+        arrival: { method, scheme, path, host },
+        serverHigh,
+        serverLow,
+        clientHigh,
+        clientLow,
+        startMs: monotonicMs(),
       };
+      const spanId = spanIdHex(serverHigh, serverLow);
+      return { traceId: traceId.hex, spanId, upstreamParentId: spanIdHex(clientHigh, clientLow), sampled: true, traceState: parent?.traceState, spans };
     },
-    end(slice, outcome) {
-      const spans = slice.spans;
-      if (spans === undefined || spans.endMs !== 0) return;
-      spans.end(outcome);
-      completed.onEnd(spans);
+    end(record, outcome) {
+      const start = record.trace.spans;
+      if (start === undefined) return;
+      const endMs = monotonicMs();
+      completed.onEnd(new RequestSpans(start, record, outcome, endMs, wallOffsetMs(endMs)));
     },
     shutdown: delivery.shutdown,
     droppedSpans: delivery.droppedSpans,
-  };
-}
-
-/**
- * The origin of an upstream URL the gateway built (its configured base, then the canonical path): each
- * origin parsed once, not every request's URL. Origins come from the configuration, so there are few.
- */
-function upstreamOrigins(): (url: string) => UpstreamOrigin {
-  const origins = new Map<string, UpstreamOrigin>();
-  return (url) => {
-    const originEnd = url.indexOf('/', url.indexOf('//') + 2);
-    const written = originEnd === -1 ? url : url.slice(0, originEnd);
-    let parsed = origins.get(written);
-    if (parsed === undefined) {
-      const target = new URL(written);
-      parsed = {
-        hostname: target.hostname,
-        port: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
-        origin: target.origin,
-        originLength: written.length,
-      };
-      origins.set(written, parsed);
-    }
-    return parsed;
   };
 }
 

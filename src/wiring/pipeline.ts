@@ -41,7 +41,6 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     config,
     identityHeaders: identity.headersFor,
     breakers,
-    tracing,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
   let app: ReturnType<typeof createApp>;

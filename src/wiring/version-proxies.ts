@@ -4,14 +4,12 @@ import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
-import type { Tracing } from '../tracing/tracer.ts';
 
 export interface VersionProxiesOptions {
   config: GatewayConfig;
   identityHeaders: ProxyOptions['identityHeaders'];
   /** Shared by every generation of the pipeline, so a reload keeps an open circuit open. */
   breakers: CircuitBreakers;
-  tracing: Tracing;
 }
 
 /**
@@ -34,7 +32,6 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       identityHeaders: options.identityHeaders,
       operations: contract.operations,
       headers: config.headers,
-      tracing: options.tracing,
     }),
   }));
 }

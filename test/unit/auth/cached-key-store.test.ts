@@ -1,7 +1,7 @@
 // The key cache: found keys survive a flood of unknown ones and an outage, absences stay bounded, one lookup per key.
 import { describe, expect, it } from 'vitest';
 import { CachedKeyStore, type KeyCacheOptions } from '../../../src/auth/cached-key-store.ts';
-import { KeyStoreUnavailableError, type KeyRecord, type KeyStore } from '../../../src/auth/key-store.ts';
+import { type KeyLookupFacts, KeyStoreUnavailableError, type KeyRecord, type KeyStore } from '../../../src/auth/key-store.ts';
 import { fixedClock } from '../../../src/time/clock.ts';
 
 const T0 = Date.parse('2026-11-21T12:00:00Z');
@@ -99,6 +99,18 @@ describe('CachedKeyStore lookups', () => {
     await cache.findByHash('hash-valid');
     expect(store.lookups).toEqual(['hash-valid', 'hash-valid']);
     expect(outcomes).toEqual(['miss', 'hit', 'miss']);
+  });
+
+  it("writes the request's facts: a hit, or a miss and when the store was asked", async () => {
+    const { cache } = setup();
+    const miss: KeyLookupFacts = { keyCache: undefined, lookupStartMs: 0 };
+    const before = performance.now();
+    await cache.findByHash('hash-valid', miss);
+    expect(miss.keyCache).toBe('miss');
+    expect(miss.lookupStartMs).toBeGreaterThanOrEqual(before);
+    const hit: KeyLookupFacts = { keyCache: undefined, lookupStartMs: 0 };
+    await cache.findByHash('hash-valid', hit);
+    expect(hit).toEqual({ keyCache: 'hit', lookupStartMs: 0 });
   });
 
   it('trusts "no such key" for negativeTtlMs only', async () => {

@@ -1,16 +1,15 @@
 // The status a finished request is counted and logged with, row by row.
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { completedStatus, type RequestRecord } from '../../../src/pipeline/request-record.ts';
+import { completedStatus, createRecord, type RequestRecord } from '../../../src/pipeline/request-record.ts';
 
-const record = (upstream?: RequestRecord['upstream']): RequestRecord => ({
-  requestId: 'r',
-  startedAt: 0n,
-  path: '/v1/pets',
-  query: '',
-  trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, spans: undefined },
-  ...(upstream ? { upstream } : {}),
-});
+const spanId = 'b7ad6b7169203331';
+const trace = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId, upstreamParentId: spanId, sampled: false, traceState: undefined, spans: undefined };
+const record = (upstream?: RequestRecord['upstream']): RequestRecord => {
+  const made = createRecord({ headers: {}, url: '/v1/pets' } as unknown as IncomingMessage, () => trace);
+  if (upstream) made.upstream = upstream;
+  return made;
+};
 const response = (writableFinished: boolean, statusCode: number) => ({ writableFinished, statusCode }) as ServerResponse;
 
 describe('completedStatus', () => {

@@ -4,7 +4,8 @@ import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Operation } from '../../../src/contract/operations.ts';
 import { GatewayError } from '../../../src/errors/gateway-error.ts';
-import type { RequestRecord } from '../../../src/pipeline/request-record.ts';
+import type { IncomingMessage } from 'node:http';
+import { createRecord } from '../../../src/pipeline/request-record.ts';
 import { createRateLimit, type RateLimitOptions } from '../../../src/policy/rate-limit.ts';
 import { RateLimitStoreUnavailableError } from '../../../src/policy/rate-limit-store-failure.ts';
 
@@ -45,17 +46,19 @@ function limiterOver(store: Store, options: Partial<RateLimitOptions> = {}) {
   return { limiter, reported };
 }
 
+/** The record of an authenticated listPets request, as the stages before the limiter leave it. */
+function authenticatedRecord() {
+  const arriving = { headers: { 'x-request-id': 'req-0001' }, url: '/v1/pets' } as unknown as IncomingMessage;
+  const spanId = 'b7ad6b7169203331';
+  const trace = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId, upstreamParentId: spanId, sampled: false, traceState: undefined, spans: undefined };
+  const record = createRecord(arriving, () => trace);
+  record.caller = { keyId: 'key_a', name: 'acme' };
+  record.route = { operation: { id: 'listPets' } as Operation, pathParams: {} };
+  return record;
+}
+
 /** One authenticated listPets request through `limiter`: what reached `next`, and the response fields it set. */
-function run(limiter: RequestHandler): Promise<{ next: unknown; fields: Record<string, string> }> {
-  const record: RequestRecord = {
-    requestId: 'req-0001',
-    startedAt: 0n,
-    path: '/v1/pets',
-    query: '',
-    trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', sampled: false, traceState: undefined, spans: undefined },
-    caller: { keyId: 'key_a', name: 'acme' },
-    route: { operation: { id: 'listPets' } as Operation, pathParams: {} },
-  };
+function run(limiter: RequestHandler, record = authenticatedRecord()): Promise<{ next: unknown; fields: Record<string, string> }> {
   const fields: Record<string, string> = {};
   const res = {
     locals: { gateway: record },
@@ -136,6 +139,28 @@ describe('a store that counts', () => {
     const { limiter, reported } = limiterOver(new FakeStore());
     await run(limiter);
     expect(reported).toEqual({ unavailable: [], passed: 0 });
+  });
+});
+
+describe("the decision, on the request's record", () => {
+  it('is allowed, then limited past the limit, timed', async () => {
+    const { limiter } = limiterOver(new FakeStore());
+    const records = [authenticatedRecord(), authenticatedRecord(), authenticatedRecord(), authenticatedRecord()];
+    for (const record of records) await run(limiter, record);
+    expect(records.map((record) => record.rateLimitOutcome)).toEqual(['allowed', 'allowed', 'allowed', 'limited']);
+    for (const record of records) {
+      expect(record.rateLimitStartMs).toBeGreaterThan(0);
+      expect(record.rateLimitEndMs).toBeGreaterThanOrEqual(record.rateLimitStartMs);
+      expect(record).toMatchObject({ rateLimitWaitedForRedis: false, rateLimitStoreError: undefined, onStoreError: undefined });
+    }
+  });
+
+  it("names the store's error and what the policy did when the store could not count", async () => {
+    const store = new FakeStore();
+    store.failure = storeDown();
+    const record = authenticatedRecord();
+    await run(limiterOver(store, { onStoreError: 'deny' }).limiter, record);
+    expect(record).toMatchObject({ rateLimitOutcome: 'store_unavailable', rateLimitStoreError: 'RateLimitStoreUnavailableError', onStoreError: 'deny' });
   });
 });
 

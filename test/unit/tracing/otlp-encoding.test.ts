@@ -11,7 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { JsonSpans } from '../../../src/tracing/otlp-json.ts';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
-import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
+import {
+  type RateLimitOutcome,
+  RequestSpans,
+  type ServerArrival,
+  type SpanTrace,
+  type StageFacts,
+  newSpanIdWords,
+  traceIdOf,
+} from '../../../src/tracing/request-spans.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
@@ -28,49 +36,80 @@ interface Shape {
   times: number[];
 }
 
-/** The record of a request of this shape, written as the stages write it, with the shape's times. */
+/** The spans of a request of this shape, built from its record's facts as the gateway builds them, with the shape's times. */
 function recordOf(shape: Shape): RequestSpans {
   const { arrival } = shape;
   const times = [...shape.times];
   const next = () => times.shift() ?? 1_700_000_000_000;
   const { traceId, remoteParent, traceState, method, scheme, path, host } = arrival;
-  const spans = new RequestSpans(
-    { traceId: traceIdOf(traceId), remoteParent, traceFlags: TraceFlags.SAMPLED, traceState },
-    { method, scheme, path, host },
-    next(),
-  );
+  const [serverHigh, serverLow] = newSpanIdWords();
+  const [clientHigh, clientLow] = newSpanIdWords();
+  const start = {
+    trace: { traceId: traceIdOf(traceId), remoteParent, traceFlags: TraceFlags.SAMPLED, traceState },
+    arrival: { method, scheme, path, host },
+    serverHigh,
+    serverLow,
+    clientHigh,
+    clientLow,
+    startMs: next(),
+  };
+  const facts: StageFacts = {
+    authStartMs: 0,
+    authEndMs: 0,
+    keyCache: undefined,
+    lookupStartMs: 0,
+    lookupEndMs: 0,
+    lookupError: undefined,
+    authResult: undefined,
+    rateLimitStartMs: 0,
+    rateLimitEndMs: 0,
+    rateLimitOutcome: undefined,
+    rateLimitWaitedForRedis: false,
+    rateLimitStoreError: undefined,
+    onStoreError: undefined,
+    exchangeStartMs: 0,
+    exchangeEndMs: 0,
+    exchangeMethod: '',
+    exchangeOrigin: undefined,
+    exchangePath: '',
+  };
   if (shape.authenticate) {
     const { keyCache, lookupError, result } = shape.authenticate;
-    spans.startAuthenticate();
-    spans.authStartMs = next();
-    if (keyCache !== undefined) spans.keyCacheAnswered(keyCache);
+    facts.authStartMs = next();
+    facts.keyCache = keyCache;
     if (keyCache === 'miss') {
-      spans.lookupStartMs = next();
-      spans.endLookup(lookupError);
-      spans.lookupEndMs = next();
+      facts.lookupStartMs = next();
+      facts.lookupError = lookupError;
+      facts.lookupEndMs = next();
     }
-    spans.endAuthenticate(result);
-    spans.authEndMs = next();
+    facts.authResult = result;
+    facts.authEndMs = next();
   }
   if (shape.rateLimit) {
     const { countsInRedis, outcome, onStoreError } = shape.rateLimit;
-    spans.startRateLimit(countsInRedis);
-    spans.rateLimitStartMs = next();
-    if (countsInRedis) spans.countStartMs = next();
-    spans.endRateLimit(outcome, onStoreError === undefined ? undefined : { name: 'RateLimitStoreUnavailableError', onStoreError });
-    spans.rateLimitEndMs = next();
-    if (countsInRedis) spans.countEndMs = next();
+    facts.rateLimitStartMs = next();
+    facts.rateLimitWaitedForRedis = countsInRedis;
+    facts.rateLimitOutcome = outcome;
+    if (onStoreError !== undefined) {
+      facts.rateLimitStoreError = 'RateLimitStoreUnavailableError';
+      facts.onStoreError = onStoreError;
+    }
+    facts.rateLimitEndMs = next();
   }
   if (shape.client) {
     const { method, hostname, port, origin, path, status, failure } = shape.client;
-    spans.startClient(method, { hostname, port, origin, originLength: origin.length }, path);
-    spans.clientStartMs = next();
-    spans.endClient(status, failure);
-    spans.clientEndMs = next();
+    facts.exchangeStartMs = next();
+    facts.exchangeMethod = method;
+    facts.exchangeOrigin = { hostname, port, origin };
+    facts.exchangePath = path;
+    facts.upstream = {
+      ...(status === undefined ? {} : { status }),
+      ...(failure === undefined ? {} : { failure: failure as 'reset' /* any word: the encodings write it as given */ }),
+    };
+    facts.exchangeEndMs = next();
   }
-  spans.end({ route: undefined, operationId: undefined, keyId: undefined, errorCode: undefined, ...shape.outcome });
-  spans.endMs = Math.max(spans.startMs, next());
-  return spans;
+  const outcome = { route: undefined, operationId: undefined, keyId: undefined, errorCode: undefined, ...shape.outcome };
+  return new RequestSpans(start, facts, outcome, next(), 0);
 }
 
 function protobufOf(requests: RequestSpans[]): string {
@@ -240,7 +279,7 @@ const shape: fc.Arbitrary<Shape> = fc.record(
     arrival: fc.record({
       traceId: hexId(32),
       remoteParent: fc.option(fc.tuple(fc.nat(0xffffffff), fc.nat(0xffffffff)), { nil: undefined }),
-      // As the gateway keeps one: checked, each key once (src/tracing/trace-context.ts).
+      // As the gateway keeps one: checked, each key once (src/http/trace-context.ts).
       traceState: fc.option(
         fc.stringMatching(/^[a-z]{1,8}=[a-z0-9]{1,16}(,[a-z]{1,8}=[a-z0-9]{1,16}){0,3}$/).map((list) => new TraceState(list).serialize()),
         { nil: undefined },

@@ -1,5 +1,5 @@
-// A request's spans as the gateway records them: which requests have them, how the stages' spans and the
-// CLIENT span join the SERVER span, and the samplers OTEL_TRACES_SAMPLER names against the shortcut the
+// A request's spans as the gateway builds them from its record: which requests have them, how the stages'
+// spans and the CLIENT span join the SERVER span, and the samplers OTEL_TRACES_SAMPLER names against the shortcut the
 // stages take (their spans recorded and sampled as the SERVER span, with nothing of their own from the sampler).
 import type { IncomingMessage } from 'node:http';
 import { ROOT_CONTEXT, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
@@ -7,10 +7,13 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type ReadableSpan, type Sampler } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { formatTraceParent } from '../../../src/http/trace-context.ts';
+import { createRecord, type RequestRecord } from '../../../src/pipeline/request-record.ts';
+import type { RateLimitOutcome } from '../../../src/policy/rate-limit.ts';
 import { samplerFrom } from '../../../src/tracing/from-environment.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
-import type { RateLimitOutcome, RequestSpans } from '../../../src/tracing/request-spans.ts';
-import { recordingTracing, type TraceSlice, type Tracing } from '../../../src/tracing/tracer.ts';
+import type { RequestSpans } from '../../../src/tracing/request-spans.ts';
+import { recordingTracing, type Tracing } from '../../../src/tracing/tracer.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
@@ -21,27 +24,43 @@ function tracingWith(sampler: Sampler): { tracing: Tracing; completed: RequestSp
   return { tracing, completed };
 }
 
-/** A request as the tracing reads one on arrival: its method, headers and socket. */
-function arriving(headers: Record<string, string> = {}): IncomingMessage {
-  return { method: 'GET', headers: { host: 'gateway.test:8080', ...headers }, socket: {} } as unknown as IncomingMessage;
+/** A request's record as the gateway makes one on arrival (its trace begun by `tracing`): its method, headers and socket. */
+function arriving(tracing: Tracing, headers: Record<string, string> = {}, method = 'GET', url = '/v1/pets'): RequestRecord {
+  const req = { method, url, headers: { host: 'gateway.test:8080', ...headers }, socket: {} } as unknown as IncomingMessage;
+  return createRecord(req, tracing.begin);
 }
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const OK = { statusCode: 200, route: '/v1/pets', operationId: 'listPets', keyId: 'key_0123456789ab', errorCode: undefined };
+const BACKEND = { hostname: 'backend.test', port: 4010, origin: 'http://backend.test:4010' };
 
-/** The stages of a request that passed, as they write their spans. */
-function passThrough(tracing: Tracing, slice: TraceSlice): string {
-  const spans = slice.spans!;
-  spans.startAuthenticate();
-  spans.keyCacheAnswered('miss');
-  spans.endLookup();
-  spans.endAuthenticate('ok');
-  spans.startRateLimit(true);
-  spans.endRateLimit('allowed');
-  const exchange = tracing.startExchange(slice, 'GET', 'http://user:secret@backend.test:4010/v1/pets?limit=5');
-  exchange.end({ status: 200 });
-  tracing.end(slice, OK);
-  return exchange.traceparent;
+/** The upstream exchange's facts as it writes them (begun now), and its slice when it settled. */
+function exchanged(record: RequestRecord, slice?: RequestRecord['upstream']): void {
+  record.exchangeStartMs = performance.now();
+  record.exchangeMethod = 'GET';
+  record.exchangeOrigin = BACKEND;
+  record.exchangePath = '/v1/pets?limit=5';
+  if (slice === undefined) return;
+  record.exchangeEndMs = performance.now();
+  record.upstream = slice;
+}
+
+/** The stages of a request that passed, as they write their facts; the `traceparent` the upstream was sent. */
+function passThrough(tracing: Tracing, record: RequestRecord): string {
+  record.authStartMs = performance.now();
+  record.keyCache = 'miss';
+  record.lookupStartMs = performance.now();
+  record.lookupEndMs = performance.now();
+  record.authResult = 'ok';
+  record.authEndMs = performance.now();
+  record.rateLimitStartMs = performance.now();
+  record.rateLimitWaitedForRedis = true;
+  record.rateLimitOutcome = 'allowed';
+  record.rateLimitEndMs = performance.now();
+  exchanged(record, { status: 200, ms: 1 });
+  tracing.end(record, OK);
+  const { traceId, upstreamParentId, sampled } = record.trace;
+  return formatTraceParent(traceId, upstreamParentId, sampled);
 }
 
 function byName(spans: readonly ReadableSpan[]): Record<string, ReadableSpan> {
@@ -51,26 +70,26 @@ function byName(spans: readonly ReadableSpan[]): Record<string, ReadableSpan> {
 }
 
 describe('recorded spans', () => {
-  it("hands a sampled request's spans on when it completes, once", () => {
+  it("hands a sampled request's spans on when it completes, its SERVER span the access log's", () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-    const slice = tracing.begin(arriving(), '/v1/pets');
-    expect(slice.sampled).toBe(true);
-    tracing.end(slice, OK);
-    tracing.end(slice, OK);
-    expect(completed).toEqual([slice.spans]);
+    const record = arriving(tracing);
+    expect(record.trace.sampled).toBe(true);
+    tracing.end(record, OK);
+    expect(completed).toHaveLength(1);
+    expect(readableSpans(completed[0]!, resource, scope).map((span) => span.spanContext().spanId)).toEqual([record.trace.spanId]);
   });
 
   it("continues the client's trace: the SERVER span its child, the stages' and the CLIENT span the SERVER span's", () => {
     const { tracing, completed } = tracingWith(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
-    const slice = tracing.begin(arriving({ traceparent: TRACEPARENT, tracestate: 'rojo=00f067aa0ba902b7' }), '/v1/pets');
-    const traceparent = passThrough(tracing, slice);
+    const record = arriving(tracing, { traceparent: TRACEPARENT, tracestate: 'rojo=00f067aa0ba902b7' });
+    const traceparent = passThrough(tracing, record);
     const spans = byName(readableSpans(completed[0]!, resource, scope));
     expect(Object.keys(spans)).toEqual(['redis key_lookup', 'authenticate', 'redis rate_limit_increment', 'rate_limit', 'GET', 'GET /v1/pets']);
     const server = spans['GET /v1/pets']!;
-    expect(server.spanContext()).toMatchObject({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: slice.spanId, traceFlags: TraceFlags.SAMPLED });
+    expect(server.spanContext()).toMatchObject({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: record.trace.spanId, traceFlags: TraceFlags.SAMPLED });
     expect(server.spanContext().traceState?.serialize()).toBe('rojo=00f067aa0ba902b7');
     expect(server.parentSpanContext).toMatchObject({ spanId: 'b7ad6b7169203331', isRemote: true });
-    for (const name of ['authenticate', 'rate_limit', 'GET']) expect(spans[name]!.parentSpanContext).toMatchObject({ spanId: slice.spanId });
+    for (const name of ['authenticate', 'rate_limit', 'GET']) expect(spans[name]!.parentSpanContext).toMatchObject({ spanId: record.trace.spanId });
     expect(spans['redis key_lookup']!.parentSpanContext?.spanId).toBe(spans.authenticate!.spanContext().spanId);
     expect(spans['redis rate_limit_increment']!.parentSpanContext?.spanId).toBe(spans.rate_limit!.spanContext().spanId);
     expect(traceparent).toBe(`00-0af7651916cd43dd8448eb211c80319c-${spans.GET!.spanContext().spanId}-01`);
@@ -84,31 +103,32 @@ describe('recorded spans', () => {
     expect(new Set(Object.values(spans).map((span) => span.spanContext().spanId)).size).toBe(6);
   });
 
-  it('records nothing of a trace its client did not sample, and tells the upstream so', () => {
+  it('records nothing of a trace its client did not sample, and tells the upstream so, with a span id of its own', () => {
     const { tracing, completed } = tracingWith(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
-    const slice = tracing.begin(arriving({ traceparent: TRACEPARENT.replace(/01$/, '00') }), '/v1/pets');
+    const record = arriving(tracing, { traceparent: TRACEPARENT.replace(/01$/, '00') });
+    const slice = record.trace;
     expect(slice).toMatchObject({ traceId: '0af7651916cd43dd8448eb211c80319c', sampled: false, spans: undefined });
-    expect(tracing.startExchange(slice, 'GET', 'http://backend.test/v1/pets').traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-00$/);
-    tracing.end(slice, OK);
+    expect(formatTraceParent(slice.traceId, slice.upstreamParentId, slice.sampled)).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-00$/);
+    expect([slice.spanId, 'b7ad6b7169203331']).not.toContain(slice.upstreamParentId);
+    tracing.end(record, OK);
     expect(completed).toEqual([]);
   });
 
   it('records nothing under always_off', () => {
     const { tracing, completed } = tracingWith(new AlwaysOffSampler());
-    const slice = tracing.begin(arriving(), '/v1/pets');
-    expect(slice.spans).toBeUndefined();
-    tracing.end(slice, OK);
+    const record = arriving(tracing);
+    expect(record.trace.spans).toBeUndefined();
+    tracing.end(record, OK);
     expect(completed).toEqual([]);
   });
 
   it('ends a stage still running when the request completes (its client gone) with the request', () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-    const slice = tracing.begin(arriving(), '/v1/pets');
-    slice.spans!.startAuthenticate();
-    slice.spans!.keyCacheAnswered('miss');
-    tracing.end(slice, { ...OK, statusCode: 499, route: undefined, operationId: undefined, keyId: undefined });
-    slice.spans!.endLookup();
-    slice.spans!.endAuthenticate('ok');
+    const record = arriving(tracing);
+    record.authStartMs = performance.now();
+    record.keyCache = 'miss';
+    record.lookupStartMs = performance.now();
+    tracing.end(record, { ...OK, statusCode: 499, route: undefined, operationId: undefined, keyId: undefined });
     const spans = byName(readableSpans(completed[0]!, resource, scope));
     expect(Object.keys(spans)).toEqual(['redis key_lookup', 'authenticate', 'GET']);
     expect(spans['redis key_lookup']!.endTime).toEqual(spans.GET!.endTime);
@@ -116,11 +136,11 @@ describe('recorded spans', () => {
     expect(spans.authenticate!.attributes).toEqual({ 'gateway.auth.key_cache': 'miss' });
   });
 
-  it('adds nothing to a request once it has completed', () => {
+  it('reads nothing the record is given once the request has completed', () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-    const slice = tracing.begin(arriving(), '/v1/pets');
-    slice.spans!.startAuthenticate();
-    tracing.end(slice, OK);
+    const record = arriving(tracing);
+    record.authStartMs = performance.now();
+    tracing.end(record, OK);
     const facts = () =>
       readableSpans(completed[0]!, resource, scope).map((span) => ({
         name: span.name,
@@ -131,36 +151,62 @@ describe('recorded spans', () => {
         status: span.status,
       }));
     const before = facts();
-    slice.spans!.keyCacheAnswered('miss');
-    slice.spans!.endAuthenticate('ok');
-    slice.spans!.startRateLimit(true);
-    slice.spans!.endRateLimit('limited');
-    tracing.startExchange(slice, 'GET', 'http://backend.test/v1/pets').end({ status: 500 });
-    tracing.end(slice, { ...OK, statusCode: 500 });
+    record.keyCache = 'miss';
+    record.authResult = 'ok';
+    record.authEndMs = performance.now();
+    record.rateLimitStartMs = performance.now();
+    record.rateLimitOutcome = 'limited';
+    exchanged(record, { status: 500 });
     expect(completed).toHaveLength(1);
     expect(facts()).toEqual(before);
   });
 
+  it('converts the monotonic times to the wall clock, in their order', () => {
+    const { tracing, completed } = tracingWith(new AlwaysOnSampler());
+    const before = Date.now();
+    passThrough(tracing, arriving(tracing));
+    const spans = readableSpans(completed[0]!, resource, scope);
+    const ms = ([seconds, nanos]: readonly [number, number]) => seconds * 1000 + nanos / 1e6;
+    const server = spans.at(-1)!;
+    expect(ms(server.startTime)).toBeGreaterThanOrEqual(before - 1);
+    expect(ms(server.endTime)).toBeLessThanOrEqual(Date.now() + 1);
+    for (const span of spans) {
+      expect(ms(span.startTime)).toBeGreaterThanOrEqual(ms(server.startTime));
+      expect(ms(span.endTime)).toBeGreaterThanOrEqual(ms(span.startTime));
+      expect(ms(span.endTime)).toBeLessThanOrEqual(ms(server.endTime));
+    }
+  });
+
   it("names a request of no operation by its method, and one of a method semantic conventions don't know HTTP (_OTHER)", () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-    for (const method of ['GET', 'BREW']) {
-      const slice = tracing.begin({ ...arriving(), method } as IncomingMessage, '/nowhere');
-      tracing.end(slice, { statusCode: 404, route: undefined, operationId: undefined, keyId: undefined, errorCode: 'not_found' });
-    }
+    for (const method of ['GET', 'BREW'])
+      tracing.end(arriving(tracing, {}, method, '/nowhere'), {
+        statusCode: 404,
+        route: undefined,
+        operationId: undefined,
+        keyId: undefined,
+        errorCode: 'not_found',
+      });
     const [get, brew] = completed.map((request) => readableSpans(request, resource, scope)[0]!);
     expect([get!.name, get!.attributes['http.request.method']]).toEqual(['GET', 'GET']);
     expect([brew!.name, brew!.attributes['http.request.method']]).toEqual(['HTTP', '_OTHER']);
   });
 
-  const authenticated = (result: string) => (spans: RequestSpans) => {
-    spans.startAuthenticate();
-    spans.endAuthenticate(result);
+  const authenticated = (result: string) => (record: RequestRecord) => {
+    record.authStartMs = performance.now();
+    record.authResult = result;
+    record.authEndMs = performance.now();
   };
-  const limited = (outcome: RateLimitOutcome, onStoreError?: 'allow' | 'deny') => (spans: RequestSpans) => {
-    spans.startRateLimit(false);
-    spans.endRateLimit(outcome, onStoreError === undefined ? undefined : { name: 'RateLimitStoreUnavailableError', onStoreError });
+  const limited = (outcome: RateLimitOutcome, onStoreError?: 'allow' | 'deny') => (record: RequestRecord) => {
+    record.rateLimitStartMs = performance.now();
+    record.rateLimitOutcome = outcome;
+    if (onStoreError !== undefined) {
+      record.rateLimitStoreError = 'RateLimitStoreUnavailableError';
+      record.onStoreError = onStoreError;
+    }
+    record.rateLimitEndMs = performance.now();
   };
-  const STAGE_STATUSES: [string, (spans: RequestSpans) => void, string, unknown][] = [
+  const STAGE_STATUSES: [string, (record: RequestRecord) => void, string, unknown][] = [
     [
       'a key store that cannot answer',
       authenticated('store_unavailable'),
@@ -180,20 +226,20 @@ describe('recorded spans', () => {
   for (const [what, stage, name, status] of STAGE_STATUSES)
     it(`gives ${what} the ${name} span's status ${JSON.stringify(status)}`, () => {
       const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-      const slice = tracing.begin(arriving(), '/v1/pets');
-      stage(slice.spans!);
-      tracing.end(slice, { ...OK, statusCode: 503 });
+      const record = arriving(tracing);
+      stage(record);
+      tracing.end(record, { ...OK, statusCode: 503 });
       expect(byName(readableSpans(completed[0]!, resource, scope))[name]!.status).toEqual(status);
     });
 
   it('marks the CLIENT span an error with its failure, and the SERVER span with its Error code for a 5xx', () => {
     const { tracing, completed } = tracingWith(new AlwaysOnSampler());
-    const slice = tracing.begin(arriving(), '/v1/pets');
-    tracing.startExchange(slice, 'GET', 'http://backend.test/v1/pets').end({ failure: 'upstream_timeout' });
-    tracing.end(slice, { ...OK, statusCode: 504, errorCode: 'upstream_timeout' });
+    const record = arriving(tracing);
+    exchanged(record, { failure: 'headers_timeout' });
+    tracing.end(record, { ...OK, statusCode: 504, errorCode: 'upstream_timeout' });
     const spans = byName(readableSpans(completed[0]!, resource, scope));
-    expect(spans.GET!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'upstream_timeout' });
-    expect(spans.GET!.attributes['error.type']).toBe('upstream_timeout');
+    expect(spans.GET!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'headers_timeout' });
+    expect(spans.GET!.attributes['error.type']).toBe('headers_timeout');
     expect(spans['GET /v1/pets']!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'upstream_timeout' });
     expect(spans['GET /v1/pets']!.attributes).toMatchObject({
       'error.type': '504',

@@ -1,6 +1,6 @@
 // W3C trace context as the gateway reads and states it, row by row.
 import { describe, expect, it } from 'vitest';
-import { boundedBaggage, formatTraceParent, remoteParent } from '../../../src/tracing/trace-context.ts';
+import { boundedBaggage, formatTraceParent, remoteParent } from '../../../src/http/trace-context.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SPAN_ID = 'b7ad6b7169203331';

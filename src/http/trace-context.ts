@@ -57,6 +57,16 @@ function isCanonicalTraceState(value: string): boolean {
   return new Set(keys).size === keys.length;
 }
 
+/** The ids the upstream's `traceparent` names, as a request's record holds them from its arrival. */
+export interface TraceIds {
+  readonly traceId: string;
+  /** The span the upstream's request is the child of (the gateway's). */
+  readonly upstreamParentId: string;
+  readonly sampled: boolean;
+  /** The client's `tracestate`, checked, passed on to the upstream; undefined when there is none (or a new trace began). */
+  readonly traceState: string | undefined;
+}
+
 /** The `traceparent` the upstream receives: version 00, the trace, the gateway's span as its parent, sampled or not. */
 export function formatTraceParent(traceId: string, spanId: string, sampled: boolean): string {
   return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
