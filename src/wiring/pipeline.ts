@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
-import type { MessagePrototypes } from '../http/app-messages.ts';
+import type { AppMessages, MessagePrototypes } from '../http/app-messages.ts';
 import { compileCors, type AnnounceCors } from '../policy/cors.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
@@ -116,17 +116,17 @@ export interface LivePipeline {
 }
 
 /**
- * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `serving` is
- * told of each generation that new requests go to, the first one included.
+ * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `messages`
+ * are the public listener's, made from now on with the prototypes of the generation new requests go to.
  */
 export function createLivePipeline(
   first: Pipeline,
   graceFor: (retired: Pipeline) => number,
   logger: Logger,
-  serving: (generation: Pipeline) => void,
+  messages: Pick<AppMessages, 'adopt'>,
 ): LivePipeline {
   let current = first;
-  serving(first);
+  messages.adopt(first.prototypes);
   let closed = false;
   const retiring = new Set<Promise<void>>();
   const retiringGenerations = new Set<Pipeline>();
@@ -153,7 +153,7 @@ export function createLivePipeline(
       if (closed) return retire(next, 0);
       const previous = current;
       current = next;
-      serving(next);
+      messages.adopt(next.prototypes);
       retire(previous, graceFor(previous));
     },
     async close() {
