@@ -19,7 +19,7 @@ import { createRequestTarget } from './server/request-target.ts';
 import { inOrder } from './pipeline/in-order.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
-import { corsHeadersOptions, createCorsHeaders, createPreflight } from './policy/cors.ts';
+import { createCorsHeaders, createPreflight, type CompiledCors } from './policy/cors.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
 import { createRateLimit } from './policy/rate-limit.ts';
@@ -50,6 +50,8 @@ export interface AppDependencies {
   brownouts: BrownoutBoard;
   logger: Logger;
   metrics: GatewayMetrics;
+  /** CORS, when this environment allows some origin (config `cors.allowedOrigins`), compiled by the pipeline generation; undefined when off. */
+  cors: CompiledCors | undefined;
 }
 
 export function createApp(deps: AppDependencies): Express {
@@ -89,11 +91,7 @@ export function createApp(deps: AppDependencies): Express {
   });
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();
-  // CORS, when this environment allows some origin (config `cors.allowedOrigins`): undefined when off.
-  const cors = corsHeadersOptions(
-    config,
-    deps.versions.map(({ contract }) => contract),
-  );
+  const { cors } = deps;
 
   const mounted: Array<{ basePath: string; stages: RequestHandler }> = [];
   for (const version of deps.versions) {
@@ -149,7 +147,7 @@ export function createApp(deps: AppDependencies): Express {
   // One layer of the app's router for every request: each layer it walks costs a path match, a
   // prefix trim and closures, and none of these stages needs a path of its own. With CORS on, its
   // headers come first, so that every answer, refusals included, says whether a page may read it.
-  app.use(inOrder([...(cors ? [createCorsHeaders(cors)] : []), createRequestTarget(), serveVersion, notFound]));
+  app.use(inOrder([...(cors ? [createCorsHeaders(cors.announce)] : []), createRequestTarget(), serveVersion, notFound]));
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));
   return app;
 }

@@ -1,5 +1,8 @@
 // A series of a prom-client counter or histogram bound once, updated in place on the request path
 // (decision 0010). prom-client stays the registry and the exposition; only the update is the gateway's.
+// The one module that reads prom-client's internals (`hashMap`, a histogram's `upperBounds`): relies on
+// prom-client 15.1.3 exactly (package.json pins it; its next major renames hashMap). Oracle and engaged
+// tests: test/unit/observability/bound-series.test.ts.
 import type { Counter, Histogram, LabelValues } from 'prom-client';
 
 /**
@@ -66,11 +69,16 @@ class SeriesSlot<Values extends SeriesValues> {
   }
 }
 
-export interface BoundCounter {
+/** Whether updates now land in prom-client's values in place; false before the first, or if prom-client keeps them otherwise (each update then goes through its API). */
+interface Engaged {
+  engaged(): boolean;
+}
+
+export interface BoundCounter extends Engaged {
   inc(value?: number): void;
 }
 
-export interface BoundHistogram {
+export interface BoundHistogram extends Engaged {
   observe(value: number): void;
 }
 
@@ -88,6 +96,7 @@ export function boundCounter(counter: Counter<string>, labels: LabelValues<strin
       if (values === undefined) child.inc(value);
       else values.value += value;
     },
+    engaged: () => slot.current() !== undefined,
   };
 }
 
@@ -119,5 +128,6 @@ export function boundHistogram(histogram: Histogram<string>, labels: LabelValues
         }
       }
     },
+    engaged: () => slot.current() !== undefined && upperBounds.every((bound) => bound in slot.current()!.bucketValues),
   };
 }

@@ -115,23 +115,29 @@ export function compileCorsHeaders({ allowedOrigins, exposedHeaders = [] }: Cors
   };
 }
 
-/** The pipeline's first stage when CORS is on (compileCorsHeaders). */
-export function createCorsHeaders(options: CorsHeadersOptions): RequestHandler {
-  const announce = compileCorsHeaders(options);
+/** The pipeline's first stage when CORS is on: `announce` (compileCorsHeaders) on every answer. */
+export function createCorsHeaders(announce: AnnounceCors): RequestHandler {
   return function announceCors(req, res, next) {
     announce(req, res);
     next();
   };
 }
 
+/** A configuration's CORS, compiled once for a pipeline generation: its app's stages and the answers given before it share it. */
+export interface CompiledCors {
+  allowedOrigins: readonly string[];
+  announce: AnnounceCors;
+}
+
 /**
- * What a configuration's CORS headers are built from, its environment's origins and what scripts may read
- * (the documents' declared headers, `headers.relayToClient`); undefined when CORS is off there.
+ * A configuration's CORS from its environment's origins and what scripts may read (the documents' declared
+ * headers, `headers.relayToClient`); undefined when CORS is off there.
  */
-export function corsHeadersOptions(config: GatewayConfig, contracts: readonly Contract[]): CorsHeadersOptions | undefined {
+export function compileCors(config: GatewayConfig, contracts: readonly Contract[]): CompiledCors | undefined {
   const allowedOrigins = config.cors.allowedOrigins[config.environment];
   if (allowedOrigins.length === 0) return undefined;
-  return { allowedOrigins, exposedHeaders: [...contracts.flatMap(declaredResponseHeaders), ...config.headers.relayToClient] };
+  const exposedHeaders = [...contracts.flatMap(declaredResponseHeaders), ...config.headers.relayToClient];
+  return { allowedOrigins, announce: compileCorsHeaders({ allowedOrigins, exposedHeaders }) };
 }
 
 export interface PreflightOptions {

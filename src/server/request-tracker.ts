@@ -5,9 +5,14 @@ import { refuse } from '../errors/send-error.ts';
 import { createRecord, type RequestRecord } from '../pipeline/request-record.ts';
 import type { Tracing } from '../tracing/tracer.ts';
 
+/** What served a request (a generation of the pipeline), told once its response has closed. */
+export interface Serving {
+  answered(): void;
+}
+
 export interface RequestTrackerOptions {
-  /** The pipeline; it finds the record in `res.locals.gateway`. */
-  app: RequestListener;
+  /** The pipeline; it finds the record in `res.locals.gateway`, and returns what serves the request. */
+  serve(req: IncomingMessage, res: ServerResponse): Serving;
   /** Requests in flight per process; above it, 503 at once, before any Redis or upstream work. */
   maxInFlight: number;
   /** The one completion hook: metrics, the access log, deprecated-call accounting. `shed` requests are counted, not logged. */
@@ -23,8 +28,9 @@ export interface RequestTrackerOptions {
 export interface RequestTracker {
   listener: RequestListener;
   /**
-   * Requests handed to the pipeline and not yet answered: what `maxInFlight` bounds and the in-flight gauge
-   * reads at scrape time. Requests waiting behind a pipelined one are not counted until their turn.
+   * Requests handed to the pipeline and not yet answered: the process's one count of them, what
+   * `maxInFlight` bounds and the in-flight gauge reads at scrape time. Requests waiting behind a
+   * pipelined one are not counted until their turn, nor shed ones.
    */
   inFlight(): number;
 }
@@ -32,7 +38,7 @@ export interface RequestTracker {
 const AT_CAPACITY = new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly', { headers: RETRY_SOON });
 
 export function createRequestTracker(options: RequestTrackerOptions): RequestTracker {
-  const { app, maxInFlight, onComplete, onShed } = options;
+  const { serve, maxInFlight, onComplete, onShed } = options;
   const startTrace = options.tracing.begin;
   let inFlight = 0;
 
@@ -51,13 +57,16 @@ export function createRequestTracker(options: RequestTrackerOptions): RequestTra
         return;
       }
       inFlight++;
+      const serving = serve(req, res);
+      // The request's one close listener here (a response never closes within `serve`): the process's
+      // count, the generation's own, then completion.
       res.once('close', () => {
         inFlight--;
+        serving.answered();
         // After every other close listener of this response (the exchange's, which records what the
         // upstream did when the client left): completion reads the whole record.
         queueMicrotask(() => onComplete(req, res, record, false));
       });
-      app(req, res);
     },
     inFlight: () => inFlight,
   };

@@ -1,4 +1,4 @@
-// Admits requests: a connection's pipelined requests are served one at a time, and every accepted request is counted.
+// Admits requests: a connection's pipelined requests are served one at a time, and the drain knows when all are answered.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -14,11 +14,12 @@ export interface RequestAdmission {
   /** For the server's `request`, `checkContinue` and `checkExpectation` events. */
   listener: RequestListener;
   /**
-   * Requests accepted (served or waiting their turn on their connection) and not yet answered: what the
-   * drain waits for. Not the in-flight gauge (request-tracker.ts), which counts only those handed to the pipeline.
+   * Connections in a turn: a request served and not yet answered, or waiting to be. Connections, not
+   * requests: the requests in flight are counted once, by the request tracker (request-tracker.ts); a
+   * connection is busy from its first accepted request until the last one is answered or dropped.
    */
-  unanswered(): number;
-  /** Resolves when no accepted request is left unanswered (at once if none is): what the drain waits for. */
+  busyConnections(): number;
+  /** Resolves when no connection is busy (at once if none is): every accepted request answered, what the drain waits for. */
   idle(): Promise<void>;
   /**
    * For a parser error on this connection: `answer` writes the gateway's refusal of the bytes that did
@@ -43,35 +44,42 @@ interface ConnectionState {
   refusal?: (() => void) | undefined;
   /** A parser error was dealt with: later reports of it (one per chunk read) change nothing. */
   parseErrorSeen: boolean;
+  /** A request is being served or waits: counted in `busyConnections` once. */
+  busy: boolean;
 }
 
 export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
   const connections = new WeakMap<Socket, ConnectionState>();
-  let unanswered = 0;
+  let busy = 0;
   let idleWaiters: Array<() => void> = [];
-  function settled(count: number): void {
-    unanswered -= count;
-    if (unanswered > 0 || idleWaiters.length === 0) return;
+  function engaged(state: ConnectionState): void {
+    if (state.busy) return;
+    state.busy = true;
+    busy++;
+  }
+  /** Nothing is served or waits on the connection any more. */
+  function quiet(state: ConnectionState): void {
+    if (!state.busy) return;
+    state.busy = false;
+    busy--;
+    if (busy > 0 || idleWaiters.length === 0) return;
     for (const wake of idleWaiters) wake();
     idleWaiters = [];
   }
 
-  /** Forgets the requests waiting on a connection that will never serve them; returns how many there were. */
-  function dropWaiting(state: ConnectionState): number {
-    const dropped = state.waiting.length;
+  /** Forgets the requests waiting on a connection that will never serve them. */
+  function dropWaiting(state: ConnectionState): void {
     state.waiting.length = 0;
-    return dropped;
+    if (state.current === undefined) quiet(state);
   }
 
   function stateOf(socket: Socket): ConnectionState {
     let state = connections.get(socket);
     if (!state) {
-      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false, parseErrorSeen: false };
+      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false, parseErrorSeen: false, busy: false };
       connections.set(socket, created);
       // Requests still waiting when the connection goes will never be served.
-      socket.once('close', () => {
-        settled(dropWaiting(created));
-      });
+      socket.once('close', () => dropWaiting(created));
       state = created;
     }
     return state;
@@ -86,20 +94,22 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       if (req.socket.destroyed || req.socket.writableEnded || !res.shouldKeepAlive) {
         // The connection went (this close may run before the socket's own), or this response closes it
         // (a drain, a refusal with a body still arriving): nobody is left to answer the waiting requests.
-        settled(1 + dropWaiting(state));
+        dropWaiting(state);
         return;
       }
-      settled(1);
       if (!req.complete) state.answeredEarly = true;
       if (state.waiting.length > 0) setImmediate(serveNext, state, req.socket);
-      else if (state.refusal) {
-        // The last complete request before the bad bytes is answered: now their refusal, which closes.
-        const refuse = state.refusal;
-        state.refusal = undefined;
-        refuse();
-      } else if (state.paused) {
-        state.paused = false;
-        req.socket.resume();
+      else {
+        quiet(state);
+        if (state.refusal) {
+          // The last complete request before the bad bytes is answered: now their refusal, which closes.
+          const refuse = state.refusal;
+          state.refusal = undefined;
+          refuse();
+        } else if (state.paused) {
+          state.paused = false;
+          req.socket.resume();
+        }
       }
     });
     handler(req, res);
@@ -113,7 +123,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
   function serveNext(state: ConnectionState, socket: Socket): void {
     // The connection went or is ending meanwhile (a refusal, the client's FIN): what was waiting is never served.
     if (socket.destroyed || socket.writableEnded) {
-      settled(dropWaiting(state));
+      dropWaiting(state);
       return;
     }
     const next = state.waiting.shift();
@@ -125,7 +135,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       const state = stateOf(req.socket);
       // Nothing being served nor waiting its turn (between two turns, the waiting go first).
       if (state.current === undefined && state.waiting.length === 0) {
-        unanswered++;
+        engaged(state);
         serve(state, req, res);
         return;
       }
@@ -133,14 +143,13 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
         req.socket.destroy();
         return;
       }
-      unanswered++;
       state.waiting.push([req, res]);
       // The waiting request's body, if any, is already parsed; read no further until the queue drains.
       state.paused = true;
       req.socket.pause();
     },
-    unanswered: () => unanswered,
-    idle: () => (unanswered === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
+    busyConnections: () => busy,
+    idle: () => (busy === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     answerInTurn(socket, answer) {
       const state = stateOf(socket);
       if (state.parseErrorSeen) return true;

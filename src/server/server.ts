@@ -9,6 +9,7 @@ import { createClientErrorHandler, createConnectRefusal } from './client-error.t
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../http/app-messages.ts';
 import { createServer } from '../http/node-http.ts';
+import type { RequestTracker } from './request-tracker.ts';
 import { toOriginForm } from './request-target.ts';
 import { serveInTurn } from './serve-in-turn.ts';
 
@@ -23,6 +24,8 @@ export interface RunningGateway {
 export interface ListenableGateway {
   config: GatewayConfig;
   handler: RequestListener;
+  /** The requests `handler` was handed and has not answered yet (the request tracker's count). */
+  tracker: Pick<RequestTracker, 'inFlight'>;
   /** The classes the public listener makes requests and responses with (node:http's own when absent). */
   messageClasses?: AppMessages['classes'];
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
@@ -136,7 +139,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {
     accepting = false;
-    logger.info({ reason, unanswered: admission.unanswered() }, 'shutting down: readiness is now false');
+    logger.info({ reason, unanswered: gateway.tracker.inFlight() }, 'shutting down: readiness is now false');
     await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainDelayMs));
     const { forced } = await drainable.drain(config.shutdown.gracePeriodMs);
     if (forced) logger.warn({ gracePeriodMs: config.shutdown.gracePeriodMs }, 'grace period over: remaining connections closed');

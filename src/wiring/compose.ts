@@ -173,7 +173,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     build(config, versions, identity),
     (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs,
     logger,
-    (generation) => messages.adopt(generation.prototypes),
+    messages,
   );
   const reload = createReload({
     loadConfig: parts.reloadConfig ?? (() => config),
@@ -191,7 +191,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     clock: parts.clock,
   });
   const tracker = createRequestTracker({
-    app: live.handle,
+    serve: live.handle,
     maxInFlight: config.listen.maxInFlight,
     onShed: metrics.shed,
     shedAnswerHeaders: (req, res) => live.current.announceCors?.(req, res),

@@ -1,15 +1,16 @@
 // One generation of the request pipeline, built from one configuration; a reload builds the next and retires this one once idle.
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
-import type { MessagePrototypes } from '../http/app-messages.ts';
-import { compileCorsHeaders, corsHeadersOptions, type AnnounceCors } from '../policy/cors.ts';
+import type { AppMessages, MessagePrototypes } from '../http/app-messages.ts';
+import { compileCors, type AnnounceCors } from '../policy/cors.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
+import type { Serving } from '../server/request-tracker.ts';
 import type { Tracing } from '../tracing/tracer.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
@@ -17,13 +18,13 @@ import { createVersionProxies } from './version-proxies.ts';
  * What every generation shares: the app's long-lived dependencies (the stores and their connections, the
  * clock, the brownout board, logs and metrics) and the circuit breakers.
  */
-export type PipelineShared = Omit<AppDependencies, 'config' | 'versions'> & { breakers: CircuitBreakers; tracing: Tracing };
+export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & { breakers: CircuitBreakers; tracing: Tracing };
 
 export interface Pipeline {
   readonly config: GatewayConfig;
   readonly identity: UpstreamIdentity;
-  /** Serves a request; counted as this generation's until its response closes. */
-  handle: RequestListener;
+  /** Serves a request, counted as this generation's until the tracker tells it the response closed (`answered`). */
+  handle(req: IncomingMessage, res: ServerResponse): Serving;
   /** The prototypes this generation's app gives requests and responses: new ones are best made with them. */
   readonly prototypes: MessagePrototypes;
   /** This generation's CORS headers, for answers given before the pipeline (load shedding); undefined: CORS off. */
@@ -43,35 +44,39 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
     breakers,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
+  // Once for the generation: its app's stages and the answers given before the app (load shedding) share it.
+  const cors = compileCors(
+    config,
+    served.map(({ contract }) => contract),
+  );
   let app: ReturnType<typeof createApp>;
   try {
-    app = createApp({ ...dependencies, config, versions: served });
+    app = createApp({ ...dependencies, config, versions: served, cors });
   } catch (error) {
     // Nothing will ever use the pools just opened for it.
     void closePools();
     throw error;
   }
 
-  const cors = corsHeadersOptions(
-    config,
-    served.map(({ contract }) => contract),
-  );
+  // This generation's own requests, apart from the process's count (the request tracker's): a retired
+  // generation's pools close once its requests are answered, while the next generation's go on.
   let unanswered = 0;
   let wakeWhenIdle: (() => void) | undefined;
-  const settled = () => {
-    unanswered--;
-    if (unanswered === 0) wakeWhenIdle?.();
+  const serving: Serving = {
+    answered() {
+      unanswered--;
+      if (unanswered === 0) wakeWhenIdle?.();
+    },
   };
   return {
     config,
     identity,
-    announceCors: cors ? compileCorsHeaders(cors) : undefined,
+    announceCors: cors?.announce,
     prototypes: { request: app.request, response: app.response },
-    handle(req: IncomingMessage, res: ServerResponse) {
+    handle(req, res) {
       unanswered++;
-      // `on`, not `once`: a response closes once, and `once` would allocate a wrapper per request.
-      res.on('close', settled);
       app(req, res);
+      return serving;
     },
     async retire(graceMs) {
       if (unanswered > 0) {
@@ -95,7 +100,8 @@ export interface LivePipeline {
   readonly current: Pipeline;
   /** Shutting down: `swap` retires what it is given at once (a reload during shutdown is refused). */
   readonly closed: boolean;
-  handle: RequestListener;
+  /** Serves a request with the current generation, which it returns. */
+  handle(req: IncomingMessage, res: ServerResponse): Serving;
   /** New requests go to `next` from now on; the previous generation is retired once its requests are answered. */
   swap(next: Pipeline): void;
   /** Closes every generation's pools (shutdown, after the listeners drained). */
@@ -109,17 +115,17 @@ export interface LivePipeline {
 }
 
 /**
- * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `serving` is
- * told of each generation that new requests go to, the first one included.
+ * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `messages`
+ * are the public listener's, made from now on with the prototypes of the generation new requests go to.
  */
 export function createLivePipeline(
   first: Pipeline,
   graceFor: (retired: Pipeline) => number,
   logger: Logger,
-  serving: (generation: Pipeline) => void,
+  messages: Pick<AppMessages, 'adopt'>,
 ): LivePipeline {
   let current = first;
-  serving(first);
+  messages.adopt(first.prototypes);
   let closed = false;
   const retiring = new Set<Promise<void>>();
   const retiringGenerations = new Set<Pipeline>();
@@ -146,7 +152,7 @@ export function createLivePipeline(
       if (closed) return retire(next, 0);
       const previous = current;
       current = next;
-      serving(next);
+      messages.adopt(next.prototypes);
       retire(previous, graceFor(previous));
     },
     async close() {

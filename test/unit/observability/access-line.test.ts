@@ -3,7 +3,9 @@
 import fc from 'fast-check';
 import { type Level, pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { type AccessLineFields, accessLogger, createAccessLineWriter, createLogger } from '../../../src/observability/logger.ts';
+import { type AccessLineFields, createAccessLineWriter } from '../../../src/observability/access-line-writer.ts';
+import { createLogDestination } from '../../../src/observability/log-destination.ts';
+import { accessLogger, createLogger } from '../../../src/observability/logger.ts';
 
 /** A destination that keeps what it is given. */
 function capture(): { lines: string[]; write(line: string): void } {
@@ -114,6 +116,28 @@ describe('the access line', () => {
     );
   });
 
+  // The fast path falls back to pino silently when pino changes what the writer reads (pino.symbols): the
+  // oracle above still passes then, so this fails instead.
+  it("is written without pino's level methods on the gateway's access logger (engaged, not handed to pino)", () => {
+    const written = capture();
+    const logger = accessLogger(createLogger('info', written));
+    const writeLine = createAccessLineWriter(logger);
+    expect(writeLine.engaged).toBe(true);
+    for (const level of ['info', 'warn', 'error'] as const) {
+      logger[level] = () => {
+        throw new Error(`pino's ${level} was called: the access line was handed to pino`);
+      };
+    }
+    writeLine('info', COMPLETED, 'request completed');
+    writeLine('warn', { ...COMPLETED, res: { statusCode: 503 } }, 'request failed');
+    expect(written.lines).toHaveLength(2);
+  });
+
+  it('is engaged on the log destination the process writes to', () => {
+    const destination = createLogDestination({ fd: 1, batchBytes: 1024, maxBufferedBytes: 4096 });
+    expect(createAccessLineWriter(accessLogger(createLogger('info', destination))).engaged).toBe(true);
+  });
+
   it.each([
     ['a message prefix', { msgPrefix: '[access] ' }],
     ['a message key of its own', { messageKey: 'message' }],
@@ -123,7 +147,9 @@ describe('the access line', () => {
   ])('is left to pino on a logger configured with %s', (_case, options) => {
     const written = capture();
     const oracle = capture();
-    createAccessLineWriter(pino({ ...options, timestamp: false }, written))('info', COMPLETED, 'request completed');
+    const writeLine = createAccessLineWriter(pino({ ...options, timestamp: false }, written));
+    expect(writeLine.engaged).toBe(false);
+    writeLine('info', COMPLETED, 'request completed');
     pino({ ...options, timestamp: false }, oracle).info(COMPLETED, 'request completed');
     expect(written.lines).toEqual(oracle.lines);
   });

@@ -2,7 +2,7 @@
 // of updates, resets and removals exposes the same text through either.
 import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { boundCounter, boundHistogram } from '../../../src/observability/bound-series.ts';
 import { renderOpenMetrics } from '../../../src/observability/open-metrics.ts';
 
@@ -102,6 +102,26 @@ describe('bound series', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  // A prom-client that keeps its values otherwise sends every update through its own API, silently: the
+  // oracle above still passes then, so these fail instead.
+  it.each(['counter', 'histogram', 'exemplars'] as const)('update a %s in place past the first update (engaged)', (kind) => {
+    const metric = metricsIn(new Registry())[kind];
+    const series = kind === 'counter' ? boundCounter(metric as Counter<string>, SERIES[0]!) : boundHistogram(metric as Histogram<string>, SERIES[0]!);
+    expect(series.engaged()).toBe(false);
+    if ('inc' in series) series.inc();
+    else series.observe(0.01);
+    expect(series.engaged()).toBe(true);
+  });
+
+  it("never call prom-client's own update past a counter's first", () => {
+    const { counter } = metricsIn(new Registry());
+    // prom-client sets `inc` on each counter it makes; a series bound later calls this one.
+    const inc = vi.spyOn(counter, 'inc');
+    const series = boundCounter(counter, SERIES[0]!);
+    for (let n = 0; n < 5; n++) series.inc();
+    expect(inc).toHaveBeenCalledTimes(1);
   });
 
   it("counts a series' updates past its first in prom-client's own values", async () => {

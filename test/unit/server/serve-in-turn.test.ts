@@ -129,15 +129,15 @@ describe('serveInTurn between two turns (a response closed, the next waiting req
     expect(handled).toHaveLength(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(handled).toEqual([expect.anything(), second[0]]);
-    expect(admission.unanswered()).toBe(1);
+    expect(admission.busyConnections()).toBe(1);
   });
 
-  it('drops the waiting request if the connection ended meanwhile, and counts nothing left in flight', async () => {
+  it('drops the waiting request if the connection ended meanwhile, and counts the connection idle', async () => {
     const { admission, socket, handled } = twoPipelined();
     socket.writableEnded = true;
     await new Promise((resolve) => setImmediate(resolve));
     expect(handled).toHaveLength(1);
-    expect(admission.unanswered()).toBe(0);
+    expect(admission.busyConnections()).toBe(0);
     await admission.idle();
   });
 });
