@@ -61,6 +61,8 @@ export interface LaunchOptions {
   /** Seconds of load before it is measured: its hot code optimised, its pools and caches filled. */
   warmS: number;
   connections?: number;
+  /** How long wrk waits for an answer during the warm-up (see `wrk`). */
+  wrkTimeoutS?: number;
 }
 
 export interface Bench {
@@ -75,8 +77,12 @@ export interface Bench {
   close(): void;
 }
 
-/** Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it. */
-export function wrk(url: string, key: string, seconds: number, connections = 50): Promise<number> {
+/**
+ * Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it.
+ * `timeoutS`: how long wrk waits for an answer (its default, 2 s, is shorter than a request takes under
+ * callgrind on a loaded machine: every request would time out and the round count none).
+ */
+export function wrk(url: string, key: string, seconds: number, connections = 50, timeoutS = 2): Promise<number> {
   const args = [
     '-c',
     '1',
@@ -84,6 +90,8 @@ export function wrk(url: string, key: string, seconds: number, connections = 50)
     '-t1',
     `-c${connections}`,
     `-d${seconds}s`,
+    `--timeout`,
+    `${timeoutS}s`,
     '-H',
     `Authorization: Bearer ${key}`,
     '-s',
@@ -174,7 +182,7 @@ export async function startBench(): Promise<Bench> {
           const child = start(options.name, command, args, { ...process.env, ...variant.extra }, options.cpu);
           const { port } = await portOf(options.name, child, options.startMs);
           const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-          await wrk(url, key, options.warmS, options.connections);
+          await wrk(url, key, options.warmS, options.connections, options.wrkTimeoutS);
           await sleep(1000);
           return { child, url };
         }
@@ -194,7 +202,7 @@ export async function startBench(): Promise<Bench> {
         // Listening comes before the Redis connections: a request before readiness is refused (503).
         await waitUntilReady({ adminPort: adminPort! }, options.startMs);
         const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-        await wrk(url, key, options.warmS, options.connections);
+        await wrk(url, key, options.warmS, options.connections, options.wrkTimeoutS);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);
         return { child, url };

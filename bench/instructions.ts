@@ -21,6 +21,8 @@ const ROUNDS = Number(process.env.INSTRUCTIONS_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);
 const WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 120);
 const CONNECTIONS = 8;
+/** Under callgrind a request takes tens of milliseconds, and seconds when the machine is busy: wrk's 2 s would drop them. */
+const WRK_TIMEOUT_S = 60;
 
 /** Where an instruction was executed, by the function callgrind names (V8's JIT code has no name: `???`). */
 const PARTS: ReadonlyArray<readonly [string, RegExp]> = [
@@ -77,6 +79,7 @@ try {
         startMs: 600_000,
         warmS: WARM_S,
         connections: CONNECTIONS,
+        wrkTimeoutS: WRK_TIMEOUT_S,
       }),
     ),
   );
@@ -87,7 +90,7 @@ try {
       running.map(async ({ child, url }) => {
         control(child.pid!, '-z');
         control(child.pid!, '-i', 'on');
-        const requests = await wrk(url, bench.key, DURATION_S, CONNECTIONS);
+        const requests = await wrk(url, bench.key, DURATION_S, CONNECTIONS, WRK_TIMEOUT_S);
         control(child.pid!, '-i', 'off');
         // The responses' last callbacks run before the dump.
         await sleep(500);
