@@ -1,5 +1,7 @@
 // The upstream exchange as one function: send the request, relay the answer, resolve with what happened.
-// Built on undici's dispatcher, with no stream or ClientRequest in between (docs/decisions/0002-exchange-on-undici.md).
+// Built on undici's dispatcher: its handler callbacks are the exchange's events, with no stream or
+// ClientRequest between the upstream's socket and the client's response (what that saves:
+// docs/decisions/0002-exchange-on-undici.md).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 // undici's index loads all of undici (fetch, WebSocket, caches, mocks); the exchange needs the Pool only
 // (what the index would cost: docs/decisions/0004-undici-pool-deep-import.md). Typed in undici-pool.d.ts.
