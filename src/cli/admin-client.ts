@@ -93,8 +93,7 @@ export class AdminClient {
     let message = `${res.status} ${res.statusText}`;
     try {
       const error = JSON.parse(text) as { code?: unknown; message?: unknown };
-      // The gateway's words, printed on a terminal: escaped like everything else read from it, line by
-      // line, so that a message of several faults (a refused reload) keeps its lines.
+      // Escaped like everything read from the gateway, line by line, so a message of several faults keeps its lines.
       if (typeof error.message === 'string')
         message = `${error.message.split('\n').map(printable).join('\n')} (${res.status} ${printable(String(error.code))})`;
     } catch {

@@ -10,10 +10,7 @@ import { printable, printableJson } from './printable.ts';
 /** 2 for a usage error (commander's), 1 for a configuration that fails a check or a refused reload, as the other CLIs. */
 const USAGE_ERROR = 2;
 
-/**
- * The faults of the configuration `file` (or GATEWAY_CONFIG's, or config/gateway.yaml) with this process's
- * environment laid over it, as start-up and a reload would read it; none opens a port or Redis.
- */
+/** The faults of the configuration `file` (or GATEWAY_CONFIG's) with this environment over it, as start-up reads it; opening nothing. */
 async function faultsOf(file: string | undefined): Promise<readonly string[]> {
   const env = file === undefined ? process.env : { ...process.env, GATEWAY_CONFIG: file };
   try {

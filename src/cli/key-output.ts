@@ -31,11 +31,7 @@ export function printRecord(record: KeyRecord, json: boolean): void {
   process.stdout.write(json ? `${printableJson(record)}\n` : `${describe(record)}\n`);
 }
 
-/**
- * Prints every key as its page arrives, so memory holds one page whatever the count. With `json`, one
- * array: a listing that fails part way leaves it unclosed (and the command exits 1), so no parser takes
- * a part for the whole.
- */
+/** Prints every key as its page arrives; with `json` one array, left unclosed by a failure so no parser takes a part for the whole. */
 export async function printKeyList(pages: AsyncIterable<readonly KeyRecord[]>, json: boolean): Promise<void> {
   let printed = 0;
   if (json) process.stdout.write('[');

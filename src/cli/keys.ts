@@ -60,10 +60,7 @@ function remote(): KeyOperations | undefined {
   return client && remoteKeys(client);
 }
 
-/**
- * `hashes`: the command hashes a new key (create, rotate), so production requires a pepper for it. The
- * others find keys by id: revoking a leaked key must not wait for a pepper setting to be fixed.
- */
+/** `hashes`: the command hashes a new key, so production requires a pepper; revoking a leaked key by id must not wait for one. */
 async function withAdmin<T>(work: (admin: KeyOperations) => Promise<T>, { hashes = false } = {}): Promise<T> {
   const viaApi = remote();
   if (viaApi) return work(viaApi);

@@ -1,9 +1,8 @@
 // Text read from Redis or a gateway, made safe to print on an operator's terminal: no character in it can move the cursor or start a line.
 
 /**
- * Control characters (C0, DEL, C1: ESC starts terminal sequences), format characters (bidi overrides
- * reorder what is shown), line and paragraph separators, and lone surrogates. The backslash is
- * escaped too, so an escape printed is never confused with the same characters typed in a name.
+ * Control characters (ESC starts terminal sequences), format characters (bidi overrides reorder what is shown), line and paragraph
+ * separators, lone surrogates; and the backslash, so a printed escape is never confused with the same characters typed.
  */
 const UNPRINTABLE = /[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}]|\p{Cs}/gu;
 
@@ -18,11 +17,7 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, escapeOne);
 }
 
-/**
- * JSON.stringify escapes C0 controls only: DEL, C1 controls (U+009B starts terminal sequences too),
- * format characters (U+202E reverses the line) and U+2028/U+2029 pass raw. Such characters can only
- * stand in a string of the output, where `\uNNNN` means the same: still the same JSON.
- */
+/** What JSON.stringify passes raw (DEL, C1, format characters, U+2028/9): only ever inside a string, where `\uNNNN` is the same JSON. */
 const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu;
 
 /** `JSON.stringify(value)`, every character a terminal would act on written as `\uNNNN`. */

@@ -12,11 +12,9 @@ export interface ApiVersion {
 }
 
 /**
- * Loads every document of the configuration. Stops start-up, naming the config key, when a document
- * cannot be read or compiled, when two share a base path (or one's is inside another's: the outer router
- * would answer 404 for the inner one), when an operationId appears in two documents (metrics, rate limits
- * and the deprecation report are keyed by it; we refuse rather than prefix, so ids stay as clients see
- * them), or when a successor names no configured version.
+ * Loads every document of the configuration. Stops start-up, naming the config key, on a document that cannot be compiled, base
+ * paths that overlap (the outer router would answer 404 for the inner one), an operationId in two documents (refused rather than
+ * prefixed, so ids stay as clients see them), or a successor that names no configured version.
  */
 export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[] {
   const versions: ApiVersion[] = [];

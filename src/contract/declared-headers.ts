@@ -32,11 +32,7 @@ export function createRefResolver(document: Json): ResolveRef {
   };
 }
 
-/**
- * The header a header parameter names, lower case; undefined for the ones OpenAPI says to ignore. A
- * field the gateway sets itself or never forwards (Host, X-Forwarded-For...) stops start-up: the
- * document would promise the backend something the gateway never sends.
- */
+/** A header parameter's name, lower case; undefined where OpenAPI says to ignore it. One the gateway never forwards stops start-up. */
 export function headerParameterName(name: string, where: string): string | undefined {
   const lower = name.toLowerCase();
   if (IGNORED_HEADER_PARAMETERS.has(lower)) return undefined;

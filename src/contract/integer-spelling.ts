@@ -3,14 +3,9 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { describePath, type NonCanonicalInteger } from './strict-json.ts';
 
 /**
- * Returns the first literal among `literals` that sits where `validate`'s schema requires an integer,
- * or undefined. `value` must already pass `validate`; it is changed while probing and restored.
- *
- * The schema is asked rather than walked: a literal sits where an integer is required when, made
- * non-integral, it fails with an integer type or format error at its own place. One probe with
- * every literal changed settles the common cases (none at an integer place; or one that is);
- * only when that probe fails for another reason (a number field with an enum, say) is each
- * literal tried alone, one validation each (the document's bodies have no such field today).
+ * The first of `literals` that sits where `validate`'s schema requires an integer, or undefined. `value` must pass `validate`; it is
+ * changed while probing and restored. The schema is asked, not walked: made non-integral, such a literal fails with an integer
+ * error at its own place. One probe with every literal changed settles the common cases; each is tried alone only when it fails otherwise.
  */
 export function findNonCanonicalInteger(validate: ValidateFunction, value: unknown, literals: readonly NonCanonicalInteger[]): NonCanonicalInteger | undefined {
   if (literals.length === 0) return undefined;

@@ -2,7 +2,7 @@
 import type { RequestHandler } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { Contract } from './compile-contract.ts';
-import type { Operation } from './operations.ts';
+import type { Operation, RouteSlice } from './operations.ts';
 import { isSafePath } from './safe-path.ts';
 
 /** HEAD is served wherever GET is (RFC 9110 §9.3.2): the GET operation, answered without a body. */
@@ -18,15 +18,9 @@ export function allowedMethods(byMethod: ReadonlyMap<string, Operation>): string
 }
 
 /** A request's operation, with the path's parameters. */
-export interface Route {
-  operation: Operation;
-  pathParams: Readonly<Record<string, string>>;
-}
+export type Route = RouteSlice;
 
-/**
- * The operation `method` and `path` (below the base path) name; for a path the document has but not with
- * this method, the 405 refusal (with Allow) to raise; undefined for a path it does not have (404).
- */
+/** The operation `method` and `path` (below the base path) name; the 405 refusal for a known path; undefined for an unknown one. */
 export function matchRoute(contract: Contract, path: string, method: string): Route | GatewayError | undefined {
   const match = isSafePath(path) ? contract.matchPath(path) : undefined;
   if (match?.kind !== 'path') return undefined;
@@ -37,9 +31,8 @@ export function matchRoute(contract: Contract, path: string, method: string): Ro
 }
 
 /**
- * Matches once and records the outcome without refusing anything, so that stages before
- * authentication (the deprecation notice) know the operation while unauthenticated callers still
- * learn nothing: the 404 or 405 is decided here and raised by `createRequireOperation`.
+ * Matches and records the outcome without refusing: stages before authentication know the operation while unauthenticated
+ * callers learn nothing (the 404 or 405 is raised by `createRequireOperation`).
  */
 export function createMatchOperation(contract: Contract): RequestHandler {
   return function matchOperation(req, res, next) {

@@ -38,10 +38,7 @@ export interface Operation {
   parameters: readonly ParameterSpec[];
   /** The query parameters among them, found once at compile time for the per-request check. */
   queryParameters: readonly ParameterSpec[];
-  /**
-   * The header parameters (`in: header`), lower case: forwarded to the upstream beside the standard set.
-   * Their values are not validated.
-   */
+  /** The header parameters, lower case: forwarded beside the standard set; their values are not validated. */
   requestHeaders: readonly string[];
   /** The headers each response declares, lower case, by the document's key (`200`, `4XX`, `default`): relayed to the client. */
   responseHeaders: ReadonlyMap<string, readonly string[]>;

@@ -7,9 +7,8 @@ const INTEGER_TEXT = /^(?:0|-?[1-9]\d*)$/;
 const NUMBER_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 
 /**
- * Text such as `1.5`, `1e2`, `0x10`, ` 7` or the empty string is not an integer, even though
- * Number() would accept some of them; leading zeros and `-0` are refused so that one value has one spelling.
- * Integers beyond double precision are parsed on their digits for the int64 range check.
+ * `1.5`, `1e2`, `0x10`, ` 7` or '' is not an integer, whatever Number() says; leading zeros and `-0` are refused (one value, one
+ * spelling). Integers beyond double precision are parsed on their digits for the int64 range check.
  */
 export function createParameterParser(schema: unknown): ParameterSpec['parse'] {
   const type = typeof schema === 'object' && schema !== null ? (schema as { type?: unknown }).type : undefined;

@@ -20,10 +20,7 @@ function compileTemplate(template: string): Segment[] {
     });
 }
 
-/**
- * A request path is matched segment by segment against the templates. Callers pass the raw path
- * (still percent-encoded); literal segments must match exactly, parameter segments are decoded.
- */
+/** Matches a raw (percent-encoded) path segment by segment: literals exactly, parameter segments decoded. */
 export function createPathMatcher(operations: readonly Operation[]): (rawPath: string) => PathMatch {
   const byTemplate = new Map<string, CompiledPath>();
   for (const operation of operations) {

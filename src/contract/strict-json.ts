@@ -44,14 +44,9 @@ class Refusal {
 }
 
 /**
- * Parses a request body. Refused, with a reason that reads after "Request body": invalid UTF-8, a
- * byte order mark, anything RFC 8259 does not allow, a member name given twice in one object,
- * an escaped lone surrogate (other parsers turn those into U+FFFD, which makes distinct names equal),
- * and nesting beyond `maxDepth`. Never throws.
- *
- * Integers beyond double precision are checked against the int64 range on their digits: in range
- * they become a safe integer of the same sign, out of range a value the int64 format refuses. The
- * value is only validated; the bytes are what the upstream receives.
+ * Parses a request body, never throwing. Refused, with a reason that reads after "Request body": invalid UTF-8, a BOM, anything
+ * RFC 8259 does not allow, a member name twice in one object, an escaped lone surrogate (U+FFFD elsewhere, making names equal),
+ * nesting beyond `maxDepth`. Integers beyond double precision become a safe integer of their sign in the int64 range, else one it refuses.
  */
 export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
   const { maxDepth = 64 } = options;

@@ -53,10 +53,7 @@ export function checkPath(operation: Operation, pathParams: Readonly<Record<stri
   }
 }
 
-/**
- * A body declared larger than the limit is refused before a byte of it is read, and the connection is
- * closed: reading it only to discard it would let any client make the gateway receive unbounded bytes.
- */
+/** A body declared larger than the limit is refused unread, closing the connection: reading it to discard it is unbounded. */
 function checkDeclaredSize(req: Request, maxBodyBytes: number): void {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBodyBytes) {
@@ -99,10 +96,7 @@ export function checkBody(spec: RequestBodySpec, raw: Buffer | undefined): unkno
   return parsed.value;
 }
 
-/**
- * Validates parameters, then reads and validates the body. The body is kept as the bytes received
- * (the record's `body`) so the upstream gets exactly what the client sent.
- */
+/** Validates parameters, then reads and validates the body, kept as the bytes received for the upstream. */
 export function createValidateRequest(options: ValidateRequestOptions): RequestHandler {
   return function validateRequest(req, res, next) {
     const record = res.locals.gateway;
@@ -120,9 +114,8 @@ export function createValidateRequest(options: ValidateRequestOptions): RequestH
     }
     checkMediaType(req, spec);
     checkDeclaredSize(req, options.maxBodyBytes);
-    // The stages before this one may wait (Redis): a client that closed or reset meanwhile, before its
-    // body ended, has had its request destroyed by Node, and raw-body would call the unreadable stream a
-    // 500. It is the client's incomplete request, answered as raw-body answers a body cut while read.
+    // A client that left while an earlier stage waited had its request destroyed by Node: raw-body would call
+    // that a 500, but it is the client's incomplete request.
     if (!req.readable) throw BODY_GONE;
     if (expectsContinue(req)) {
       // Every check that needs no body has passed: only now is the client invited to send it.

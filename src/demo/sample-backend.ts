@@ -131,10 +131,7 @@ function createCallerVerifier(identity: SampleBackendIdentity): (authorization: 
   };
 }
 
-/**
- * Behaves as the interface says. It authenticates no API key (the gateway does that); with
- * `identity` it checks that each request comes through the gateway, with the gateway's signed token.
- */
+/** Behaves as the interface says, authenticating no API key; with `identity` it checks the gateway's signed token. */
 export async function startSampleBackend(options: SampleBackendOptions = {}): Promise<SampleBackend> {
   const pets = new Map((options.pets ?? SAMPLE_PETS).map((pet) => [pet.id, { ...pet }]));
   let nextId = Math.max(0, ...pets.keys()) + 1;

@@ -37,8 +37,7 @@ export function createErrorHandler(onUnexpected: (err: unknown) => void): ErrorR
     res.locals.gateway.error = error;
     if (error.code === 'internal_error') onUnexpected(err);
     if (res.headersSent) {
-      // Too late for an Error body: the upstream's response is already on its way. Cut it short so the
-      // client sees an incomplete response rather than a truncated one that looks whole.
+      // Too late for an Error body: cut the response short rather than leave a truncated one that looks whole.
       res.destroy();
       return;
     }

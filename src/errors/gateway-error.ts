@@ -25,19 +25,13 @@ export const ERROR_STATUS = {
   gateway_timeout: 504,
   /** An upstream error answer that was not Error-shaped; the status is the upstream's. */
   upstream_error: 502,
-  /**
-   * The backend answered 401 or 403: it refused the gateway (its signed identity token, or the backend's
-   * setup), not the client, whose key the gateway checked and never forwards.
-   */
+  /** The backend answered 401 or 403: it refused the gateway, not the client, whose key is never forwarded. */
   upstream_refused_identity: 502,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-/**
- * Retry-After of the 503s the gateway gives while a shared part is briefly unable (Redis for keys or
- * rate limits, the gateway at capacity): a second is what a Redis failover or a burst usually takes.
- */
+/** Retry-After of the 503s while a shared part is briefly unable: a second is what a Redis failover or a burst usually takes. */
 export const RETRY_SOON = { 'Retry-After': '1' } as const;
 
 /** The interface's Error body. */

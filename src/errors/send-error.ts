@@ -14,10 +14,8 @@ export function sendError(res: ServerResponse, error: GatewayError): void {
 }
 
 /**
- * Answers a request with a refusal. One sent while the body is still arriving (or before a
- * 100-continue client sent it) closes the connection: otherwise the gateway reads and discards whatever
- * the client sends, for as long as it sends, and a client that never got 100 Continue may send its next
- * request where the body would be.
+ * Answers with a refusal, closing the connection while the body is still to arrive: else the gateway reads and discards it for as
+ * long as it comes, and a client that never got 100 Continue may send its next request where the body would be.
  */
 export function refuse(req: IncomingMessage, res: ServerResponse, error: GatewayError): void {
   if (bodyStillArriving(req)) res.setHeader('Connection', 'close');

@@ -1,10 +1,6 @@
 // The Fetch standard's CORS words the gateway reads and writes: what an origin looks like, and merging a Vary field.
 
-/**
- * Why `value` is not an origin a browser would send in `Origin` (scheme://host[:port], RFC 6454 §6.2), or
- * undefined when it is one. Only http and https: the gateway serves web pages' scripts. `null` is refused:
- * it is the origin of sandboxed frames and `file:` pages, which any site can produce.
- */
+/** Why `value` is not an http(s) origin a browser would send in `Origin` (RFC 6454 §6.2), or undefined when it is one. */
 export function originProblem(value: string): string | undefined {
   if (value === 'null') return 'null is the origin of sandboxed frames and file: pages, which any site can produce: list real origins';
   if (!URL.canParse(value)) return 'must be an origin: scheme://host[:port]';
@@ -24,10 +20,7 @@ function varyNames(value: number | string | readonly string[] | undefined): stri
     .filter(Boolean);
 }
 
-/**
- * The Vary field `existing` with the names of `added` it lacks (field names compare case-insensitively),
- * the first spelling kept; `*` alone when either has it (RFC 9110 §12.5.5: it varies on everything).
- */
+/** `existing` with the Vary names of `added` it lacks (case-insensitively); `*` alone when either has it (RFC 9110 §12.5.5). */
 export function withVary(existing: number | string | readonly string[] | undefined, added: string | readonly string[]): string {
   const names = varyNames(existing);
   const seen = new Set(names.map((name) => name.toLowerCase()));

@@ -11,10 +11,7 @@ export function announcesBody(headers: { 'content-length'?: string | undefined; 
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
 }
 
-/**
- * Whether the request's body is still (partly) on the wire: answering now leaves bytes the connection
- * would have to read and discard, for as long as the client cares to send them.
- */
+/** Whether the body is still on the wire: answering now leaves bytes to read and discard for as long as the client sends them. */
 export function bodyStillArriving(req: {
   complete: boolean;
   headers: { 'content-length'?: string | undefined; 'transfer-encoding'?: string | undefined };

@@ -15,12 +15,9 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Never taken from the client, whatever `headers.forwardToUpstream` or a header parameter says: framing
- * and Host are the gateway's for the bytes it sends; the credential is the client's alone; the
- * request id, the forwarding chain and the caller's identity are the gateway's to state, and the other
- * claims about the client's address, scheme or route are ones it does not rebuild (passed on as sent,
- * a backend would trust a client's word); the re-route and method-override fields would make the
- * backend do something other than what was validated.
+ * Never taken from the client, whatever the config or a document says: framing and Host are the gateway's; the credential is the
+ * client's alone; the request id, forwarding chain, identity and claims about the client's address or route are the gateway's to
+ * state or not at all; re-route and method-override fields would make the backend do other than what was validated.
  */
 export const NEVER_FORWARDED: ReadonlySet<string> = new Set([
   ...HOP_BY_HOP,
@@ -68,11 +65,7 @@ export const CORS_RESPONSE: readonly string[] = [
   'access-control-allow-private-network',
 ];
 
-/**
- * The gateway's own statements on every answer: never taken from the upstream, even where the document
- * declares them, since their absence means something (RateLimit is absent when the gateway could not count;
- * no Access-Control-Allow-Origin, the origin is not allowed).
- */
+/** The gateway's own fields, never taken from the upstream even where declared: their absence means something (no count, no origin). */
 export const GATEWAY_OWNED_RESPONSE: ReadonlySet<string> = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy', ...CORS_RESPONSE]);
 
 /** What `headers.relayToClient` may not name: the connection's, the framing's and the gateway's own fields. */

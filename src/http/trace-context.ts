@@ -13,10 +13,8 @@ export interface RemoteParent {
 }
 
 /**
- * The caller's trace context when its `traceparent` is valid (core's parseTraceParent: version, ids not
- * all zero, lower-case hex); undefined otherwise, and then its `tracestate` is dropped with it: the
- * processing model (§4.2) has a vendor that could not parse `traceparent` start a new trace and delete
- * `tracestate`, whose members describe the old one.
+ * The caller's trace context when its `traceparent` is valid (core's parseTraceParent); undefined otherwise, and its `tracestate`
+ * goes with it (§4.2: a vendor that cannot parse `traceparent` starts a new trace and deletes `tracestate`).
  */
 export function remoteParent(headers: IncomingHttpHeaders): RemoteParent | undefined {
   const header = headers.traceparent;
@@ -27,11 +25,7 @@ export function remoteParent(headers: IncomingHttpHeaders): RemoteParent | undef
   return { traceId: parsed.traceId, spanId: parsed.spanId, sampled: (parsed.traceFlags & 1) === 1, traceState: checkedTraceState(headers.tracestate) };
 }
 
-/**
- * `tracestate` passed on as received, less what the specification says a vendor drops: members that do
- * not parse, duplicates of a key, members past 32 or past 512 characters (core's TraceState). Node joins
- * repeated header lines with `, `, which is the one list the specification says they form.
- */
+/** `tracestate` as received, less what a vendor drops (core's TraceState): invalid members, duplicate keys, past 32 or 512 characters. */
 function checkedTraceState(header: string | string[] | undefined): string | undefined {
   if (header === undefined || header === '') return undefined;
   const value = Array.isArray(header) ? header.join(',') : header;
@@ -45,11 +39,7 @@ const KEY = '(?:[a-z][_0-9a-z\\-*/]{0,255}|[a-z0-9][_0-9a-z\\-*/]{0,240}@[a-z][_
 const VALUE = '[\\x20-\\x2b\\x2d-\\x3c\\x3e-\\x7e]{0,255}[\\x21-\\x2b\\x2d-\\x3c\\x3e-\\x7e]';
 const CANONICAL_LIST = new RegExp(`^${KEY}=${VALUE}(?:,${KEY}=${VALUE}){0,31}$`);
 
-/**
- * The common case, a list TraceState would serialize unchanged (every member valid, no spaces around
- * commas, no key twice, within 512 characters), is passed on as it came: TraceState's parse and
- * serialization cost about 1.3 µs a request, a regular expression a tenth of that (docs/decisions/0007).
- */
+/** A list TraceState would serialize unchanged passes as it came: a regular expression costs a tenth of TraceState (decision 0007). */
 function isCanonicalTraceState(value: string): boolean {
   if (value.length > 512 || !CANONICAL_LIST.test(value)) return false;
   if (!value.includes(',')) return true;
@@ -76,11 +66,7 @@ export function formatTraceParent(traceId: string, spanId: string, sampled: bool
 export const BAGGAGE_MAX_BYTES = 8192;
 export const BAGGAGE_MAX_MEMBERS = 64;
 
-/**
- * The client's `baggage`, bounded: whole list members, in order, while they fit in BAGGAGE_MAX_BYTES and
- * BAGGAGE_MAX_MEMBERS (the specification forbids propagating part of a member); undefined when none fits.
- * The values are not otherwise read: baggage is the client's and the backend's business.
- */
+/** The client's `baggage`: whole members, in order, while they fit the bounds (never part of a member); undefined when none fits. */
 export function boundedBaggage(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   const value = Array.isArray(header) ? header.join(',') : header;

@@ -3,11 +3,7 @@
 /** Lower-case, as Node's IncomingMessage has them: always removed from the client's request, whatever the settings. */
 export const CONSUMER_HEADER_NAMES = ['x-consumer-id', 'x-consumer-name'] as const;
 
-/**
- * The headers that tell the backend who called, without proof. The name is percent-encoded outside
- * printable ASCII (and `%` itself): a consumer named `Zoë` or with a control character would
- * otherwise make Node refuse the header (ERR_INVALID_CHAR) or send Latin-1 bytes the backend misreads.
- */
+/** Who called, without proof; the name percent-encoded outside printable ASCII, which Node would refuse or send as Latin-1. */
 export function consumerHeaders(caller: { keyId: string; consumer: string }): Record<(typeof CONSUMER_HEADER_NAMES)[number], string> {
   return { 'x-consumer-id': caller.keyId, 'x-consumer-name': encodeHeaderValue(caller.consumer) };
 }

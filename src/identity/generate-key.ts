@@ -12,10 +12,7 @@ export function generateSigningKeyPem(algorithm: KeyAlgorithm): string {
   return privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 }
 
-/**
- * Writes a new key to `file`, readable by its owner only (0600), and returns it as the gateway will
- * load it. Never overwrites: a key that is signing must not vanish by mistake (EEXIST is thrown).
- */
+/** Writes a new key to `file` (0600) and returns it as loaded; never overwrites a key that may be signing (EEXIST). */
 export async function writeSigningKeyFile(file: string, algorithm: KeyAlgorithm): Promise<SigningKey> {
   const pem = generateSigningKeyPem(algorithm);
   await writeFile(file, pem, { mode: 0o600, flag: 'wx' });

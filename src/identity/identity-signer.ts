@@ -38,11 +38,8 @@ export interface IdentitySignerOptions {
 
 export interface IdentitySigner {
   /**
-   * The compact JWT for this caller, to send as `Authorization: Bearer <token>`. While the cached
-   * token has more than a third of its lifetime left this resolves at once, without signing; past
-   * that it still resolves with the cached token and signs its successor in the background; only a
-   * caller with no usable token (new, evicted, or idle until its token's last sixth) waits for a
-   * signature, and concurrent waiters share it. Rejects only if signing itself fails.
+   * The compact JWT for this caller. A cached token with a third of its life left resolves at once; past that its successor is
+   * signed in the background; only a caller without a usable token waits for a signature, shared by concurrent waiters.
    */
   tokenFor(caller: IdentityCaller): Promise<string>;
 }

@@ -33,10 +33,7 @@ export class SigningKeyError extends Error {
   }
 }
 
-/**
- * Reads a PEM private key file and prepares it for signing. `setting` names where the path came
- * from (KEY_FILE_SETTING, PREVIOUS_KEY_FILE_SETTING) and starts every refusal's message.
- */
+/** Reads a PEM private key file for signing; `setting` (KEY_FILE_SETTING...) starts every refusal's message. */
 export async function loadSigningKey(file: string, setting: string = KEY_FILE_SETTING): Promise<SigningKey> {
   let pem: string;
   try {

@@ -31,10 +31,7 @@ export type UpstreamIdentitySummary =
     };
 
 export interface UpstreamIdentity {
-  /**
-   * Headers to set on the upstream request for this caller: `authorization` (when signing) and the
-   * `x-consumer-*` pair (when consumerHeaders is on); `{}` when both are off. Lower-case names.
-   */
+  /** The upstream request's lower-case headers for this caller: `authorization` when signing, `x-consumer-*` when configured. */
   headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
   /** The JWKS to serve at /.well-known/jwks.json on the admin listener; null when not signing (answer 404). */
   readonly jwks: Jwks | null;
@@ -57,10 +54,7 @@ export function unsignedIdentity(withConsumer: boolean): UpstreamIdentity {
   };
 }
 
-/**
- * Reads and checks the key files (a refusal is a SigningKeyError naming the setting: stop start-up
- * on it) and builds the signer and the JWKS.
- */
+/** Reads and checks the key files (a SigningKeyError names the setting), then builds the signer and the JWKS. */
 export async function loadUpstreamIdentity(settings: UpstreamIdentitySettings, deps: UpstreamIdentityDeps): Promise<UpstreamIdentity> {
   const { environment, clock = systemClock, onSigned } = deps;
   const withConsumer = settings.consumerHeaders;

@@ -5,15 +5,9 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 export const NEXT_CALLED_TWICE = 'next() called multiple times';
 
 /**
- * The stages are Express middlewares, and each keeps Express's contract: call `next()` to go on, or
- * throw, reject or call `next(error)` to refuse. Mounted one by one on a Router, each would cost a
- * path match, a prefix trim and a `next` closure per request: measured, a fifth of what the gateway
- * allocates per request. None of them depends on a path of its own, so they run in a plain loop here;
- * errors go to the app's error handler exactly as the Router would send them.
- *
- * A stage calls its `next` once. A second call throws, as hono's compose does, rather than run the
- * later stages a second time beside the first run. The stage's throw or rejection takes the error to
- * the error handler: a logged 500 internal_error, or a cut response if an answer was already on its way.
+ * Express middlewares with Express's contract, run in a plain loop: mounted one by one on a Router, each would cost a path match,
+ * a prefix trim and a `next` closure per request (a fifth of what the gateway allocated). Errors go to the error handler as the
+ * Router would send them. A second call of a stage's `next` throws, as hono's compose does, rather than run the later stages twice.
  */
 export function inOrder(stages: readonly RequestHandler[]): RequestHandler {
   return function runStages(req: Request, res: Response, done: NextFunction): void {

@@ -9,11 +9,7 @@ import type { RateLimitFacts } from '../policy/rate-limit.ts';
 import type { ExchangeFacts } from '../proxy/exchange.ts';
 import type { TraceSlice } from '../tracing/tracer.ts';
 
-/**
- * The stages' facts (AuthFacts, RateLimitFacts, ExchangeFacts) are on the record from its creation, each
- * stage writing its own as it runs, whether the request is traced or not: tracing, like metrics and the
- * access log, reads them at completion.
- */
+/** The stages' facts are on the record from its creation, traced or not: tracing, metrics and the access log read them at completion. */
 export interface RequestRecord extends AuthFacts, RateLimitFacts, ExchangeFacts {
   readonly requestId: string;
   /** process.hrtime.bigint() on arrival. */
@@ -90,11 +86,7 @@ export function createRecord(req: IncomingMessage, startTrace: (req: IncomingMes
   };
 }
 
-/**
- * The status a finished request is counted and logged with: the one sent; 499 (as nginx) when the
- * client went away first; 502 when the gateway cut the response itself because the upstream failed
- * mid-answer, so that 5xx rates and alerts see it.
- */
+/** The status a finished request is counted with: the one sent; 499 (as nginx) when the client left; 502 when an upstream failure cut it. */
 export function completedStatus(res: ServerResponse, record: RequestRecord): number {
   if (res.writableFinished) return res.statusCode;
   return record.upstream?.failure ? 502 : 499;

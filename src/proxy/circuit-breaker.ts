@@ -30,10 +30,7 @@ function isUnhealthy(outcome: ExchangeOutcome): boolean {
 
 export type GuardedExchange = (attempt: () => Promise<ExchangeOutcome>) => Promise<ExchangeOutcome>;
 
-/**
- * Wraps the exchange itself: it counts what the exchange reports (a thrown UpstreamFailure or an
- * unhealthy outcome), and while open refuses with 503 upstream_unavailable without calling it.
- */
+/** Wraps the exchange: counts its failures, and while open refuses with 503 upstream_unavailable without calling it. */
 export function createCircuitBreaker(options: CircuitBreakerOptions): GuardedExchange {
   const policy = circuitBreaker(
     handleWhen((error) => error instanceof UpstreamFailure).orWhenResult((outcome) => isUnhealthy(outcome as ExchangeOutcome)),

@@ -5,10 +5,8 @@ export type CircuitState = 'closed' | 'open' | 'half_open';
 type BreakerSettings = Omit<CircuitBreakerOptions, 'onStateChange'>;
 
 /**
- * One breaker per upstream (by the version's base path). A reload that keeps a breaker's settings keeps
- * the breaker: an open circuit stays open rather than sending every replica's next requests to a
- * backend that is failing. `report` hears whether any circuit is not closed, counting only the
- * breakers in use, so a replaced breaker cannot leave the gauge at 1.
+ * One breaker per version's upstream, kept by a reload that keeps its settings (an open circuit stays open). `report` hears whether
+ * any breaker in use is not closed, so a replaced one cannot leave the gauge at 1.
  */
 export class CircuitBreakers {
   readonly #report: (state: CircuitState) => void;

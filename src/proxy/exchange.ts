@@ -59,10 +59,7 @@ export interface UpstreamOrigin {
   origin: string;
 }
 
-/**
- * The exchange's facts on the request record, and when (monotonic milliseconds; 0: not yet): written as
- * it begins, and with its slice (`upstream`) as it settles. Tracing reads them at completion.
- */
+/** The exchange's facts on the request record (monotonic ms; 0: not yet), its `upstream` slice as it settles. */
 export interface ExchangeFacts {
   exchangeStartMs: number;
   exchangeEndMs: number;
@@ -75,7 +72,6 @@ export interface ExchangeFacts {
 
 /** How an exchange ended once the upstream's answer began to be relayed. */
 export interface ExchangeOutcome {
-  /** The upstream's status. */
   status: number;
   /** Milliseconds from sending the request to the end of the relayed response. */
   upstreamMs: number;
@@ -86,11 +82,8 @@ export interface ExchangeOutcome {
 }
 
 /**
- * Resolves once the answer is relayed, or rejects with an UpstreamFailure when nothing was relayed
- * yet (so the caller answers with an Error). The response is written here and nowhere else; the request
- * record, when given, gets the exchange's facts, its slice among them, synchronously as the exchange
- * settles: the response's `close` (which feeds metrics, the access log and the trace) can fire before a
- * continuation of the promise runs.
+ * Resolves once the answer is relayed, or rejects with an UpstreamFailure when nothing was relayed yet. The record gets its facts
+ * synchronously as the exchange settles: the response's `close` (metrics, access log, trace) can fire before a promise continuation runs.
  */
 export type Exchange = (request: UpstreamRequest, res: ServerResponse, record?: ExchangeFacts) => Promise<ExchangeOutcome>;
 
@@ -124,10 +117,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
-    // The upstream's silences are timed by the exchange (RelayHandler's idle timer), not by undici: undici
-    // times them with its "fast timers", objects that live until its sweep every half second, so every
-    // request's timer outlived two young-generation GCs and was promoted into the old generation (how
-    // much: docs/performance.md, "The request path"). A native timer, cleared as the exchange ends, dies young.
+    // The upstream's silences are timed by RelayHandler's native timer, which dies young: undici's "fast timers"
+    // live until its sweep every half second, so each request's timer was promoted into the old generation.
     headersTimeout: 0,
     bodyTimeout: 0,
   });
@@ -159,9 +150,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           // undici's header type is its own; node:http's OutgoingHttpHeaders values are strings here (upstreamHeaders).
           headers: request.headers as Record<string, string | string[]>,
           body: request.body ?? null,
-          // No `reset: false`: undici closes the connection after a HEAD. A backend that wrongly writes a
-          // body after its HEAD answer would otherwise leave those bytes to be read as the answer to the
-          // next request on the connection, whoever sent it.
+          // No `reset: false`: undici closes the connection after a HEAD, so a body a backend wrongly writes
+          // after its HEAD answer is never read as the answer to the next request on the connection.
         },
         handler,
       );

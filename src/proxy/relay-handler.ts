@@ -17,11 +17,7 @@ const CLIENT_GONE = new Error('the client closed its connection');
 /** The reason an exchange whose answer is complete is aborted with, to close a connection that is not to be reused. */
 const CONNECTION_RETIRED = new Error('the upstream connection is not reused after a bodiless answer');
 
-/**
- * One exchange: undici calls these methods as the upstream's answer arrives. Success answers stream to
- * the client as they come; error answers are read first (see answerUpstreamError). Used by createUpstream
- * (exchange.ts); exported for the unit tests that play undici's part (test/unit/proxy/relay-handler.test.ts).
- */
+/** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
@@ -77,9 +73,8 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    // The client left (or the total time ran out) while the request waited for a connection: it is not
-    // sent. Thrown, not aborted: undici then drops the request and keeps the connection, where an
-    // abort here would destroy a healthy pooled connection for a request that never used it.
+    // Settled while waiting for a connection: thrown, not aborted, so undici drops the request and keeps the
+    // healthy pooled connection that an abort would destroy.
     if (this.settled) throw CLIENT_GONE;
     this.controller = controller;
     clearTimeout(this.idleTimer);
@@ -123,10 +118,8 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * A 204 or 304 has no body by definition, so nothing frames what a backend might wrongly write after
-   * it: bytes that would be read as the answer to the next request on the connection, whoever sent it.
-   * The answer is complete at its head; aborting now makes undici close the connection instead of
-   * reusing it (a new connection per 204/304, which the interface's operations rarely answer).
+   * A 204 or 304 has no body, so nothing frames bytes a backend might wrongly write after it: they would be read as the answer to
+   * the next request on the connection. Aborting at its head makes undici close the connection instead of reusing it.
    */
   private retireConnection(): void {
     this.succeed({ status: this.status });

@@ -43,12 +43,9 @@ function joined(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * Builds the upstream's request headers: of the client's, only those in `forwarded` (the operation's
- * allow-list, see compileHeaderPolicy) and not listed in its `Connection:`; then Host, Content-Length,
- * X-Request-Id, the trace context and the forwarding chain, which are the gateway's (`traceparent` is
- * set by the proxy stage, after the identity headers). The chain is appended to, as
- * X-Forwarded-For always was: the last element is the one this gateway saw on the socket, the only one
- * a backend may trust.
+ * The upstream's request headers: the client's in `forwarded` and not named by its `Connection:`, then the gateway's own (Host,
+ * Content-Length, X-Request-Id, trace context, forwarding chain). The chain is appended to: its last element, the one this gateway
+ * saw on the socket, is the only one a backend may trust.
  */
 export function upstreamHeaders(client: IncomingHttpHeaders, forwarded: ReadonlySet<string>, facts: ForwardingFacts): OutgoingHttpHeaders {
   const removed = connectionTokens(client.connection);

@@ -10,11 +10,7 @@ import { HOP_BY_HOP } from '../http/header-names.ts';
 export interface RelayPolicy {
   /** The upstream's header names the client may see with an answer of this status (lower case). */
   relayedFor(status: number): ReadonlySet<string>;
-  /**
-   * The credential of the Authorization the gateway sent upstream (its signed identity token), when it
-   * sent one: a header whose value contains it is never relayed, even an allowed one. A backend that
-   * echoed it would hand the client a token that speaks for the gateway until it expires.
-   */
+  /** The identity token the gateway sent upstream: a header containing it is never relayed (it speaks for the gateway until it expires). */
   secret: string | undefined;
 }
 
@@ -38,11 +34,7 @@ function carries(value: string | string[], secret: string): boolean {
 /** The upstream's response head as the exchange receives it: lower-cased names, repeated headers as arrays. */
 export type UpstreamHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
-/**
- * Fields the upstream repeats arrive as arrays. As Node's own client reports them: the first value of a
- * field that has one (two Content-Type or Location lines would contradict each other), every Set-Cookie
- * line, the others joined into one list.
- */
+/** Repeated fields arrive as arrays; as Node's client does: the first value of a single-valued field, every Set-Cookie, the others joined. */
 const FIRST_VALUE_ONLY: ReadonlySet<string> = new Set([
   'age',
   'authorization',
@@ -70,9 +62,8 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
 }
 
 /**
- * Copies the status and the end-to-end headers the policy allows for it; headers the gateway already
- * set (X-Request-Id, Deprecation...) win. Hop-by-hop fields and `skip` are left out as a matter of
- * course; the others left out are dropped. Adds the names it set to `copied`; returns how many it dropped.
+ * Copies the status and the end-to-end headers the policy allows (the gateway's own, X-Request-Id..., win), leaving out hop-by-hop
+ * fields and `skip`. Adds the names it set to `copied`; returns how many the policy dropped.
  */
 function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string>, copied?: string[]): number {
   const connection = headers.connection;
@@ -97,9 +88,8 @@ function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse,
       continue;
     }
     if (res.hasHeader(name)) {
-      // What chose the answer is the gateway's Vary (Origin, with CORS on) and the upstream's together.
-      // Not added to `copied`: should the exchange fail before the head is sent, its Error keeps the
-      // upstream's names too, which costs a cache some reuse and misleads no one.
+      // The gateway's Vary and the upstream's together chose the answer. Not added to `copied`: an Error that
+      // keeps the upstream's names costs a cache some reuse and misleads no one.
       if (name === 'vary') res.setHeader('Vary', withVary(res.getHeader('vary'), fieldValue(name, value)));
       continue;
     }
@@ -141,14 +131,9 @@ function parseJson(body: Buffer): unknown {
 }
 
 /**
- * Whether the answer's body is framed by a transfer coding undici did not decode: any Transfer-Encoding
- * but `chunked` alone (RFC 9112 §6.1, coding names case-insensitive). undici (llhttp) removes the
- * chunked framing only when `chunked` is the final coding, and hands over whatever lies under it
- * undecoded (`gzip, chunked`: gzip bytes, `chunked, chunked`: the inner framing, the same for a field
- * repeated over two lines); with any other final coding it reads the body until the upstream closes,
- * so the client would get the raw chunk framing and a response held open. Relayed, those bytes would be
- * framing the gateway cannot vouch for. Only an answer that carries the field and is not exactly
- * `chunked` pays for more than one comparison.
+ * Whether the body is framed by a transfer coding undici did not decode: any Transfer-Encoding but `chunked` alone (RFC 9112 §6.1).
+ * undici removes only a final `chunked` and hands over what lies under it undecoded (`gzip, chunked`, `chunked, chunked`); with any
+ * other final coding it reads until the upstream closes. Relayed, those bytes would be framing the gateway cannot vouch for.
  */
 export function hasUndecodedTransferCoding(headers: UpstreamHeaders): boolean {
   const coding = headers['transfer-encoding'];
@@ -157,29 +142,22 @@ export function hasUndecodedTransferCoding(headers: UpstreamHeaders): boolean {
 }
 
 /**
- * Sets a success answer's status and end-to-end headers; Node writes them with the first chunk of the
- * body (or at its end). Until then nothing has reached the client, so an upstream that stalls or
- * closes right after its head still gets the client an Error instead of a head cut off by a close.
- * Adds the names it set to `relayed`, to be removed for that Error; returns how many fields the policy
- * dropped. A 204 has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
+ * Sets a success answer's head, which Node writes with the first body chunk: an upstream that stalls right after its head still
+ * gets the client an Error. Adds the names it set to `relayed` (removed for that Error); returns how many the policy dropped.
+ * A 204 has no body, so no length (RFC 9110 §8.6): an intermediary that trusted one would desynchronise.
  */
 export function relayHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, relayed: string[]): number {
   return copyHead(status, headers, res, relay, status === 204 ? NO_LENGTH : NOTHING_SKIPPED, relayed);
 }
 
-/**
- * The gateway authenticated the client and never forwards its key, so a backend's 401 or 403 refuses
- * the gateway (its identity token, or the backend's setup), not the client: not "your API key is bad".
- */
+/** The client's key is never forwarded, so a backend's 401 or 403 refuses the gateway (its token, its setup), not the client. */
 export function refusesTheGateway(status: number): boolean {
   return status === 401 || status === 403;
 }
 
 /**
- * Answers with an upstream error once its body has been read (up to MAX_ERROR_BODY_BYTES): relayed
- * when it is Error-shaped already, wrapped into one otherwise. A 401 or 403 becomes the gateway's own
- * 502, with none of the backend's head or body: its challenge and its words are about the gateway's token.
- * Returns how many of the backend's header fields the policy dropped.
+ * Answers with an upstream error body (read up to MAX_ERROR_BODY_BYTES): relayed when Error-shaped, wrapped otherwise. A 401 or 403
+ * becomes the gateway's own 502, none of the backend's head or body. Returns how many header fields the policy dropped.
  */
 export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse, relay: RelayPolicy): number {
   if (refusesTheGateway(status)) {

@@ -1,10 +1,7 @@
 // Creates the ioredis clients the gateway and the CLI use, with bounded timeouts so a stuck Redis cannot hang a request.
 import { Cluster, Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
 
-/**
- * ioredis's options without `replyMapping`, which its own constructors type more narrowly than its
- * RedisOptions does (a RedisOptions is not a constructor argument under exactOptionalPropertyTypes).
- */
+/** Without `replyMapping`, which ioredis's constructors type more narrowly than RedisOptions (exactOptionalPropertyTypes). */
 type RedisOptions = Omit<IoRedisOptions, 'replyMapping'>;
 import type { Logger } from 'pino';
 
@@ -48,17 +45,11 @@ export interface RedisClientOptions {
   logger?: Logger;
   /** Names the connection in logs and in Redis (CLIENT LIST). */
   name: string;
-  /**
-   * Logs nothing until the connection is first ready: another connection to the same Redis says that it
-   * cannot be reached (the gateway's subscriber beside its request-path connection).
-   */
+  /** Logs nothing until first ready: another connection to the same Redis says it cannot be reached. */
   quietUntilReady?: boolean;
 }
 
-/**
- * The setting that says where Redis is, with its value, never its password: what an operator fixes when
- * Redis cannot be reached.
- */
+/** The setting that says where Redis is, with its value (never its password): what an operator fixes when Redis cannot be reached. */
 export function describeRedisSetting(settings: RedisSettings): string {
   const nodes = (list: readonly RedisNode[]) => list.map(({ host, port }) => `${host}:${port}`).join(',');
   switch (redisTopology(settings)) {
@@ -71,10 +62,7 @@ export function describeRedisSetting(settings: RedisSettings): string {
   }
 }
 
-/**
- * A Redis URL as messages may show it: the password masked, and the value of every query parameter too,
- * since ioredis takes any option from the query (`?password=`, `?sentinelPassword=`, TLS settings).
- */
+/** A Redis URL with its password and every query value masked: ioredis takes any option from the query (`?password=`...). */
 export function redactRedisUrl(href: string): string {
   const url = new URL(href);
   if (url.password !== '') url.password = '***';
@@ -93,11 +81,8 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
     // Reconnect forever, backing off to one attempt every two seconds; a tool gives up at once.
     retryStrategy: (attempt) => (options.role === 'tool' ? null : Math.min(50 * 2 ** attempt, 2000)),
     lazyConnect: false,
-    // No auto-pipelining: ioredis sends an auto-pipeline on the next setImmediate and, while one is
-    // waiting for its replies, holds every later command back for the next one. Under load the
-    // requests waiting behind it hold the gateway's memory up under load (docs/performance.md, "The
-    // request path"). The exact rate-limit store batches
-    // its own commands per event-loop turn instead (src/policy/redis-rate-limit-store.ts).
+    // No auto-pipelining: while one auto-pipeline waits for its replies, ioredis holds every later command back,
+    // and under load the requests waiting behind it hold memory up. The exact rate-limit store batches its own.
     enableAutoPipelining: false,
   };
   const password = settings.password ?? undefined;

@@ -7,15 +7,9 @@ import { GatewayError } from '../errors/gateway-error.ts';
 export type AnswerInTurn = (socket: Socket, answer: () => void) => boolean;
 
 export interface RawRefusalOptions {
-  /**
-   * An X-Request-Id for each refusal (the admin listener's, so an operator can quote one); absent: none.
-   * These refusals never reach the pipeline, which gives every other answer its id.
-   */
+  /** An X-Request-Id for each refusal (these never reach the pipeline, which gives every other answer its id); absent: none. */
   requestId?: () => string;
-  /**
-   * Once a refusal's turn came, the connection closes within this long whatever the client does (default
-   * 5000): its FIN closes it sooner; bytes it trickles, or a send buffer it never empties, do not extend it.
-   */
+  /** Once a refusal's turn came, the connection closes within this long whatever the client does (default 5000). */
   lingerMs?: number;
 }
 
@@ -38,9 +32,8 @@ const CONNECT_REFUSAL = new GatewayError('invalid_request', 'CONNECT is not serv
 const LINGER_MS = 5000;
 
 /**
- * Closes `socket` `lingerMs` from now, whatever the client does. An absolute deadline, not an inactivity
- * timer (`socket.setTimeout`), which every byte a client trickles would restart: no parser timeout watches
- * a CONNECT socket, and Node's one-shot header timeout may be spent while earlier requests were answered.
+ * Closes `socket` `lingerMs` from now: an absolute deadline, not `socket.setTimeout`, which every trickled byte would restart
+ * (no parser timeout watches a CONNECT socket, and Node's one-shot header timeout may be spent already).
  */
 function closeWithin(socket: Socket, lingerMs: number): void {
   const deadline = setTimeout(() => socket.destroy(), lingerMs).unref();
@@ -54,11 +47,8 @@ function checkedLinger(options: RawRefusalOptions): number {
 }
 
 /**
- * For `server.on('clientError')`: the connection cannot be reused, so the refusal closes it. Complete
- * requests that came before the bad bytes are answered first, in order (the backend may already be
- * running them); then the refusal. One response per request: when the request the error is in was
- * answered already (a refusal sent before its body ended), the connection is closed without another.
- * A byte read after the refusal closes it at once (Node reports the error again, on an ended socket).
+ * For `server.on('clientError')`: complete requests before the bad bytes are answered first, in order, then the refusal, which
+ * closes the connection; one response per request (see answerInTurn).
  */
 export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: RawRefusalOptions = {}): (error: NodeJS.ErrnoException, socket: Socket) => void {
   const lingerMs = checkedLinger(options);
@@ -79,9 +69,8 @@ export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: Ra
 }
 
 /**
- * For `server.on('connect')`: without a listener Node closes the connection without a word. CONNECT, in
- * any target form, gets `400 invalid_request` after the requests before it on the connection, and the
- * connection closes within `lingerMs` of the refusal's turn (Node has detached its parser and its timeouts).
+ * For `server.on('connect')` (without a listener Node closes without a word): `400 invalid_request` after the requests before it,
+ * closing within `lingerMs` of the refusal's turn (Node has detached its parser and its timeouts).
  */
 export function createConnectRefusal(
   answerInTurn: AnswerInTurn,

@@ -10,13 +10,9 @@ export interface ConnectionCap {
 }
 
 /**
- * Node's own `maxConnections` refuses the newcomer once the cap is reached: clients holding half-sent
- * requests would then lock the kubelet's probes and Prometheus out until their header timeout. Here the
- * newcomer is admitted and the oldest connection that is idle or still sending its head is closed
- * instead; a probe's connection is the newest and is answered within milliseconds, so a flood has to
- * open `maxConnections` connections in that time to close it. When every connection is being answered
- * the newcomer is refused (closed at once). Kept for the admin listener, whose connections are few: the
- * marking costs a listener per request, which the public listener's hot path does not pay.
+ * Node's `maxConnections` refuses the newcomer, so half-sent requests would lock probes and Prometheus out until their header
+ * timeout. Here the oldest connection not being answered is closed instead (the newcomer is refused only when all are answered).
+ * For the admin listener only: the marking costs a listener per request, which the public hot path does not pay.
  */
 export function capConnections(server: Server, maxConnections: number, onEvicted?: () => void): ConnectionCap {
   // Insertion order is age order: the first idle one found is the oldest.

@@ -7,19 +7,12 @@ import { expectsContinue } from '../http/framing.ts';
 /** The scheme and authority of an absolute-form target; the group is the authority. */
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)/i;
 
-/**
- * A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port. RFC 3986's reg-name also
- * allows `,;=` and more, which no real host has and which would smuggle elements into the Forwarded
- * and X-Forwarded-Host headers the upstream receives.
- */
+/** A DNS name, IPv4 or bracketed IPv6, optional port: RFC 3986's `,;=` would smuggle elements into Forwarded and X-Forwarded-Host. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
- * Fields a request may carry once. Node keeps the first of each and drops the rest unseen, so two that
- * differ would be read one way here and perhaps another by whatever reads the raw bytes: RFC 9112 §3.2
- * requires 400 for two Host lines; two credentials or two media types are ambiguous the same way.
- * Node's parser already refuses a second Content-Length (HPE_UNEXPECTED_CONTENT_LENGTH, answered by
- * client-error.ts); it is checked here too so that a parser made lenient would not make it pass.
+ * Fields a request may carry once: Node keeps the first and drops the rest unseen, so two that differ could be read another way
+ * by whatever reads the raw bytes (RFC 9112 §3.2: 400 for two Host lines). Content-Length too, in case the parser is made lenient.
  */
 const SINGLETONS: ReadonlyMap<string, string> = new Map([
   ['host', 'Host'],
@@ -46,11 +39,8 @@ function repeatedSingleton(rawHeaders: readonly string[]): string | undefined {
 }
 
 /**
- * Absolute-form targets (`GET http://host/v1/pets`) are served as their path, as a server must accept
- * them (RFC 9112 §3.2.2). The target's authority is the request's host there, whatever Host says: it
- * replaces Host, so the X-Forwarded-Host and Forwarded host= the upstream receives name it, and it is
- * checked like any Host (an empty one, or userinfo, is refused). Runs before the app: Express's router
- * keeps the scheme and authority of an absolute URL aside when it starts, so the rewrite must come first.
+ * Absolute-form targets (`GET http://host/v1/pets`) are served as their path (RFC 9112 §3.2.2); their authority replaces Host and
+ * is checked like one. Runs before the app: Express's router keeps an absolute URL's authority aside when it starts.
  */
 export function toOriginForm(req: IncomingMessage): void {
   if (req.url === undefined || req.url.startsWith('/')) return;
@@ -61,12 +51,8 @@ export function toOriginForm(req: IncomingMessage): void {
 }
 
 /**
- * What is wrong with the request line and the headers that frame it, or undefined. Any target that is
- * not a path by now (`*`, authority-form) is refused, as is one with a fragment (RFC 9112 §3.2: a
- * fragment is never sent; RFC 9110 §7.1: a server must not take part of the target for it). HTTP/1.1
- * requires Host, once, and Authorization, Content-Type and Content-Length may appear once too. The only
- * expectation the gateway meets is 100-continue, and it answers that itself once the request has passed
- * every check that needs no body (authentication, route, media type, declared size).
+ * What is wrong with the request line and the headers that frame it, or undefined: a target that is not a path, a fragment
+ * (RFC 9112 §3.2, RFC 9110 §7.1), a repeated singleton, a missing Host, an expectation other than 100-continue.
  */
 export function targetRefusal(req: IncomingMessage & { url: string }): GatewayError | undefined {
   if (!req.url.startsWith('/')) return new GatewayError('invalid_request', 'The request target must be a path');

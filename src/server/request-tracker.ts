@@ -27,11 +27,7 @@ export interface RequestTrackerOptions {
 
 export interface RequestTracker {
   listener: RequestListener;
-  /**
-   * Requests handed to the pipeline and not yet answered: the process's one count of them, what
-   * `maxInFlight` bounds and the in-flight gauge reads at scrape time. Requests waiting behind a
-   * pipelined one are not counted until their turn, nor shed ones.
-   */
+  /** The process's one count of requests handed to the pipeline and not yet answered (neither waiting nor shed ones). */
   inFlight(): number;
 }
 

@@ -3,32 +3,21 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Socket } from 'node:net';
 
 export interface ServeInTurnOptions {
-  /**
-   * Pipelined requests a connection may have waiting behind the one being served; past this the
-   * connection is closed. A flood written in one TCP write then costs one request in flight, not thousands.
-   */
+  /** Pipelined requests that may wait behind the one served; past this the connection closes (a flood costs one request in flight). */
   maxQueuedPerConnection: number;
 }
 
 export interface RequestAdmission {
   /** For the server's `request`, `checkContinue` and `checkExpectation` events. */
   listener: RequestListener;
-  /**
-   * Connections in a turn: a request served and not yet answered, or waiting to be. Connections, not
-   * requests: the requests in flight are counted once, by the request tracker (request-tracker.ts); a
-   * connection is busy from its first accepted request until the last one is answered or dropped.
-   */
+  /** Connections with a request served or waiting; not requests, which the request tracker alone counts. */
   busyConnections(): number;
   /** Resolves when no connection is busy (at once if none is): every accepted request answered, what the drain waits for. */
   idle(): Promise<void>;
   /**
-   * For a parser error on this connection: `answer` writes the gateway's refusal of the bytes that did
-   * not parse, and is run in the refusal's turn. At once when the error is in the body of the request
-   * being served and nothing answered it yet, or when no request is in flight on the connection; after
-   * the last one when complete requests precede the bad bytes (each of them is answered first, in
-   * order). Returns false when the refusal cannot be the next response on the connection (the request
-   * the error is in was answered already): the caller closes it without a second answer. Node reports
-   * an error again for every later chunk; only the first one counts.
+   * For a parser error: runs `answer` (the refusal) in its turn: at once within the served request's unanswered body or with nothing
+   * in flight, else after the complete requests before the bad bytes. False when the request the error is in was answered already:
+   * the caller closes without a second answer. Only Node's first report counts (it repeats it for every later chunk).
    */
   answerInTurn(socket: Socket, answer: () => void): boolean;
 }
@@ -115,11 +104,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     handler(req, res);
   }
 
-  /**
-   * The next waiting request, on the event loop's next turn. A response can close within the same turn
-   * (a refusal, a synchronous write), so serving the queue from here would answer a whole pipelined flood
-   * before any other connection's request is read.
-   */
+  /** On the event loop's next turn: a response can close within its own turn, so serving from there would answer a whole flood at once. */
   function serveNext(state: ConnectionState, socket: Socket): void {
     // The connection went or is ending meanwhile (a refusal, the client's FIN): what was waiting is never served.
     if (socket.destroyed || socket.writableEnded) {

@@ -59,11 +59,7 @@ export class ListenError extends Error {
 /** The settings an operator changes for a listener: its port's, and its host's where there is one. */
 export type ListenSettings = string | { port: string; host: string };
 
-/**
- * Opens `server` on host:port. A refused address rejects with a ListenError naming the setting the operator
- * changes to fix it (`PORT (listen.port)`, `ADMIN_HOST (listen.adminHost)` for an address the machine does
- * not have, `DEMO_BACKEND_PORT`): the raw EADDRINUSE names neither.
- */
+/** Opens `server` on host:port; a refused address rejects with a ListenError naming the setting to change (`PORT (listen.port)`...). */
 export function listen(server: Server, port: number, host: string, settings: ListenSettings): Promise<number> {
   return new Promise((resolve, reject) => {
     const refused = (error: NodeJS.ErrnoException) => {

@@ -1,15 +1,10 @@
-// A traced request's spans, built from its record as it completes: the ids drawn then, the stages' facts
-// (when each ran and what it found, written by the stages into the record) read once, and described,
-// span by span, to an encoding (span-description.ts). No span object is made for a stage
-// (docs/decisions/0014-spans-from-the-request-record.md).
+// A traced request's spans, built from its record as it completes and described to an encoding (span-description.ts);
+// no span object is made for a stage (docs/decisions/0014-spans-from-the-request-record.md).
 import type { AuthFacts } from '../auth/authenticate.ts';
 import type { RateLimitFacts, RateLimitOutcome } from '../policy/rate-limit.ts';
 import type { ExchangeFacts, UpstreamOrigin } from '../proxy/exchange.ts';
 
-/**
- * The wall clock's offset from the monotonic clock: anchored to Date.now() and re-anchored every minute, so
- * that a span's duration is monotonic and its start follows the system clock (as the SDK's spans do).
- */
+/** The wall clock's offset from the monotonic one, re-anchored every minute: durations monotonic, starts on the system clock (as the SDK). */
 let offsetMs = 0;
 let anchoredAt = Number.NEGATIVE_INFINITY;
 
@@ -121,10 +116,8 @@ export type StageFacts = AuthFacts & RateLimitFacts & ExchangeFacts;
 export type { RateLimitOutcome };
 
 /**
- * A sampled request's spans: the SERVER span's ids and arrival, then a slot per stage, empty (start 0)
- * when the stage did not run before the request completed. Built once, as the request completes, from what
- * its record holds then (a stage still running, its client gone, ends with the request); `describeSpans`
- * hands every span to an encoding.
+ * A sampled request's spans: the SERVER span's ids and arrival, then a slot per stage, empty (start 0) when the stage did not run.
+ * Built once as the request completes (a stage still running ends with the request).
  */
 export class RequestSpans {
   readonly traceId: TraceIdBytes;

@@ -14,10 +14,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { RequestSpans } from './request-spans.ts';
 
-/**
- * An attribute key whose values vary (a path, a status code): the protobuf encoding keeps the bytes of
- * values it met before in `encoded`, bounded by it.
- */
+/** An attribute key whose values vary: the protobuf encoding keeps the bytes of values it met before in `encoded`. */
 export class AttributeKey {
   readonly name: string;
   /** Encoded key-value pairs by value, the encoding's own (OTLP/protobuf: docs/decisions/0014). */
@@ -111,10 +108,8 @@ function endOf(stageEndMs: number, request: RequestSpans): number {
 }
 
 /**
- * The request's spans, in the order they ended (children before their parents), each with its
- * attributes in the order the stages learnt them: the one description both encodings write. The SERVER
- * span follows HTTP semantic conventions (named by its route once one matched); the CLIENT span is the
- * upstream exchange, an error on a failure or a 4xx/5xx answer (its `error.type`).
+ * The request's spans in the order they ended (children first), attributes in the order the stages learnt them. The SERVER span
+ * follows HTTP semantic conventions; the CLIENT span is the exchange, an error on a failure or a 4xx/5xx answer.
  */
 export function describeSpans(request: RequestSpans, sink: SpanSink): void {
   const { serverHigh, serverLow } = request;

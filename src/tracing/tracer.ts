@@ -22,11 +22,8 @@ import {
 import { isKnownMethod } from './span-description.ts';
 
 /**
- * The trace slice of a request's record: written on arrival, read by the proxy (the upstream's
- * `traceparent`: TraceIds) and the completion hook. `spanId` is the gateway's span for the request (the
- * SERVER span), the access log's `span_id`; `upstreamParentId` the span the upstream's request is the
- * child of: the CLIENT span when spans are recorded, the SERVER span when trace context is only
- * propagated, a span id of the gateway's all the same when the request is recorded but not sampled.
+ * The trace slice of a request's record, written on arrival. `spanId` is the SERVER span, the access log's `span_id`;
+ * `upstreamParentId` the CLIENT span when recorded, the SERVER span when only propagated, a span id of the gateway's when unsampled.
  */
 export interface TraceSlice extends TraceIds {
   readonly spanId: string;
@@ -55,11 +52,7 @@ const ids = new RandomIdGenerator();
 /** The SERVER span's links, for the sampler: it has none. */
 const NO_LINKS: Link[] = [];
 
-/**
- * No exporter: no span is recorded. The gateway still takes part in the trace: it continues the client's
- * (or starts one, not sampled: nothing records it here), and names a span id of its own, which the access
- * log and the upstream's `traceparent` share, so a backend's log line joins the gateway's by it.
- */
+/** No exporter: no span recorded, but the trace continued (or begun, unsampled) with a span id the access log and upstream share. */
 export function propagationOnly(): Tracing {
   return {
     begin(req) {
@@ -81,13 +74,9 @@ export interface CompletedSpans {
 }
 
 /**
- * Spans recorded for each request the sampler samples, and handed to `completed` as the request
- * completes; `shutdown` sends what is queued. The sampler decides for the SERVER span as the SDK's tracer
- * asks it (the client's span as a remote parent, or none); the stages' spans and the CLIENT span follow it
- * without asking, which every sampler OTEL_TRACES_SAMPLER names would answer the same way (a sampled local
- * parent's child is sampled, an unsampled one's is not). None of the six adds attributes of its own, and
- * the SERVER span takes none (test/unit/tracing/request-spans.test.ts checks the six). A request the
- * sampler would record but not sample has nothing to export, so nothing is recorded.
+ * Spans of each sampled request, handed to `completed` as it completes. The sampler decides for the SERVER span as the SDK's tracer
+ * asks it; the other spans follow without asking, as every OTEL_TRACES_SAMPLER sampler would answer (none of the six adds
+ * attributes: test/unit/tracing/request-spans.test.ts). Recorded but unsampled is nothing to export, so nothing is recorded.
  */
 export function recordingTracing(sampler: Sampler, completed: CompletedSpans, delivery: Pick<Tracing, 'shutdown' | 'droppedSpans'>): Tracing {
   return {

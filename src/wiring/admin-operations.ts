@@ -39,10 +39,7 @@ export function redisAdmin(
   };
 }
 
-/**
- * A token file on a gateway whose stores have no admin core (keys in memory: the demo) is a configuration
- * error, at start-up and on a reload alike: there is no API it could turn on.
- */
+/** A token file where keys are kept in memory (the demo) is a configuration error: there is no API it could turn on. */
 export function refuseTokenFileWithoutAdmin(config: GatewayConfig, admin: StoreAdmin | undefined): void {
   if (admin === undefined && config.adminApi.tokenFile !== null) {
     throw new ConfigError('ADMIN_API_TOKEN_FILE (adminApi.tokenFile): the admin API manages keys in Redis, and this gateway keeps its keys in memory');
@@ -55,10 +52,7 @@ export interface GatewayAdminApi {
   guard: RequestHandler;
 }
 
-/**
- * The admin API over the stores' cores; undefined for stores that have none (keys in memory: the demo),
- * where a token file is a configuration error rather than an API that could not work.
- */
+/** The admin API over the stores' cores; undefined for stores that have none (keys in memory: the demo). */
 export function gatewayAdminApi(
   config: GatewayConfig,
   admin: StoreAdmin | undefined,

@@ -23,15 +23,9 @@ export interface CheckedConfig {
 
 export interface CheckOptions {
   clock: Clock;
-  /**
-   * Reads and checks the admin token file the configuration names, throwing to refuse it; returns what puts
-   * the tokens in force. The running gateway passes its token source's; `validate` only reads the file.
-   */
+  /** Reads and checks the admin token file (throws to refuse); returns what puts the tokens in force. */
   readAdminTokens: (config: GatewayConfig) => () => void;
-  /**
-   * Reads the pepper as start-up does (loadPepper), throwing to refuse; absent for a gateway that keeps its
-   * keys in memory (the demo, tests), which reads none.
-   */
+  /** Reads the pepper as start-up does (loadPepper), throwing to refuse; absent where keys are kept in memory. */
   readPepper?: (config: GatewayConfig) => unknown;
 }
 
@@ -48,11 +42,7 @@ export class ConfigCheckError extends Error {
 /** A check's own words (they name the key or the file); never a stack. */
 const faultOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/**
- * Runs every check start-up runs after the schema: the interface documents, the brownout windows against
- * their operations, the identity key files, the admin token file, the pepper. Each independent check runs
- * even when another failed, so one pass names every fault; nothing is put in force.
- */
+/** Runs every check start-up runs after the schema; each runs even when another failed, so one pass names every fault. */
 export async function checkConfig(config: GatewayConfig, options: CheckOptions): Promise<CheckedConfig> {
   const faults: string[] = [];
   function attempt<T>(check: () => T): T | undefined {
@@ -78,10 +68,7 @@ export async function checkConfig(config: GatewayConfig, options: CheckOptions):
   return { versions, operations, schedule, identity, hash, takeUp };
 }
 
-/**
- * The checks of a configuration no gateway serves yet (start-up, `npm run config -- validate`): the same
- * as a reload's, with the token and pepper files read as start-up reads them, and nothing put in force.
- */
+/** A reload's checks for a configuration no gateway serves yet (`npm run config -- validate`), nothing put in force. */
 export function checkBeforeStart(config: GatewayConfig, options: { clock: Clock; env?: Readonly<Record<string, string | undefined>> }): Promise<CheckedConfig> {
   return checkConfig(config, {
     clock: options.clock,

@@ -1,5 +1,4 @@
-// The composition root: one gateway built from its configuration and the parts that differ (stores), for
-// `npm start`, the demo and the tests alike.
+// The composition root: one gateway built from its configuration and the parts that differ (stores), for start, demo and tests.
 import type { RequestListener } from 'node:http';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
@@ -57,17 +56,11 @@ export interface GatewayParts<S extends Stores = Stores> {
   stores: (metrics: GatewayMetrics, brownouts: BrownoutBoard) => S;
   /** Who called, asserted to the upstream (loaded at start-up by `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
-  /**
-   * The gateway's part in traces: spans recorded and exported (`tracingFromEnvironment`, from OTEL_*), or
-   * trace context only propagated, which is what happens when absent.
-   */
+  /** Spans recorded and exported (`tracingFromEnvironment`, from OTEL_*); absent, trace context is only propagated. */
   tracing?: Tracing;
   /** Released after everything else, on shutdown (the demo's backend). */
   onClosed?: () => Promise<void> | void;
-  /**
-   * Reads the configuration again as `config` was read (file and environment), for a reload (SIGHUP);
-   * absent, a reload re-reads only the documents and the identity key files `config` names.
-   */
+  /** Reads the configuration again as `config` was read, for a reload; absent, a reload re-reads only the documents and key files. */
   reloadConfig?: () => GatewayConfig;
   /** For a reload's log: the environment variables that override a value the file now gives. */
   shadowedSettings?: () => Array<{ variable: string; key: string }>;
@@ -110,8 +103,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     critical: false,
     check: () => upstreamReachable(source.upstreamBaseUrl),
   }));
-  // Read at start-up like the pepper, before any connection is opened: a short token stops it, naming
-  // ADMIN_API_TOKEN_FILE. A reload reads the file again.
+  // Read before any connection is opened, like the pepper: a short token stops start-up, naming ADMIN_API_TOKEN_FILE.
   const adminTokens = createAdminTokenSource(config.adminApi.tokenFile);
   const brownouts = new BrownoutBoard(compileBrownoutSchedule(operations, config.deprecations));
   const metrics = createMetrics({
@@ -239,10 +231,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   return gateway;
 }
 
-/**
- * Loads what start-up must read (the identity signing keys: a bad key file stops start-up with a message
- * naming the setting), then builds and starts a gateway.
- */
+/** Loads the identity signing keys (a bad key file stops start-up, naming the setting), then builds and starts a gateway. */
 export async function composeGateway<S extends Stores>(
   parts: GatewayParts<S>,
 ): Promise<RunningGateway & { metrics: GatewayMetrics; reload: Gateway['reload']; stores: S }> {

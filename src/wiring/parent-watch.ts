@@ -21,10 +21,7 @@ export function watchParent(options: ParentWatchOptions): () => void {
   return () => clearInterval(timer);
 }
 
-/**
- * Whether npm runs this process as its start script (npm sets npm_lifecycle_event for the script it runs).
- * Another script's child (a bench's gateway) inherits the variable, but its parent is that script, not npm.
- */
+/** Whether npm runs this process as its start script (npm_lifecycle_event; another script's child inherits it, but not npm as parent). */
 export function startedByNpm(env: Readonly<Record<string, string | undefined>>): boolean {
   return env.npm_lifecycle_event === 'start';
 }

@@ -14,10 +14,7 @@ import type { Serving } from '../server/request-tracker.ts';
 import type { Tracing } from '../tracing/tracer.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
-/**
- * What every generation shares: the app's long-lived dependencies (the stores and their connections, the
- * clock, the brownout board, logs and metrics) and the circuit breakers.
- */
+/** What every generation shares: the app's long-lived dependencies and the circuit breakers. */
 export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & { breakers: CircuitBreakers; tracing: Tracing };
 
 export interface Pipeline {
@@ -106,18 +103,11 @@ export interface LivePipeline {
   swap(next: Pipeline): void;
   /** Closes every generation's pools (shutdown, after the listeners drained). */
   close(): Promise<void>;
-  /**
-   * Each version's upstream pools now: the current generation's and those of retired generations still
-   * finishing their requests, added up (their connections are open all the same); the most connections
-   * allowed is the current configuration's.
-   */
+  /** Each version's upstream pools now, the current and the retiring generations' added up; the most allowed is the current one's. */
   upstreamPools(): UpstreamPoolReading[];
 }
 
-/**
- * `graceFor` says how long a retired generation's requests may still take (its own timeouts); `messages`
- * are the public listener's, made from now on with the prototypes of the generation new requests go to.
- */
+/** `graceFor`: how long a retired generation's requests may still take; `messages` adopt the live generation's prototypes. */
 export function createLivePipeline(
   first: Pipeline,
   graceFor: (retired: Pipeline) => number,

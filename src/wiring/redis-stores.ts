@@ -19,10 +19,7 @@ import { createRedisClient, pingRedis, type RedisClient } from '../redis/connect
 /** Operator brownouts are announced at once; they are also read again this often, in case an announcement was lost. */
 const BROWNOUT_RESYNC_MS = 5000;
 
-/**
- * The key-events epoch is read this often: a key change whose announcement a replica's subscription lost
- * reaches it within this (docs/performance.md, "Scale": revocation with the subscription cut).
- */
+/** The key-events epoch is read this often: a key change whose announcement a replica lost reaches it within this. */
 const KEY_EVENTS_CHECK_MS = 1000;
 
 /** An unverified pepper (Redis away, or a mismatch being fixed) is checked again this often. */
@@ -38,9 +35,8 @@ export interface RedisStores {
   /** Keeps the board's operator brownouts up to date; absent when no board was given, or until Redis first answers. */
   readonly brownouts: BrownoutFollower | undefined;
   /**
-   * Redis answers PING: reported (/readyz body, dependency_up), not critical. Every replica shares this
-   * Redis, so failing readiness on it would empty the load balancer and turn the cached keys' 200s and
-   * the others' 503 Errors into connection errors (docs/operations.md, "Health and shutdown").
+   * Redis answers PING: reported, not critical. Every replica shares this Redis, so failing readiness on it would empty the load
+   * balancer and turn cached keys' 200s and the others' 503s into connection errors (docs/operations.md, "Health and shutdown").
    */
   readiness: ReadinessCheck;
   /** Critical: this replica's pepper was verified against the keys' (a property of the replica, not of Redis's health). */
@@ -63,10 +59,7 @@ export function createRedisStores(
     onLookup?: KeyCacheOptions['onLookup'];
     /** Told each time the whole key cache is dropped, and why. */
     onKeyCacheCleared?: KeyEventsOptions['onCacheCleared'];
-    /**
-     * Told of every failed synchronisation of the local-first counts. The exact mode's failures meet a
-     * request, and the rate limiter reports them under its policy.
-     */
+    /** Told of every failed local-first synchronisation (the exact mode's failures meet a request, reported by the rate limiter). */
     onRateLimitStoreError?: () => void;
     /** The gateway's pepper fingerprint (`PepperedKeyHasher.pepperFingerprint`), verified against the keys'. */
     pepperFingerprint: string;
@@ -102,8 +95,7 @@ export function createRedisStores(
           }),
         })
       : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, clock, ...observe('rate_limit_increment') });
-  // Started once Redis first answers: until then, the one line createRedisClient writes (naming REDIS_URL or
-  // the Sentinel or Cluster setting) says why, not each follower's failed subscription or command.
+  // Started once Redis first answers: until then createRedisClient's one line says why, not each follower's failures.
   let followers: { keyEvents: ReturnType<typeof followKeyEvents>; pepper: ReturnType<typeof watchPepper>; brownouts?: BrownoutFollower } | undefined;
   const startFollowers = () => {
     followers = {

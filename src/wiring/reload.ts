@@ -19,10 +19,7 @@ export interface ReloadDeps {
   live: LivePipeline;
   build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity) => Pipeline;
   brownouts: BrownoutBoard;
-  /**
-   * Reads and checks what else the configuration names (the admin token file) with the rest, before
-   * anything changes, throwing to refuse the reload; the function it returns takes it up after the swap.
-   */
+  /** Reads and checks the admin token file before anything changes (throws to refuse); what it returns takes it up after the swap. */
   alsoReload: (config: GatewayConfig) => () => void;
   /** Reads the pepper as start-up did, so a file a reload accepts is one a restart accepts (see CheckOptions). */
   readPepper?: (config: GatewayConfig) => unknown;
@@ -31,10 +28,7 @@ export interface ReloadDeps {
   clock: Clock;
 }
 
-/**
- * What a reload did, by key: `changed` is taken up by the next request, `needRestart` waits for a restart;
- * a refused one names each fault once.
- */
+/** What a reload did, by key: `changed` is taken up by the next request, `needRestart` waits for a restart. */
 export type ReloadOutcome = { result: 'success'; hash: string; changed: string[]; needRestart: string[] } | { result: 'failure'; reason: string };
 
 /** A configuration error's own words (they name the key), each fault once; anything else by its message, never a stack. */
@@ -43,10 +37,7 @@ function faultsOf(error: unknown): readonly string[] {
   return [error instanceof Error ? error.message : String(error)];
 }
 
-/**
- * Returns the reload function. Reloads run one at a time; the SIGHUPs that arrive during one make one
- * more, after it (a tool that signals on every file change asks for the last state, not for each).
- */
+/** Reloads run one at a time; the SIGHUPs during one make one more after it (the last state is asked for, not each). */
 export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
   const { live, logger, metrics } = deps;
 
@@ -64,16 +55,14 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
     let next: Pipeline;
     let checked: CheckedConfig;
     try {
-      // Everything is read and checked before anything changes: the settings together, then what
-      // `npm run config -- validate` checks (documents, brownout windows, key and token files). A refusal changes nothing.
+      // Everything is read and checked before anything changes, as `npm run config -- validate` does: a refusal changes nothing.
       const loaded = deps.loadConfig();
       plan = planReload(live.current.config, loaded);
       const { readPepper } = deps;
       checked = await checkConfig(plan.effective, {
         clock: deps.clock,
         readAdminTokens: deps.alsoReload,
-        // The pepper is read at start-up only, so `effective` keeps the running file: the file the next
-        // restart will read is the loaded configuration's, and that is the one a reload must vouch for.
+        // `effective` keeps the running pepper file; the loaded one is what the next restart reads, so it is checked.
         ...(readPepper ? { readPepper: () => readPepper(loaded) } : {}),
       });
       // Shut down while the key files were read: nothing is built that nobody would close.

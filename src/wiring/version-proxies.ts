@@ -12,11 +12,7 @@ export interface VersionProxiesOptions {
   breakers: CircuitBreakers;
 }
 
-/**
- * Each version gets its own connection pool and circuit breaker, so one backend failing does not open the
- * circuit in front of another; exchange behaviour and timeouts are the same for all. The circuit gauge
- * has no version label: it reads 1 while any version's circuit is not closed (see CircuitBreakers).
- */
+/** Each version gets its own pool and circuit breaker, so one failing backend does not open the circuit in front of another. */
 export function createVersionProxies(versions: readonly ApiVersion[], options: VersionProxiesOptions): ServedVersion[] {
   const { config } = options;
   return versions.map(({ contract, source }) => ({
