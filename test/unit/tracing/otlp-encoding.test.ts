@@ -3,12 +3,11 @@
 // the same document in JSON, whatever the stages found, the ids, the times and the attribute values.
 import { TraceFlags } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
-import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonSpans } from '../../../src/tracing/otlp-json.ts';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
 import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
@@ -88,17 +87,6 @@ function sdkProtobufOf(requests: RequestSpans[]): string {
 
 function readable(request: RequestSpans): ReadableSpan[] {
   return readableSpans(request, resource, scope);
-}
-
-function jsonOf(requests: RequestSpans[]): unknown {
-  const encoding = new JsonSpans(resource, scope);
-  const queue: string[] = [];
-  for (const request of requests) encoding.encode(request, queue);
-  return JSON.parse(Buffer.from(encoding.request(queue)).toString());
-}
-
-function sdkJsonOf(requests: RequestSpans[]): unknown {
-  return JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(requests.flatMap(readable))!).toString());
 }
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
@@ -207,20 +195,6 @@ describe('OTLP/protobuf', () => {
   });
 });
 
-describe('OTLP/JSON', () => {
-  it("writes a request's spans as the SDK's serializer does", () => {
-    const request = recordOf(USUAL);
-    expect(jsonOf([request])).toEqual(sdkJsonOf([request]));
-  });
-
-  it("queues none of a request's spans when one cannot be written", () => {
-    const encoding = new JsonSpans(resource, scope);
-    const queue: string[] = [];
-    expect(() => encoding.encode(unreadable(recordOf(USUAL)), queue)).toThrow('unreadable');
-    expect(queue).toEqual([]);
-  });
-});
-
 /** The request with an outcome that cannot be read: the SERVER span's, written last. */
 function unreadable(request: RequestSpans): RequestSpans {
   request.outcome = Object.defineProperty({ ...request.outcome! }, 'statusCode', {
@@ -298,13 +272,4 @@ describe("any request's spans", () => {
     );
   });
 
-  it('encode in JSON as the SDK does', () => {
-    fc.assert(
-      fc.property(fc.array(shape, { minLength: 1, maxLength: 3 }), (shapes) => {
-        const requests = shapes.map(recordOf);
-        expect(jsonOf(requests)).toEqual(sdkJsonOf(requests));
-      }),
-      { numRuns: 300 },
-    );
-  });
 });
