@@ -1,15 +1,16 @@
 // The gateway's span encodings against the SDK's serializers: a request's spans, written from its record,
-// make the same request the SDK's serializer makes of them as ReadableSpans, byte for byte in protobuf and
-// the same document in JSON, whatever the stages found, the ids, the times and the attribute values.
+// make the same request the SDK's serializer makes of them as ReadableSpans, byte for byte in protobuf,
+// whatever the stages found, the ids, the times and the attribute values; JSON is the SDK's serializer itself.
+// (otlp-proto-decode.test.ts holds the protobuf bytes to the OTLP .proto files.)
 import { TraceFlags } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
-import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
-import { readableSpans } from '../../../src/tracing/readable-spans.ts';
+import { jsonSpans, readableSpans } from '../../../src/tracing/readable-spans.ts';
 import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
@@ -147,8 +148,8 @@ describe('OTLP/protobuf', () => {
     expect(Buffer.from(encoding.request(queue)).toString('hex')).toBe(sdkProtobufOf([first, second]));
   });
 
-  it('writes attribute values met before as the SDK does, past the values of a key whose bytes are kept too', () => {
-    // 50 paths, key ids and statuses, every one twice: more values than a key keeps encoded.
+  it('writes many requests of different attribute values as the SDK does', () => {
+    // 50 paths, key ids and statuses, every one twice.
     const requests = [0, 1].flatMap(() =>
       Array.from({ length: 50 }, (_, value) =>
         recordOf({
@@ -171,11 +172,11 @@ describe('OTLP/protobuf', () => {
     expect(protobufOf([short, long])).toBe(sdkProtobufOf([short, long]));
   });
 
-  it("writes spans whose fixed fields meet the end of the encoder's buffer as the SDK does, at every offset", () => {
+  it("writes spans that meet the end of the encoder's buffer as the SDK does, at every offset", () => {
     // A first request (its SERVER span alone) one byte longer each time starts the next request's first span
-    // at every offset of the last 260 bytes of the encoder's first 4 KiB, so that its ids, times, status and
-    // flags, each written in room made for them at once, meet the buffer's end at every byte. The next
-    // request is a trace of the gateway's own (no trace state), or one continued (with it).
+    // at every offset of the last 260 bytes of the encoder's first 4 KiB, so that each of its fields meets
+    // the buffer's end (and the buffer grows) at every byte. The next request is a trace of the gateway's
+    // own (no trace state), or one continued (with it).
     const fill = (pathLength: number) =>
       recordOf({ arrival: { ...USUAL.arrival, path: `/${'x'.repeat(pathLength - 1)}` }, outcome: { statusCode: 200 }, times: [] });
     const lengthOf = (request: RequestSpans) => {
@@ -192,6 +193,24 @@ describe('OTLP/protobuf', () => {
         const requests = [first, recordOf(next)];
         expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
       }
+  });
+});
+
+describe('OTLP/JSON', () => {
+  it("is the SDK's JSON serializer over a batch of requests' spans, in the order they were handed over", () => {
+    const requests = [recordOf(USUAL), recordOf({ ...USUAL, arrival: { ...USUAL.arrival, remoteParent: undefined, traceState: undefined } })];
+    const encoding = jsonSpans(resource, scope);
+    const queue: ReadableSpan[] = [];
+    for (const request of requests) encoding.encode(request, queue);
+    expect(queue).toHaveLength(12);
+    expect(encoding.contentType).toBe('application/json');
+    expect(Buffer.from(encoding.request(queue)).toString()).toBe(Buffer.from(JsonTraceSerializer.serializeRequest(requests.flatMap(readable))!).toString());
+  });
+
+  it("queues none of a request's spans when one cannot be made", () => {
+    const queue: ReadableSpan[] = [];
+    expect(() => jsonSpans(resource, scope).encode(unreadable(recordOf(USUAL)), queue)).toThrow('unreadable');
+    expect(queue).toEqual([]);
   });
 });
 
@@ -271,5 +290,4 @@ describe("any request's spans", () => {
       { numRuns: 300 },
     );
   });
-
 });
