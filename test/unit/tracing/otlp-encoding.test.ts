@@ -9,8 +9,9 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
+import { ProtobufSink, ProtobufSpans, Writer } from '../../../src/tracing/otlp-protobuf.ts';
 import { jsonSpans, readableSpans } from '../../../src/tracing/readable-spans.ts';
+import { AttributeKey, FixedAttributes } from '../../../src/tracing/span-description.ts';
 import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
@@ -193,6 +194,38 @@ describe('OTLP/protobuf', () => {
         const requests = [first, recordOf(next)];
         expect(protobufOf(requests)).toBe(sdkProtobufOf(requests));
       }
+  });
+});
+
+describe("the protobuf encoder's attribute bytes (engaged)", () => {
+  /** A sink writing into a fresh buffer, with a span begun. */
+  function sinkWithSpan(): { sink: ProtobufSink; writer: Writer } {
+    const sink = new ProtobufSink();
+    const writer = new Writer();
+    sink.writer = writer;
+    sink.lengths = [];
+    sink.begin(recordOf(USUAL), 'GET', 1, 1, 2, 3, 4, START, START + 1);
+    return { sink, writer };
+  }
+
+  it("copies an attribute's bytes once they are kept, instead of writing its fields", () => {
+    const key = new AttributeKey('http.request.method');
+    // Bytes no field writer would make: seen in the output only if the kept bytes are what is copied.
+    key.encoded.set('GET', Uint8Array.of(0xde, 0xad));
+    const { sink, writer } = sinkWithSpan();
+    const before = writer.pos;
+    sink.attribute(key, 'GET');
+    expect([...writer.buffer.subarray(before, writer.pos)]).toEqual([0xde, 0xad]);
+  });
+
+  it('keeps the bytes of a short value the first time it is written, and of a fixed set once', () => {
+    const key = new AttributeKey('http.route');
+    const fixed = new FixedAttributes({ 'db.system.name': 'redis' });
+    const { sink } = sinkWithSpan();
+    sink.attribute(key, '/v1/pets');
+    sink.fixed(fixed);
+    expect(key.encoded.get('/v1/pets')).toBeInstanceOf(Uint8Array);
+    expect(fixed.encoded).toBeInstanceOf(Uint8Array);
   });
 });
 
