@@ -3,11 +3,7 @@
 // ClientRequest between the upstream's socket and the client's response (what that saves:
 // docs/decisions/0002-exchange-on-undici.md).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-// undici's index loads all of undici (fetch, WebSocket, caches, mocks); the exchange needs the Pool only
-// (what the index would cost: docs/decisions/0004-undici-pool-deep-import.md). Typed in undici-pool.d.ts.
-// The path is undici's own layout, not a public entry point, so package.json pins undici's exact version:
-// an upgrade is a change the tests run.
-import Pool from 'undici/lib/dispatcher/pool.js';
+import { Pool } from 'undici';
 import { monotonicMs } from '../time/monotonic.ts';
 import { RelayHandler } from './relay-handler.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';

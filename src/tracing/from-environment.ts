@@ -5,8 +5,8 @@ import { type ISerializer, JsonTraceSerializer, ProtobufTraceSerializer } from '
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import { JsonSpans } from './otlp-json.ts';
 import { ProtobufSpans } from './otlp-protobuf.ts';
+import { jsonSpans } from './readable-spans.ts';
 import type { RequestSpans } from './request-spans.ts';
 import { type BatchOptions, SpanBatch, type SpanEncoding } from './span-batch.ts';
 import { propagationOnly, recordingTracing, type Tracing } from './tracer.ts';
@@ -65,7 +65,7 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
   const transport = { url: endpoint, timeoutMillis: positiveInteger(env, timeoutVariable, EXPORT_TIMEOUT_MS) };
   const batched =
     protocol === 'http/json'
-      ? otlpBatch(new JsonSpans(resource, scope), JsonTraceSerializer, transport, batch)
+      ? otlpBatch(jsonSpans(resource, scope), JsonTraceSerializer, transport, batch)
       : otlpBatch(new ProtobufSpans(resource, scope), ProtobufTraceSerializer, transport, batch);
   // The global API's provider is left alone: the gateway hands its tracing to what uses it, as it does its
   // logger. A request's spans are slots of its record, encoded once it completes
@@ -142,7 +142,7 @@ interface ExportRequest {
  * Spans encoded once their request completes, batched, and sent by the SDK's OTLP/HTTP transport: the one
  * the SDK's own exporters use, which reads OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION, _CERTIFICATE,
  * _CLIENT_KEY and _CLIENT_CERTIFICATE itself, and retries what the specification says to retry. Only the
- * encoding is the gateway's: the SDK's serializer takes span objects, which the gateway no longer makes.
+ * protobuf encoding is the gateway's: the SDK's serializer takes span objects, which that path does not make.
  */
 function otlpBatch<Encoded>(
   encoding: SpanEncoding<RequestSpans, Encoded>,

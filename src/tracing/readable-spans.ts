@@ -1,10 +1,12 @@
-// A request's spans as the SDK's ReadableSpan objects: what the OTLP/JSON encoding serialises, and what the
-// SDK's own serializers take in the tests that hold the protobuf encoding to them.
+// A request's spans as the SDK's ReadableSpan objects: what the SDK's JSON serializer writes for an OTLP/JSON
+// export, and what its serializers take in the tests that hold the protobuf encoding to them.
 import { type Attributes, type AttributeValue, type HrTime, type SpanContext, SpanKind, type SpanStatus } from '@opentelemetry/api';
 import { type InstrumentationScope, TraceState } from '@opentelemetry/core';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { type RequestSpans, spanIdHex } from './request-spans.ts';
+import type { SpanEncoding } from './span-batch.ts';
 import { type AttributeKey, describeSpans, type FixedAttributes, type SpanSink } from './span-description.ts';
 
 /** Milliseconds since the epoch as an HrTime, rounded as the protobuf encoding rounds them. */
@@ -19,6 +21,29 @@ export function readableSpans(request: RequestSpans, resource: Resource, scope: 
   const sink = new ReadableSink(resource, scope);
   describeSpans(request, sink);
   return sink.spans;
+}
+
+/**
+ * OTLP/JSON, as the SDK writes it: a request's spans are made as ReadableSpans when it completes (the record
+ * may be reused after), and the SDK's JSON serializer writes a batch of them. JSON is the protocol for trying
+ * things out; protobuf, the default, writes its bytes from the record (otlp-protobuf.ts).
+ */
+export function jsonSpans(resource: Resource, scope: InstrumentationScope): SpanEncoding<RequestSpans, ReadableSpan> {
+  return {
+    contentType: 'application/json',
+    count: (request) => request.spanCount(),
+    encode: (request, queue) => {
+      // Every span is made before any is queued: a throw leaves the queue as it was.
+      for (const span of readableSpans(request, resource, scope)) queue.push(span);
+    },
+    request: (spans) => {
+      const bytes = JsonTraceSerializer.serializeRequest([...spans]);
+      if (bytes === undefined) throw new Error('the OTLP/JSON serializer wrote nothing');
+      return bytes;
+    },
+    // Nothing to forget: the spans are in the queue.
+    discard: () => undefined,
+  };
 }
 
 interface OpenSpan {
