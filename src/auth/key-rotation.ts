@@ -56,10 +56,7 @@ export interface Rotation {
   old: { keyHash: string; record: KeyRecord };
   /** The successor's own fields (id, consumer, creation); its grants are the old record's, copied by the script. */
   successor: { keyHash: string; record: KeyRecord };
-  /**
-   * When the old key stops working (ISO 8601, from toISOString): its own expiry if earlier, which an overlap
-   * never pushes back. Absent, it is revoked at once.
-   */
+  /** When the old key stops working (toISOString), never after its own expiry; absent, it is revoked at once. */
   overlapEndsAt?: string;
 }
 
