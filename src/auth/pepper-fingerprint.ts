@@ -26,8 +26,7 @@ export type FingerprintClaim =
   /** None stored and no key to adopt: nothing to disagree with yet (asked with onlyOverExistingKeys). */
   | { outcome: 'absent' };
 
-// One round trip, atomic: two writers with different peppers cannot both record theirs (the key and the id set
-// share a slot). ARGV[2] '1': record only over existing keys (a gateway adopting keys written before fingerprints).
+// Atomic: two writers with different peppers cannot both record theirs. ARGV[2] '1': record only over existing keys.
 const CLAIM_SCRIPT = `
 local stored = redis.call('GET', KEYS[1])
 if stored then return {'stored', stored} end
