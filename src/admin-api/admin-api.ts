@@ -35,9 +35,8 @@ export interface AdminApiOptions {
 const resultOf = (status: number): AdminResult => (status < 400 ? 'success' : status < 500 ? 'refused' : 'failed');
 
 /**
- * The handler to mount at `/admin`. Authentication comes first, so a caller without a valid token learns
- * nothing of the paths (as on the public listener); a request of an operation that changes something is
- * logged at info with its action, target, the token's fingerprint and the request id, and counted.
+ * The handler to mount at `/admin`: authentication first, so a caller without a valid token learns nothing of the
+ * paths; every change is counted and logged at info with its action, target, token fingerprint and request id.
  */
 export function createAdminApi(options: AdminApiOptions): RequestHandler {
   const { operations, tokens, logger, onAction } = options;

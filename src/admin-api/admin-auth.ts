@@ -34,10 +34,7 @@ export interface AdminAuthenticationOptions {
 export interface AdminAuthentication {
   /** The token's fingerprint, or the refusal; every failure counts against the request's source. */
   authenticate(req: IncomingMessage, reqId: string): string | GatewayError;
-  /**
-   * For routes of the admin listener outside /admin/ that show what only operators should see (the
-   * deprecation report): while the admin API is on they need its token, and otherwise pass as before.
-   */
+  /** For operator-only routes outside /admin/ (the deprecation report): they need the token while the admin API is on. */
   guard: RequestHandler;
 }
 

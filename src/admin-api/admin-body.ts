@@ -14,9 +14,8 @@ export function queryOf(req: Request): URLSearchParams {
 }
 
 /**
- * The parsed body (undefined when the operation takes none, or an optional one was not sent). A field the
- * document does not describe is refused (its schemas say `additionalProperties: false`), as is a body too
- * large, not JSON, or not UTF-8: each a GatewayError.
+ * The parsed body (undefined when none is taken or sent). An undescribed field (`additionalProperties: false`), a body
+ * too large, not JSON or not UTF-8 is refused with a GatewayError.
  */
 export async function readAdminBody(req: Request, operation: Operation, pathParams: Readonly<Record<string, string>>, maxBodyBytes: number): Promise<unknown> {
   checkPath(operation, pathParams);

@@ -6,10 +6,7 @@ export interface FailedAttemptsOptions {
   /** Failures a source may make per window; the next attempt is refused until the window ends. */
   limit: number;
   windowMs: number;
-  /**
-   * Sources counted at once below the limit; past it the oldest such window is forgotten, so a spread of
-   * addresses cannot grow the process. A blocked source is not one of them: it is never forgotten early.
-   */
+  /** Sources counted below the limit; past it the oldest is forgotten (never a blocked one), so addresses cannot grow the process. */
   maxAddresses: number;
   clock: Clock;
 }
@@ -24,9 +21,8 @@ export interface FailedAttempts {
 }
 
 /**
- * What failures are counted against: an IPv4 address (an IPv4-mapped IPv6 one too) or the /64 an IPv6
- * address belongs to, the smallest block a host is given (RFC 6177), so a client cannot escape the
- * limit by moving within its own prefix. Anything else (a Unix socket's empty address) is its own source.
+ * An IPv4 address (mapped ones too) or an IPv6 address's /64, the smallest block a host is given (RFC 6177), so a
+ * client cannot escape by moving within its prefix. Anything else (a Unix socket's empty address) is its own source.
  */
 export function failureSource(address: string): string {
   if (!ipaddr.isValid(address)) return address;
@@ -37,15 +33,10 @@ export function failureSource(address: string): string {
 }
 
 /**
- * Hand-written rather than express-rate-limit's memory store: that store is unbounded and keeps its own
- * timers, where this one needs the injected clock (tests move it) and a size bound that never frees a
- * blocked source. Only failures count, so an automation making many correct calls is never slowed; a
- * blocked source is refused whatever it sends.
- *
- * Two tables: sources below the limit, bounded, oldest forgotten first; and blocked sources, kept until
- * their window ends. The blocked table needs no bound of its own: each entry cost `limit` failures in
- * one window, so it holds at most the failures a window admits divided by the limit, and expired
- * entries are swept once a window.
+ * Not express-rate-limit's memory store, which is unbounded with its own timers: this needs the injected clock and a
+ * bound that never frees a blocked source. Only failures count; a blocked source is refused whatever it sends.
+ * Sources below the limit are bounded, oldest forgotten first; blocked ones need no bound (each cost `limit` failures
+ * in one window) and are swept once a window.
  */
 export function createFailedAttempts(options: FailedAttemptsOptions): FailedAttempts {
   const { limit, windowMs, maxAddresses, clock } = options;

@@ -7,10 +7,7 @@ import type { Environment, StabilityMarker } from '../config/schema.ts';
 export interface ApiKey {
   id: string;
   consumer: string;
-  /**
-   * @deprecated `consumer`'s spelling in 1.0, answered with it (the same value) until the next minor
-   * version, so that scripts and CLIs reading `name` keep working meanwhile.
-   */
+  /** @deprecated `consumer`'s 1.0 spelling, answered beside it until the next minor version for scripts reading `name`. */
   name: string;
   environments: readonly Environment[];
   createdAt: string;

@@ -168,9 +168,8 @@ const BROWNOUT_REFUSALS: Readonly<Record<BrownoutAdminRefusal, ErrorCode>> = {
 };
 
 /**
- * The refusal an operation's failure is answered with. The cores' own refusals keep their message; a
- * fault of the gateway's own code (a TypeError and its kin) is a 500, as on the public side; any other
- * failure is Redis's (unreachable, timed out, refused): 503, the cause kept for the log.
+ * The refusal for an operation's failure: the cores' refusals keep their message, a fault of the gateway's code
+ * (a TypeError and kin) is 500, anything else is Redis's: 503, the cause kept for the log.
  */
 export function toAdminRefusal(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;

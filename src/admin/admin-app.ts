@@ -20,10 +20,7 @@ export interface AdminAppOptions {
   /** False once shutdown has begun. */
   isAcceptingTraffic: () => boolean;
   checks: readonly ReadinessCheck[];
-  /**
-   * Renders the metrics exposition; absent until metrics are wired. `openMetrics`, when given, is served
-   * to a scrape whose Accept asks for OpenMetrics first (Prometheus's does): the format with exemplars.
-   */
+  /** The metrics exposition; `openMetrics` (with exemplars) is served when Accept asks for it first, as Prometheus does. */
   metrics?: { contentType: string; render(): Promise<string>; openMetrics?: { contentType: string; render(): Promise<string> } };
   /** The public keys of the identity signer (RFC 7517); undefined while nothing is signed (404). */
   jwks?: () => object | undefined;

@@ -7,11 +7,7 @@ import type { KeyLookupFacts, KeyRecord, KeyStore } from './key-store.ts';
 export interface KeyCacheOptions {
   /** Most found key records held at once. */
   maxEntries: number;
-  /**
-   * Most known absences ("no such key") held at once; default 1000. They are kept apart from the
-   * found records, so a flood of unknown keys never evicts a valid one (whose cache entry is what
-   * lets it work through a store outage).
-   */
+  /** Most known absences held (default 1000), apart so unknown keys never evict a valid one (which rides out an outage). */
   maxNegativeEntries?: number;
   /** How long a found record is trusted without asking the store again. */
   ttlMs: number;
@@ -63,8 +59,7 @@ export class CachedKeyStore implements KeyStore {
   #lookup(keyHash: string): Promise<KeyRecord | undefined> {
     const pending = this.#pending.get(keyHash);
     if (pending) return pending;
-    // Only the lookup still registered when it settles may fill the cache: evict and clear
-    // unregister it, so an answer read before a revocation is not kept after it.
+    // Only a lookup still registered may fill the cache: evict and clear unregister it, so no pre-revocation answer is kept.
     const lookup: Promise<KeyRecord | undefined> = this.#store.findByHash(keyHash).then(
       (record) => {
         if (this.#pending.get(keyHash) !== lookup) return record;

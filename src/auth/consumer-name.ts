@@ -4,10 +4,8 @@
 export const MAX_CONSUMER_NAME_LENGTH = 128;
 
 /**
- * Letters, marks, numbers, punctuation, symbols and U+0020, neither first nor last. Excluded: control
- * characters (ESC, NUL, newlines), format characters (bidi overrides, zero-width joiners), other
- * separators (U+2028, no-break spaces), unassigned and private-use code points and lone surrogates.
- * The document's `pattern` is the same expression (ECMA-262 with the `u` flag, as Ajv compiles it).
+ * Letters, marks, numbers, punctuation, symbols and inner U+0020: no controls, format characters (bidi overrides),
+ * other separators, unassigned or private-use code points. The document's `pattern` is this expression (`u` flag).
  */
 export const CONSUMER_NAME_PATTERN = '^[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}](?:[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S} ]*[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}])?$';
 

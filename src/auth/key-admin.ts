@@ -23,17 +23,11 @@ export interface KeyAdminOptions {
   /** From `createKeyHasher`: its pepper fingerprint is checked against the keys' before a key is written. */
   hashKey: PepperedKeyHasher;
   clock: Clock;
-  /**
-   * Told when this admin recorded its pepper's fingerprint on a Redis that already held keys (written before
-   * fingerprints existed), assuming they were made with the same pepper.
-   */
+  /** Told when this admin recorded its pepper's fingerprint beside older keys, assumed made with the same pepper. */
   onPepperRecorded?: (existingKeys: number) => void;
   /** Told when a write that does not depend on the pepper (revoke, limits, opt-in) ran with another pepper than the keys'. */
   onPepperMismatch?: (message: string) => void;
-  /**
-   * Told when a key change was made but its announcement to the replicas failed (the change is not undone:
-   * it moved the events epoch, which every replica checks each second, so they see it all the same).
-   */
+  /** Told when a change was made but not announced: not undone, as replicas see the epoch it moved within a second. */
   onAnnouncementFailed?: (keyId: string, error: unknown) => void;
 }
 
@@ -126,18 +120,15 @@ export class KeyAdmin implements KeyOperations {
   }
 
   /**
-   * A new secret for the same consumer and grants (as stored when the rotation is written). The old key is
-   * revoked at once, or, with an overlap, expires after it (or at its own expiry, if earlier) so clients can
-   * switch without an outage. A key is rotated once: a concurrent or repeated rotation is refused, naming
-   * the successor, and writes nothing.
+   * A new secret for the same consumer and grants. The old key is revoked at once, or expires after the overlap (or
+   * its own expiry, if earlier). A key is rotated once: another rotation is refused, naming the successor.
    */
   async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
     const { keyHash, record } = await this.#find(id);
     const refused = rotationRefusal(id, record);
     if (refused) throw refused;
     await this.#claimPepper();
-    // The grants are left to the script, which copies them as they stand when it runs. The secret's prefix
-    // follows the environments read here: no operation changes a key's environments.
+    // The script copies the grants as they stand when it runs; no operation changes the environments read here.
     const { key, keyHash: successorHash, record: successor } = this.#newKey({ consumer: record.consumer, environments: record.environments });
     const revokes = !(overlapSeconds > 0);
     const rotated = await rotateOnce(this.#redis, this.#layout, {
@@ -149,8 +140,7 @@ export class KeyAdmin implements KeyOperations {
     // Another rotation or a revocation came first, between the read above and the script: refused as if read then.
     if (rotated.outcome === 'already_rotated') throw rotationRefusal(id, { revoked: false, rotatedTo: rotated.successor })!;
     if (rotated.outcome === 'revoked') throw rotationRefusal(id, { revoked: true })!;
-    // Committed: the successor's secret exists only in this answer, and a retry would be refused, so nothing
-    // may fail from here on (the records are the script's, not read again).
+    // Committed: the new secret exists only in this answer and a retry would be refused, so nothing may fail from here.
     await this.#announce(id, { type: revokes ? 'revoked' : 'changed', keyHash, epoch: rotated.epoch });
     return { issued: { key, record: rotated.successor }, previous: rotated.previous };
   }
@@ -172,10 +162,7 @@ export class KeyAdmin implements KeyOperations {
     return { keyHash, record };
   }
 
-  /**
-   * A key hashed with another pepper than the keys' would be listed as active and refused by every gateway:
-   * refused here instead. The first writer to a Redis without a fingerprint records its own.
-   */
+  /** A key hashed with another pepper would be listed yet refused everywhere: refused here. The first writer records its own. */
   async #claimPepper(): Promise<void> {
     const mine = this.#hashKey.pepperFingerprint;
     const claim = await claimPepperFingerprint(this.#redis, this.#prefix, mine);
@@ -183,10 +170,7 @@ export class KeyAdmin implements KeyOperations {
     if (claim.outcome === 'recorded' && claim.existingKeys > 0) this.#options.onPepperRecorded?.(claim.existingKeys);
   }
 
-  /**
-   * Revoking, limits and opt-ins find the key by id and never hash one, so they work whatever the pepper:
-   * never blocked (revoking a leaked key must not wait for a setting to be fixed), only reported.
-   */
+  /** Writes by id never hash a key: a pepper mismatch is reported, never blocking (revoking a leaked key must not wait). */
   async #notePepper(): Promise<void> {
     const mine = this.#hashKey.pepperFingerprint;
     const stored = await readPepperFingerprint(this.#redis, this.#prefix);
@@ -196,8 +180,7 @@ export class KeyAdmin implements KeyOperations {
   async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed'): Promise<KeyRecord> {
     const { keyHash } = await this.#find(id);
     await this.#notePepper();
-    // The record and the epoch move together (one slot, one transaction): a replica that sees the epoch
-    // move reads the changed record.
+    // The record and the epoch move together (one slot, one transaction): a replica that sees the epoch reads the change.
     const replies = await this.#redis.multi().hset(this.#layout.record(keyHash), fields).incr(this.#layout.eventsEpoch).exec();
     // A transaction's commands fail one by one (no rollback): the change holds only if both did.
     const discarded = new Error('the key change was not applied (transaction discarded)');

@@ -1,6 +1,4 @@
-// Key changes announced over Redis pub/sub, so every replica drops a revoked key from its cache at once, and
-// numbered, so that a replica whose subscription lost one (a connection cut without a reset, a dropped
-// message) notices within a check and drops its whole cache.
+// Key changes announced over Redis pub/sub, so every replica drops a revoked key at once, and numbered, so one that lost an announcement drops its cache.
 import type { Logger } from 'pino';
 import type { RedisClient } from '../redis/connect.ts';
 import type { CachedKeyStore } from './cached-key-store.ts';
@@ -37,10 +35,8 @@ export interface KeyEventsOptions {
 }
 
 /**
- * Why a replica dropped its whole key cache: `baseline`, the first epoch read after start (whatever
- * was cached before it); `resubscribed`, the subscription came back after a cut; `event_skipped`, an event's
- * number skipped one; `epoch_ahead`, the epoch in Redis is ahead of the last event received (the
- * subscription is losing events); `epoch_back`, the epoch in Redis went back (Redis lost writes).
+ * Why the whole key cache was dropped: `baseline` (first epoch read after start), `resubscribed` (after a cut),
+ * `event_skipped`, `epoch_ahead` (the subscription is losing events), `epoch_back` (Redis lost writes).
  */
 export type KeyCacheClearReason = 'baseline' | 'resubscribed' | 'event_skipped' | 'epoch_ahead' | 'epoch_back';
 
@@ -51,17 +47,12 @@ export interface KeyEvents {
 }
 
 /**
- * Evicts each announced key from the cache, and drops the whole cache when an announcement was missed:
- * - ioredis re-subscribes by itself after a reconnect; events published while the connection was down
- *   are lost, so the cache is dropped on every re-subscription;
- * - a subscription can also lose events without a reconnect (a connection that a middlebox silently
- *   dropped, which the client notices only when it next writes). Each change moves an epoch in Redis
- *   with its record and is announced with it: an event that skips a number, or an epoch read every
- *   `checkMs` that is ahead of the last event received (or behind it: Redis lost writes), drops the
- *   cache, and a subscription that then does not answer a ping is reconnected. The check is one GET a
- *   replica every `checkMs`, off the request path, and runs while there is no subscription too.
- * A cache dropped needlessly (the check read the epoch just before its event arrived) costs each key
- * one more lookup.
+ * Evicts each announced key, and drops the whole cache when an announcement was missed:
+ * - ioredis re-subscribes by itself after a reconnect, losing what was published meanwhile: dropped on re-subscription;
+ * - a connection a middlebox silently dropped loses events unnoticed. Each change moves an epoch in Redis and carries
+ *   it: an event that skips a number, or an epoch (one GET every `checkMs`, off the request path) ahead of or behind
+ *   the last event, drops the cache, and a subscription that then does not answer a ping is reconnected.
+ * A needless drop (the epoch read just before its event arrived) costs each key one more lookup.
  */
 export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
   const { subscriber, redis, cache, logger, checkMs, onCacheCleared } = options;
@@ -87,8 +78,7 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
       return;
     }
     cache.evict(event.keyHash);
-    // Before the first check has read the epoch (the baseline, which clears the cache) an event's number
-    // says nothing of what was missed before it: taking it as the baseline would skip that clear.
+    // Before the baseline (which clears the cache) an event's number says nothing of what was missed before it.
     if (event.epoch === undefined || seen === undefined) return;
     if (event.epoch > seen + 1) missed(event.epoch, 'event_skipped', 'an event skipped a number (one was lost)');
     seen = Math.max(seen, event.epoch);
@@ -107,8 +97,7 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
       return;
     }
     if (seen === undefined) {
-      // The baseline: from here on a change not announced is seen by its number. Anything cached before it
-      // may have changed unannounced (at start-up the cache is all but empty).
+      // The baseline: anything cached before it may have changed unannounced (at start-up the cache is all but empty).
       clear('baseline');
     } else if (stored > seen) {
       missed(stored, 'epoch_ahead', 'the epoch in Redis is ahead of the last event received');
@@ -119,10 +108,7 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
     }
     seen = stored;
   };
-  /**
-   * An announcement was missed while subscribed: the connection may be dead without knowing it (nothing
-   * is written on it to find out). A ping that goes unanswered makes it reconnect, and re-subscribe.
-   */
+  // A missed announcement: the connection may be dead unknowingly (nothing is written on it); an unanswered ping reconnects it.
   let repairing = false;
   const repairSubscription = async () => {
     if (!subscribedOnce || repairing || closed || subscriber.isCluster || subscriber.status !== 'ready') return;

@@ -11,12 +11,9 @@ export type PepperedKeyHasher = KeyHasher & { readonly pepperFingerprint: string
 export const REMEMBERED_HMACS = 10_000;
 
 /**
- * With a pepper (a server-side secret kept outside Redis), a copy of the Redis data alone is not
- * enough to test guessed keys. Keys are 256-bit random, so a plain SHA-256 is already not invertible.
- *
- * An HMAC builds a keyed-hash context on every call; measured on the request path, that cost several
- * times a one-shot SHA-256. So each key's HMAC is computed once and then found by the key's SHA-256:
- * the process keeps no key, only digests of it, as the cache behind it does.
+ * With a pepper (a secret kept outside Redis) a copy of Redis alone cannot test guessed keys; keys are 256-bit random,
+ * so plain SHA-256 is not invertible either. An HMAC builds a context per call (several times a SHA-256's cost, as
+ * measured), so each key's HMAC is computed once and found by its SHA-256: only digests are kept.
  */
 export function createKeyHasher(pepper: string | undefined): PepperedKeyHasher {
   const named = (hasher: KeyHasher) => Object.assign(hasher, { pepperFingerprint: pepperFingerprint(pepper) });

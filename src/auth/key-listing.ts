@@ -67,9 +67,8 @@ async function readRecords(redis: RedisClient, layout: KeyLayout, ids: readonly 
 }
 
 /**
- * Versions before the index wrote only the id set, and one still running (a CLI) may: ids the set holds
- * beyond the index are added to it, read in batches, before a first page. Cheap when they agree (two
- * counts); ids are never removed from either, so equal counts mean equal contents.
+ * Older versions (a CLI still running) write only the id set: its ids beyond the index are added before a first page.
+ * Ids are never removed from either, so equal counts (the cheap check) mean equal contents.
  */
 async function fillOrder(redis: RedisClient, layout: KeyLayout): Promise<void> {
   const [setCount, orderCount] = (await pipelined(redis, [
@@ -87,10 +86,7 @@ async function fillOrder(redis: RedisClient, layout: KeyLayout): Promise<void> {
   } while (cursor !== '0');
 }
 
-/**
- * One page. Resuming after the member the cursor names (not at an offset) keeps it exact while keys are
- * created: a key present for the whole listing is given exactly once, in creation order (ties by id).
- */
+/** One page, resumed after the cursor's member (not an offset): a key present throughout is listed exactly once, in order. */
 export async function readKeyPage(redis: RedisClient, layout: KeyLayout, request: PageRequest): Promise<KeyPage> {
   const limit = request.limit ?? DEFAULT_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE)

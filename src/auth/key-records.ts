@@ -11,9 +11,8 @@ export interface KeyLayout {
   /** SET: every key id (what versions before the ordered index list, and what the pepper claim counts). */
   ids: string;
   /**
-   * ZSET, every score 0: a member `createdAt|id` per key, so lexicographic order is creation order and a
-   * page resumes after the last member it gave (ZRANGE BYLEX), whatever was added or ties in between.
-   * Written with `ids` in one transaction; filled from `ids` where older versions wrote only that.
+   * ZSET, scores 0, members `createdAt|id`: lexicographic order is creation order, and a page resumes after its last
+   * member (ZRANGE BYLEX). Written with `ids` in one transaction; filled from `ids` where older versions wrote only that.
    */
   order: string;
   /** Pub/sub channel on which key changes are announced to every gateway replica. */
@@ -24,10 +23,7 @@ export interface KeyLayout {
   pepperFingerprint: string;
 }
 
-/**
- * Every key-record name carries the hash tag `{keys}`, so in a Redis Cluster they share one slot and
- * the multi-key transactions of the key CLI stay legal (the data is small).
- */
+/** Every name carries the hash tag `{keys}`: one Cluster slot, so the key CLI's multi-key transactions stay legal. */
 export function keyLayout(prefix: string): KeyLayout {
   return {
     record: (keyHash) => `${prefix}{keys}:key:${keyHash}`,

@@ -14,11 +14,9 @@ export type RotationOutcome =
 const GRANTS = ['environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn'] as const;
 
 // KEYS: the old record, the new record, the new id's key hash, the id set, the ordered index, the events epoch.
-// ARGV: the new id, the new key hash, its index member, the end of the overlap ('' revokes at once); then the
-// new record's own field/value pairs. Checked and written in one script: nothing runs between the check and
-// the write (WATCH would need a connection of its own; the gateway's is shared), so the grants copied are the
-// old record's as they stand, whatever was changed since the caller read it. Every key carries {keys}: one slot.
-// Expiries are compared as text: the gateway writes every one with toISOString (UTC, fixed width).
+// ARGV: the new id, the new key hash, its index member, the overlap's end ('' revokes at once), the new record's pairs.
+// One script, as WATCH would need a connection of its own: the grants copied are the old record's as they stand.
+// Every key carries {keys}: one slot. Expiries compare as text: all written by toISOString (UTC, fixed width).
 const ROTATE_SCRIPT = `
 local state = redis.call('HMGET', KEYS[1], 'id', 'revoked', 'rotatedTo', 'environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn')
 if not state[1] then return {'gone'} end
@@ -56,10 +54,7 @@ export interface Rotation {
   old: { keyHash: string; record: KeyRecord };
   /** The successor's own fields (id, consumer, creation); its grants are the old record's, copied by the script. */
   successor: { keyHash: string; record: KeyRecord };
-  /**
-   * When the old key stops working (ISO 8601, from toISOString): its own expiry if earlier, which an overlap
-   * never pushes back. Absent, it is revoked at once.
-   */
+  /** When the old key stops working (toISOString), never after its own expiry; absent, it is revoked at once. */
   overlapEndsAt?: string;
 }
 

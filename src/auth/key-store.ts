@@ -38,11 +38,7 @@ export class KeyStoreUnavailableError extends Error {
   override name = 'KeyStoreUnavailableError';
 }
 
-/**
- * Where a cache in front of the store writes, for one lookup, whether it answered (`hit`) or asked the
- * store behind it (`miss`, and when: monotonic milliseconds), before the lookup's promise is returned; a
- * store without a cache writes nothing.
- */
+/** Where a cache writes whether it answered a lookup (`hit`) or asked its store (`miss`, when: monotonic ms); else nothing. */
 export interface KeyLookupFacts {
   keyCache: 'hit' | 'miss' | undefined;
   lookupStartMs: number;

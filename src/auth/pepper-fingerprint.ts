@@ -10,9 +10,8 @@ export const NO_PEPPER = 'none';
 const LABEL = 'petstore-gateway pepper fingerprint v1';
 
 /**
- * An HMAC of a fixed label under the pepper, never the pepper. It does let someone holding a copy of
- * Redis test guessed peppers offline; a pepper of at least 16 characters (`openssl rand -base64 32`)
- * makes that hopeless, and even a found pepper still leaves 256-bit random keys to guess.
+ * An HMAC of a fixed label under the pepper. A Redis copy allows testing guessed peppers offline; 16 characters or more
+ * make that hopeless, and a found pepper still leaves 256-bit random keys to guess.
  */
 export function pepperFingerprint(pepper: string | undefined): string {
   return pepper ? `hmac-sha256:${createHmac('sha256', pepper).update(LABEL).digest('hex')}` : NO_PEPPER;
@@ -27,8 +26,7 @@ export type FingerprintClaim =
   /** None stored and no key to adopt: nothing to disagree with yet (asked with onlyOverExistingKeys). */
   | { outcome: 'absent' };
 
-// One round trip, atomic: two writers with different peppers cannot both record theirs (the key and the id set
-// share a slot). ARGV[2] '1': record only over existing keys (a gateway adopting keys written before fingerprints).
+// Atomic: two writers with different peppers cannot both record theirs. ARGV[2] '1': record only over existing keys.
 const CLAIM_SCRIPT = `
 local stored = redis.call('GET', KEYS[1])
 if stored then return {'stored', stored} end
@@ -39,10 +37,8 @@ return {'recorded', tostring(keys)}
 `;
 
 /**
- * Compares `fingerprint` with the one stored under `keyPrefix`, recording it when none is (the first
- * writer's pepper wins). `onlyOverExistingKeys`: record only when keys exist without a fingerprint
- * (written before fingerprints), else report `absent`: a gateway must not claim an empty Redis for a
- * pepper no key was made with.
+ * Compares `fingerprint` with the stored one, recording it when none is (first writer wins). `onlyOverExistingKeys`:
+ * record only over keys older than fingerprints, else `absent`: a gateway must not claim an empty Redis.
  */
 export async function claimPepperFingerprint(
   redis: RedisClient,

@@ -26,10 +26,8 @@ export interface PepperWatch {
 type PepperState = 'unverified' | 'verified' | 'differs';
 
 /**
- * Not ready until verified once. Verified, the replica stays ready whatever it hears later: its pepper
- * cannot change while it runs, so a fingerprint that disagrees afterwards was changed in Redis (a flush,
- * an eviction, a stray writer), and taking every verified replica out at once would turn that into an
- * outage. It is reported instead: an error line naming the setting, and the gauge that pages.
+ * Not ready until verified once, then ready whatever it hears: its pepper cannot change, so a later mismatch was made
+ * in Redis (a flush, a stray writer), and taking every replica out would be an outage. It is logged and paged instead.
  */
 export function watchPepper(redis: RedisClient, options: PepperWatchOptions): PepperWatch {
   const { keyPrefix, fingerprint, logger } = options;

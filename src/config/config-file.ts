@@ -7,10 +7,7 @@ export class ConfigFileError extends Error {
   override name = 'ConfigFileError';
 }
 
-/**
- * What each syntax error means, in our words: the parser's own messages quote the file (a `redis.password`
- * next to the error was written into the log twice), so only its code is read.
- */
+/** Each syntax error in our words: the parser's messages quote the file (a password near the error was logged twice). */
 const SYNTAX_ERRORS: Partial<Record<ErrorCode, string>> = {
   BAD_DQ_ESCAPE: 'an invalid escape in a double-quoted value',
   BAD_INDENT: 'bad indentation, or a [ or { not closed',
@@ -53,9 +50,8 @@ function lineAndColumn(text: string, offset: number): { line: number; col: numbe
 }
 
 /**
- * The dotted path of the last key that starts before the error. Only keys that begin their line (or a
- * `- ` item) count: a key the parser found in the middle of a line is more likely part of a broken value
- * (a password holding ": "), which must not be printed.
+ * The dotted path of the last key before the error that begins its line (or a `- ` item): one found mid-line is more
+ * likely part of a broken value (a password holding ": "), which must not be printed.
  */
 function keyNear(text: string, document: ReturnType<typeof parseDocument>, offset: number): string | undefined {
   let nearest: string | undefined;

@@ -43,10 +43,7 @@ export const ENV_KEYS = {
 /** Variables that hold lists, as comma-separated values. */
 const LIST_VARIABLES: ReadonlySet<string> = new Set(['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES', 'CORS_ALLOWED_ORIGINS']);
 
-/**
- * The key a variable sets, in a configuration whose `environment` is `environment` (the file's or
- * GATEWAY_ENVIRONMENT's); undefined when it is no environment the schema knows, which the schema reports.
- */
+/** The key a variable sets when running in `environment`; undefined for an unknown one, which the schema reports. */
 function keyFor(path: readonly string[], environment: unknown): string[] | undefined {
   const running = environment ?? configSchema.shape.environment.parse(undefined);
   if (path.includes(RUNNING_ENVIRONMENT) && !ENVIRONMENTS.some((known) => known === running)) return undefined;
@@ -64,10 +61,7 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/**
- * Loads the configuration. `GATEWAY_CONFIG` names another file; `overrides` (used by tests and the
- * demo) are laid over the file before the environment variables.
- */
+/** Loads the configuration (`GATEWAY_CONFIG` names another file); `overrides` go over the file, under the environment variables. */
 export function loadConfig(env: Env = process.env, overrides: Record<string, unknown> = {}): GatewayConfig {
   const file = configFile(env);
   let fromFile: unknown;
@@ -152,7 +146,7 @@ function deepMerge(target: Record<string, unknown>, source: Record<string, unkno
   return target;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
@@ -166,9 +160,8 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /**
- * The environment variables set now whose config key the file gives another value: at start and on a
- * reload the variable wins, so an edit of the file's value changes nothing; a reload says so
- * (`LOG_LEVEL (logging.level)`). The file is read as text, its values compared as they are written.
+ * The variables set now whose key the file gives another value, as written: the variable wins, so editing the file's
+ * value changes nothing, which a reload says (`LOG_LEVEL (logging.level)`).
  */
 export function shadowedByEnvironment(env: Env = process.env): Array<{ variable: string; key: string }> {
   let fromFile: unknown;

@@ -1,15 +1,13 @@
 // What a configuration reload (SIGHUP) can change in a running gateway, and what only a restart can: a pure plan, read by the reload.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { deepFreeze } from './load-config.ts';
+import { deepFreeze, isPlainObject } from './load-config.ts';
 import type { GatewayConfig } from './schema.ts';
 
 /**
- * Settings a running process cannot take up: its listeners, its Redis connections and the stores
- * built on them, the key cache, the upstream addresses its pools and readiness checks were built for,
- * what it reads only at start or at shutdown, and the pod's resources (a pod restarts to change them). Everything else (rate limits, deprecations and
- * brownouts, stability access, request limits, upstream timeouts and breaker, header lists, identity
- * keys, log level, the documents' contents) is taken up by the next request after a reload.
+ * Settings a running process cannot take up: listeners, Redis and its stores, the key cache, the upstream addresses
+ * its pools and probes were built for, what is read only at start or shutdown, the pod's resources. Everything else
+ * is taken up by the next request after a reload.
  */
 export const RESTART_SETTINGS: readonly string[] = [
   'environment',
@@ -32,9 +30,8 @@ export function isRestartSetting(key: string): boolean {
 }
 
 /**
- * Which documents are served, and each one's upstreams: a list the readiness checks and metrics were
- * built for. Their contents are re-read on every reload, and their deprecations taken up, as long as
- * the list stays the same; a changed list waits for a restart, with the deprecations that go with it.
+ * The documents served and their upstreams, which probes and metrics were built for: their contents and deprecations
+ * are taken up on a reload while the list stays the same; a changed list waits for a restart.
  */
 const DOCUMENT_LIST = ['contract', 'versions', 'versionDeprecation'] as const;
 
@@ -72,11 +69,7 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
 /** The list of documents and their upstreams, without what a reload may change (their deprecations). */
 const documentList = (config: GatewayConfig) => [config.contract, config.versions.map(({ document, upstreams }) => ({ document, upstreams }))];
 
-/**
- * The plan for serving `next` in a process started with `running`. Throws a ReloadRefusal, naming the
- * key, when the settings taken up do not hold together with the ones kept (e.g. a window shorter than
- * four times the running local-first sync).
- */
+/** The plan for serving `next` in a process started with `running`; a ReloadRefusal names a key that clashes with the kept ones. */
 export function planReload(running: GatewayConfig, next: GatewayConfig): ReloadPlan {
   const needRestart = RESTART_SETTINGS.flatMap((path) => changedKeys(valueAt(running, path), valueAt(next, path), path));
   const effective: Record<string, unknown> = { ...next };
@@ -110,12 +103,8 @@ export function changedSettings(before: GatewayConfig, after: GatewayConfig): st
 /** The leaf keys under `path` whose values differ; a list, or a value that changed type, is one key. */
 function changedKeys(before: unknown, after: unknown, path: string): string[] {
   if (same(before, after)) return [];
-  if (!isMapping(before) || !isMapping(after)) return [path];
+  if (!isPlainObject(before) || !isPlainObject(after)) return [path];
   return Object.keys({ ...before, ...after }).flatMap((key) => changedKeys(before[key], after[key], `${path}.${key}`));
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
 /** The schema's rules across settings a reload may take up and settings it keeps (config/schema.ts, rateLimit). */
@@ -127,10 +116,7 @@ function checkKeptTogether(config: GatewayConfig): void {
   if (onStoreError !== 'allow') throw new ReloadRefusal('rateLimit.onStoreError: deny applies to the exact mode only; the running mode is local-first');
 }
 
-/**
- * A short digest of what a configuration serves: its settings and the bytes of every document it
- * names, so an operator can tell which replicas run the same thing (logged at start and on reload).
- */
+/** A digest of the settings and every document's bytes, so an operator can tell which replicas run the same thing. */
 export function configurationHash(config: GatewayConfig): string {
   const hash = createHash('sha256');
   // Without Redis's credentials: a digest of otherwise known settings would let a log reader test guesses.

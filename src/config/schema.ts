@@ -86,10 +86,7 @@ export const configSchema = z
     upstreamUrl: baseUrl.optional(),
     /** The document of `contract` deprecated as a whole (same shape as `versions[].deprecation`); null: it is current. */
     versionDeprecation: versionDeprecation.nullable().default(null),
-    /**
-     * Further interface documents served beside `contract`, each under the base path of its servers[0].url,
-     * with its own upstream per environment. Operation ids must be unique across all documents.
-     */
+    /** Further documents served beside `contract`, each under its servers[0].url's base path; operation ids unique across all. */
     versions: z
       .array(
         z
@@ -125,10 +122,7 @@ export const configSchema = z
         maxInFlight: z.coerce.number().int().positive().default(1024),
         /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
         maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
-        /**
-         * Open connections on the admin listener; at the cap the oldest idle or half-sent one is closed to
-         * admit the newcomer, so a flood cannot lock out the kubelet's probes or Prometheus.
-         */
+        /** Admin listener connections; at the cap the oldest idle or half-sent one makes way, so a flood cannot lock out probes. */
         adminMaxConnections: z.coerce.number().int().positive().default(256),
         /** An admin client must send all its request headers within this (else 408 and the connection closes). */
         adminHeadersTimeoutMs: positiveMs.default(5000),
@@ -230,11 +224,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    /**
-     * What the pod gave the gateway's container, for the saturation metrics (CPU against its request,
-     * memory against its limit): the Kubernetes manifests set them from the Downward API. null: not told,
-     * and the gauges have no series.
-     */
+    /** The container's CPU request and memory limit (Downward API), for the saturation metrics; null: the gauges have no series. */
     resources: z
       .object({
         cpuRequestMillicores: z.coerce.number().int().positive().nullable().default(null),
@@ -299,10 +289,8 @@ export const configSchema = z
         /** Rate-limit store (Redis) unreachable: `allow` lets requests through (auth still fails closed), `deny` answers 503. Exact mode only. */
         onStoreError: z.enum(['allow', 'deny']).default('allow'),
         /**
-         * `exact`: every hit counted in Redis before its request goes on (one command per key per
-         * event-loop turn), exact across replicas. `local-first`: counted in process and
-         * synchronised every `syncMs` (no Redis on the request path; N replicas may let a key through up to
-         * (N − 1) × its rate per replica × 2 × syncMs over its limit).
+         * `exact`: every hit counted in Redis before its request goes on, exact across replicas. `local-first`: counted in
+         * process, synchronised every `syncMs` (N replicas may pass up to (N − 1) × rate per replica × 2 × syncMs over).
          */
         mode: z.enum(['exact', 'local-first']).default('exact'),
         /** local-first: how often local counts are synchronised with Redis. */

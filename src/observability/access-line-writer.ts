@@ -52,10 +52,8 @@ const LINE_FIELDS = Object.keys({
 } satisfies Record<keyof AccessLineFields, true>);
 
 /**
- * Whether pino writes a line as level, time, bindings, the object's fields and "msg" and nothing else:
- * true for the gateway's loggers. A logger configured to do more (a message key or prefix, a mixin, a
- * nested key, a log formatter, hooks, serializers for the line's fields, a destination that asks for
- * each line's level, as pino.multistream does) is left to pino.
+ * Whether pino writes only level, time, bindings, fields and "msg" (the gateway's loggers). A logger that does more
+ * (message key or prefix, mixin, nested key, formatter, hooks, field serializers, pino.multistream) is left to pino.
  */
 function writesPlainLines(logger: Logger): boolean {
   const parts = logger as unknown as PinoLineParts;
@@ -85,11 +83,9 @@ export interface AccessLineWriter {
 }
 
 /**
- * Writes an access line to `logger`'s destination as `logger[level](fields, message)` would, byte for
- * byte, with one JSON.stringify of the fields: pino escapes every key and every string value one at a
- * time, and in the gateway that cost as much as the rest of the access log (decision 0011). The level's
- * opening, the time, the bindings and the line's end are pino's own, read from the logger; a logger
- * configured to write more than those (see writesPlainLines) is handed the call.
+ * Writes `logger[level](fields, message)`'s line byte for byte with one JSON.stringify: pino escapes each key and
+ * string apart, which cost as much as the rest of the access log (decision 0011). Level, time, bindings and line end
+ * are read from the logger; one that writes more (writesPlainLines) is handed the call.
  */
 export function createAccessLineWriter(logger: Logger): AccessLineWriter {
   if (!writesPlainLines(logger)) {

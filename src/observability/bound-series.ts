@@ -6,11 +6,9 @@
 import type { Counter, Histogram, LabelValues } from 'prom-client';
 
 /**
- * What prom-client 15 keeps per series (`hashMap`, keyed by a string made from the label values): a
- * counter's `{ labels, value }` (lib/counter.js), a histogram's `{ labels, bucketValues, sum, count }`
- * with a count per upper bound, keyed by the bound as a property name (lib/histogram.js). The exposition
- * reads them from there. test/unit/observability/bound-series.test.ts holds the bound series to the
- * public API's exposition, so a prom-client that keeps them otherwise fails there, not in production.
+ * What prom-client 15 keeps per series in `hashMap`: a counter's `{ labels, value }`, a histogram's `{ labels,
+ * bucketValues, sum, count }` keyed by bound (lib/counter.js, lib/histogram.js). bound-series.test.ts holds these
+ * to the public API's exposition, so a prom-client that keeps them otherwise fails there, not in production.
  */
 interface SeriesValues {
   labels: LabelValues<string>;
@@ -35,10 +33,7 @@ function sameLabels(kept: LabelValues<string>, wanted: LabelValues<string>): boo
   return Object.keys(kept).length === names.length && names.every((name) => kept[name] === wanted[name]);
 }
 
-/**
- * The series' values once prom-client has made them (the first update of a series goes through its
- * public API, which makes them), found again after a `reset()` or `remove()` replaced them.
- */
+/** The series' values once prom-client's public API made them, found again after a `reset()` or `remove()`. */
 class SeriesSlot<Values extends SeriesValues> {
   private readonly metric: MetricInternals<Values>;
   private readonly labels: LabelValues<string>;
@@ -82,10 +77,7 @@ export interface BoundHistogram extends Engaged {
   observe(value: number): void;
 }
 
-/**
- * `counter.labels(labels)`, whose `inc` adds to the series' value in place: prom-client's own makes the
- * series' key from the label values and checks them on every call.
- */
+/** `counter.labels(labels)` adding in place: prom-client's own makes the key and checks the labels on every call. */
 export function boundCounter(counter: Counter<string>, labels: LabelValues<string>): BoundCounter {
   const child = counter.labels(labels);
   const slot = new SeriesSlot<CounterValues>(counter, labels);
@@ -100,10 +92,7 @@ export function boundCounter(counter: Counter<string>, labels: LabelValues<strin
   };
 }
 
-/**
- * `histogram.labels(labels)`, whose `observe` counts in the series' bucket in place: prom-client's own
- * also makes the series' key and turns the bucket's bound into a property name on every call.
- */
+/** `histogram.labels(labels)` counting in place: prom-client's own also turns the bound into a property name each call. */
 export function boundHistogram(histogram: Histogram<string>, labels: LabelValues<string>): BoundHistogram {
   const child = histogram.labels(labels);
   const slot = new SeriesSlot<HistogramValues>(histogram, labels);

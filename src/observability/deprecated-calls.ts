@@ -94,9 +94,8 @@ export interface DeprecatedCallRecorder {
 }
 
 /**
- * Counts per operation and key in memory and flushes every `flushIntervalMs`. When the store fails,
- * the batch is merged back and retried with the next one: nothing is lost while the process lives,
- * but a batch whose write succeeded and whose answer was lost (a timeout) is counted twice.
+ * Counts per operation and key in memory, flushed every `flushIntervalMs`; a failed batch is merged into the next, so
+ * nothing is lost while the process lives, but a write whose answer was lost (a timeout) counts twice.
  */
 export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOptions): DeprecatedCallRecorder {
   const { store, clock, logger } = options;

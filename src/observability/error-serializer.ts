@@ -2,11 +2,8 @@
 import { pino } from 'pino';
 
 /**
- * ioredis puts the command an error answers on the error, `command: { name, args }` (a reply error, an
- * aborted command; each error of a failed transaction's `previousErrors`), and pino's err serializer
- * copies an error's enumerable properties. The args are the command's keys and values: a key's stored
- * hash, its id, a consumer's name, a whole key record. The name says which command failed, which is
- * what an operator needs; the arguments are never written.
+ * ioredis puts `command: { name, args }` on its errors (and each of a failed transaction's `previousErrors`), which
+ * pino's serializer copies. The args are keys and values (a key's hash, a whole key record): only the name is written.
  */
 interface LoggedCommand {
   name?: string;
@@ -14,17 +11,12 @@ interface LoggedCommand {
 
 const probe: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('probe')));
 /**
- * The prototype of what pino's serializer returns (pino-std-serializers' own), which tells its output,
- * a fresh object per error and safe to rewrite in place, from the caller's objects, which are copied.
- * Were pino to return plain objects, they would be copied and scrubbed like the caller's; the oracle
- * test (test/unit/observability/error-serializer.test.ts) would then show what changed in pino's format.
+ * The prototype of pino's serialized errors: tells its fresh output (rewritten in place) from the caller's objects (copied).
+ * Were pino to return plain objects they would be copied too; the oracle test would show what changed.
  */
 const SERIALIZED_ERROR: object | undefined = probe === Object.prototype || probe === null ? undefined : (probe as object);
 
-/**
- * Walked no deeper than this (pino itself writes objects 5 levels deep at most). An error's graph is
- * built by libraries: a cycle or a deep one must cost a bounded walk, not a stack overflow.
- */
+/** Pino writes 5 levels at most; an error's graph is built by libraries, so a deep one must not overflow the stack. */
 const MAX_DEPTH = 16;
 
 function isErrorLike(value: unknown): value is Error {
@@ -38,9 +30,8 @@ function commandName(command: unknown): LoggedCommand | undefined {
 }
 
 /**
- * A copy of `value` without any `command`'s arguments: serialized errors are rewritten in place (pino made
- * them for this call), errors met in arrays or plain objects are serialized first (JSON would otherwise
- * write their enumerable properties as they are), plain objects and arrays are copied, never changed.
+ * `value` without any `command`'s arguments: serialized errors rewritten in place, errors met inside serialized first
+ * (JSON would write their enumerable properties as they are), plain objects and arrays copied, never changed.
  */
 function scrub(value: unknown, depth: number, seen: WeakSet<object>): unknown {
   if (typeof value !== 'object' || value === null) return value;
@@ -69,10 +60,8 @@ function scrubFields(from: Record<string, unknown>, into: Record<string, unknown
 }
 
 /**
- * pino's err serializer (type, message and stack with their causes', aggregated errors, the error's own
- * fields), then every `command` in what it wrote reduced to its name. A cause's fields are never written
- * by pino (only its message and stack, which hold no arguments); a cause that is not an error is a field
- * like another, and is scrubbed like one.
+ * pino's err serializer, then every `command` in what it wrote reduced to its name. pino writes only a cause's message
+ * and stack (no arguments); a cause that is not an error is scrubbed like any field.
  */
 export function serializeError(err: unknown): unknown {
   return scrub(isErrorLike(err) ? pino.stdSerializers.err(err) : err, 0, new WeakSet());

@@ -6,10 +6,9 @@ import { boundHistogram, type BoundHistogram } from './bound-series.ts';
 export const EXEMPLAR_REFRESH_MS = 1000;
 
 /**
- * A scrape reads one exemplar per bucket, every 15 s or so, and prom-client's exemplar path hashes the label
- * set twice and validates the exemplar's on every call: here only the first sampled observation of a
- * bucket in each second takes it, the others the series' bound child, as unsampled requests do. A bucket
- * rarely hit (the slow ones, whose traces an operator wants) takes its exemplar every time.
+ * A scrape reads one exemplar per bucket, and prom-client's exemplar path hashes and validates labels on every call:
+ * only a bucket's first sampled observation each second takes it (so rarely hit, slow buckets always do), the rest
+ * go through the bound child as unsampled requests do.
  */
 export class ExemplarSeries {
   private readonly refreshedAt: Float64Array;

@@ -2,31 +2,20 @@
 import { Registry } from 'prom-client';
 
 /**
- * Characters neither text format lets a label value escape (only `\\`, `\"` and `\n` have escapes, which
- * prom-client writes): C0 controls but the line feed (escaped in values and HELP, so a raw one only ever
- * ends a line), DEL, C1 controls (NEL among them), and Unicode's line and paragraph separators. Both
- * formats would carry most of them raw, and Prometheus accepts them, but raw they are a NUL that ends a C
- * string, an ESC that drives the terminal of whoever reads /metrics, a CR or NEL that ends a line for a
- * reader splitting on universal newlines. A consumer name reaches a label value from Redis, whatever the
- * admin API accepts today, so the exposition itself is made safe, whatever the label.
+ * Characters neither text format can escape in a label value: C0 controls but the line feed, DEL, C1 controls and
+ * U+2028/9. Raw, they end a C string (NUL), drive a terminal (ESC) or end a line (CR, NEL). A consumer name comes from
+ * Redis whatever the admin API accepts, so the exposition itself is made safe.
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this expression's purpose.
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
 const CONTROLS = new RegExp(CONTROL.source, 'g');
 
-/**
- * The character as visible text, `\u001b`: written `\\u001b` (an escaped backslash, then `u001b`), which
- * a parser reads back as the six characters. Distinct characters stay distinct; nothing is dropped.
- */
+/** The character as `\\u001b` (an escaped backslash), read back as six visible characters: nothing dropped or merged. */
 function visible(character: string): string {
   return `\\\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }
 
-/**
- * `exposition` with every control character written as visible text. Outside label values and HELP, an
- * exposition holds only names, numbers and the line feeds between lines, so the whole text can be
- * rewritten; one scan of the text when it holds none (every scrape but a hostile one).
- */
+/** Outside label values and HELP there are only names, numbers and line feeds, so the whole text can be rewritten. */
 export function withoutControlCharacters(exposition: string): string {
   return CONTROL.test(exposition) ? exposition.replace(CONTROLS, visible) : exposition;
 }
@@ -38,11 +27,7 @@ export class ExpositionRegistry extends Registry {
   }
 }
 
-/**
- * OpenMetrics HELP text as the format requires: its escaped-string has no unescaped `"` (ABNF `normal-char`
- * leaves out %x22), while prom-client writes HELP as the Prometheus text format does (`\\` and `\n` only).
- * prom-client never writes `\"` in HELP, so every `"` on a HELP line is a raw one, to escape.
- */
+/** OpenMetrics HELP may hold no raw `"` (ABNF `normal-char`); prom-client never escapes one, so every `"` there is raw. */
 export function withEscapedHelpQuotes(exposition: string): string {
   return exposition.replace(/^# HELP .*"/gm, (line) => line.replaceAll('"', '\\"'));
 }

@@ -14,9 +14,8 @@ export interface LogDestination extends DestinationStream {
   /** Starts writing what has gathered (asynchronously). */
   flush(): void;
   /**
-   * Writes every line so far (shutdown): waits for the write under way, if any, for at most
-   * `timeoutMs` (a reader that has stopped must not hold the process forever), then writes the rest
-   * synchronously. A write started asynchronously and still unfinished at exit would be lost.
+   * Writes every line so far (shutdown): waits at most `timeoutMs` for the write under way (a stopped reader must not
+   * hold the process), then writes the rest synchronously; an asynchronous write unfinished at exit would be lost.
    */
   writeAll(timeoutMs: number): Promise<void>;
   /** Writes what is waiting before returning, without waiting for a write under way (a fatal error, about to exit). */
@@ -24,10 +23,8 @@ export interface LogDestination extends DestinationStream {
 }
 
 /**
- * Each line becomes a Buffer of its own, and sonic-boom keeps the batch as a list of them, joined
- * once per write. Given strings, sonic-boom appends each line to one growing string and takes that
- * string's UTF-8 length on every write, which copies it whole: with 32 KiB batches, about 16 KiB
- * copied, and left to the garbage collector, per line (a quarter of all the gateway allocated per request).
+ * A Buffer per line, which sonic-boom joins once per write. Given strings, it grows one string and takes its UTF-8
+ * length each write, copying it: about 16 KiB per line with 32 KiB batches, a quarter of all a request allocated.
  */
 export function createLogDestination(options: LogDestinationOptions): LogDestination {
   // pino.destination: sonic-boom that stops quietly on a closed pipe (EPIPE) and flushes on exit.

@@ -18,10 +18,8 @@ export interface LogThrottle {
 }
 
 /**
- * A client sending wrong credentials as fast as it can would otherwise write a line a request (10,000 in
- * seconds): the first lines of an interval keep their detail, the rest become one count. The summary is
- * written by a timer when the interval ends, so a burst's count is told even if nothing follows it; the
- * timer does not hold the process open.
+ * A client flooding wrong credentials would write a line a request: an interval's first lines keep their detail, the
+ * rest become one count, written by an unref'd timer at the interval's end so a burst is told even if nothing follows.
  */
 export function createLogThrottle(options: LogThrottleOptions): LogThrottle {
   const { linesPerInterval, intervalMs, clock, summarize } = options;

@@ -5,17 +5,12 @@ import { createAccessLineWriter } from './access-line-writer.ts';
 import { serializeError } from './error-serializer.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 
-/**
- * Headers are never logged (the Authorization header carries the key); redaction is the second line
- * of defence for anything that logs a request or headers object by mistake.
- */
+/** Headers are never logged (Authorization carries the key); redaction guards against logging one by mistake. */
 const REDACT = ['authorization', 'headers.authorization', 'req.headers.authorization', 'req.headers.cookie', 'apiKey', 'key', 'secret', 'pepper'];
 
 /**
- * pino's own timestamp is `,"time":${Date.now()}`. V8 turns a number into its decimal string through a
- * cache held in the old generation, so every new number's string is kept there until its slot is
- * reused, outlives the young generation and is promoted: a new one per millisecond, one per line at
- * 1,000 requests/s. `toFixed` writes the same digits without the cache.
+ * pino's own timestamp is `,"time":${Date.now()}`: V8 caches a number's string in the old generation, so a new one
+ * per millisecond is promoted. `toFixed` writes the same digits without the cache.
  */
 const epochTime = (): string => `,"time":${Date.now().toFixed(0)}`;
 
@@ -34,20 +29,13 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
 /** Answers the gateway gives on purpose when the backend or Redis fails, or it is at capacity: not gateway bugs. */
 const DECIDED_REFUSALS: ReadonlySet<number> = new Set([502, 503, 504]);
 
-/**
- * The access log line's level: warn for the 502/503/504 refusals the gateway decides (an operator
- * watches their rate, nobody debugs one), error for 500 and any other 5xx (a bug), info otherwise.
- */
+/** warn for the 502/503/504 the gateway decides (an operator watches their rate), error for other 5xx (a bug), else info. */
 export function accessLogLevel(statusCode: number): Level {
   if (DECIDED_REFUSALS.has(statusCode)) return 'warn';
   return statusCode >= 500 ? 'error' : 'info';
 }
 
-/**
- * Durations to the microsecond. A full-precision double is a new number on every line and its string
- * is promoted (see epochTime); rounded, the same few thousand values recur, and a recurring number's
- * string comes from V8's cache without a new one.
- */
+/** Durations to the microsecond: rounded, values recur and their strings come from V8's cache (see epochTime). */
 const toMicroseconds = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 /** The logger access lines go through: the process logger without redaction (the line carries no headers object to redact). */
@@ -56,13 +44,10 @@ export function accessLogger(logger: Logger): Logger {
 }
 
 /**
- * One JSON line per request: request id, trace and span ids (W3C, the names OpenTelemetry's log data model uses), operation, status, durations, the consumer (key id and
- * name, never the key). The query string is left out: a client may put a secret there by mistake.
- * No child logger, serializer or wrapper per request.
+ * One JSON line per request, built field by field from the record (so no redaction): ids (trace and span under
+ * OpenTelemetry's log names), operation, status, durations, the consumer, never the key. No query string: it may hold a secret.
  */
 export function createAccessLog(logger: Logger, environment: string): (req: IncomingMessage, res: ServerResponse, record: RequestRecord) => void {
-  // The line is built field by field from the record, never from a headers object: redaction would
-  // find nothing in it, and none is applied.
   const accessLog = accessLogger(logger);
   const writeLine = createAccessLineWriter(accessLog);
   return function logRequest(req, res, record) {

@@ -141,179 +141,135 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX, labels: { environment } });
 
-  const requests = new Counter({
-    name: name('requests_total'),
-    help: 'Requests answered, by operation (operationId, or "none"), method, status code and environment.',
-    labelNames: ['operation', 'method', 'status_code', 'environment'] as const,
-    registers,
-  });
-  const requestDuration = new Histogram({
-    name: name('request_duration_seconds'),
-    help: 'Time from a request entering the gateway to its response being written.',
-    labelNames: ['operation', 'method', 'status_code', 'environment'] as const,
-    buckets: LATENCY_BUCKETS,
-    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
-    enableExemplars: true,
-    registers: [],
-  });
-  const upstreamDuration = new Histogram({
-    name: name('upstream_duration_seconds'),
-    help: 'Time from sending a request upstream to the end of the upstream response.',
-    labelNames: ['operation', 'environment'] as const,
-    buckets: LATENCY_BUCKETS,
-    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
-    enableExemplars: true,
-    registers: [],
-  });
-  const overhead = new Histogram({
-    name: name('overhead_seconds'),
-    help: "The gateway's own time on a proxied request: its total duration less the upstream exchange.",
-    labelNames: ['operation', 'environment'] as const,
-    buckets: LATENCY_BUCKETS,
-    // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
-    enableExemplars: true,
-    registers: [],
-  });
+  // Every series is labelled by environment, last.
+  const counter = <L extends string>(suffix: string, help: string, labels: readonly L[]) =>
+    new Counter({ name: name(suffix), help, labelNames: [...labels, 'environment'] as const, registers });
+  const gauge = <L extends string>(suffix: string, help: string, labels: readonly L[], collect?: (this: Gauge<L | 'environment'>) => void | Promise<void>) =>
+    new Gauge({ name: name(suffix), help, labelNames: [...labels, 'environment'] as const, registers, ...(collect && { collect }) });
+  // Kept per bucket, written only in the OpenMetrics format; recorded only for sampled requests.
+  const latency = <L extends string>(suffix: string, help: string, labels: readonly L[]) =>
+    new Histogram({
+      name: name(suffix),
+      help,
+      labelNames: [...labels, 'environment'] as const,
+      buckets: LATENCY_BUCKETS,
+      enableExemplars: true,
+      registers: [],
+    });
+
+  const requests = counter('requests_total', 'Requests answered, by operation (operationId, or "none"), method, status code and environment.', [
+    'operation',
+    'method',
+    'status_code',
+  ]);
+  const requestDuration = latency('request_duration_seconds', 'Time from a request entering the gateway to its response being written.', [
+    'operation',
+    'method',
+    'status_code',
+  ]);
+  const upstreamDuration = latency('upstream_duration_seconds', 'Time from sending a request upstream to the end of the upstream response.', ['operation']);
+  const overhead = latency('overhead_seconds', "The gateway's own time on a proxied request: its total duration less the upstream exchange.", ['operation']);
   // prom-client refuses a histogram with exemplars in the constructor's `registers` of a registry of the
   // Prometheus text format (which never writes them); registered here, they are written in both formats,
   // their exemplars in the OpenMetrics one only (renderOpenMetrics).
   for (const histogram of [requestDuration, upstreamDuration, overhead]) registry.registerMetric(histogram);
-  const upstreamErrors = new Counter({
-    name: name('upstream_errors_total'),
-    help: `Failed upstream exchanges by operation and kind (${UPSTREAM_FAILURE_KINDS.join(', ')}).`,
-    labelNames: ['operation', 'kind', 'environment'] as const,
-    registers,
-  });
+  const upstreamErrors = counter('upstream_errors_total', `Failed upstream exchanges by operation and kind (${UPSTREAM_FAILURE_KINDS.join(', ')}).`, [
+    'operation',
+    'kind',
+  ]);
   // By operation only: the names are the backend's to invent, and a label per name would be unbounded.
-  const droppedHeaders = new Counter({
-    name: name('upstream_response_headers_dropped_total'),
-    help: 'Header fields of backend answers the gateway did not relay (neither declared for the operation and status nor standard, or echoing the identity token), by operation.',
-    labelNames: ['operation', 'environment'] as const,
-    registers,
-  });
-  const refusedIdentity = new Counter({
-    name: name('upstream_refused_identity_total'),
-    help: "Backend 401 and 403 answers (the backend refused the gateway's identity token or is set up wrong), answered 502 upstream_refused_identity, by operation and the backend's status.",
-    labelNames: ['operation', 'upstream_status', 'environment'] as const,
-    registers,
-  });
-  const authRefusals = new Counter({
-    name: name('auth_refusals_total'),
-    help: 'Requests refused by authentication, by reason (missing, malformed, unknown, revoked, expired, wrong_environment).',
-    labelNames: ['reason', 'environment'] as const,
-    registers,
-  });
-  const keyCache = new Counter({
-    name: name('key_cache_lookups_total'),
-    help: 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).',
-    labelNames: ['result', 'environment'] as const,
-    registers,
-  });
-  const keyCacheClears = new Counter({
-    name: name('key_cache_clears_total'),
-    help: 'Times the whole API key cache was dropped, by reason: baseline (the first epoch read after start), resubscribed (key events came back after a cut), event_skipped, epoch_ahead (announcements were lost), epoch_back (Redis lost writes).',
-    labelNames: ['reason', 'environment'] as const,
-    registers,
-  });
-  const rateLimited = new Counter({
-    name: name('rate_limited_total'),
-    help: 'Requests refused with 429 by the per-key rate limit, by operation.',
-    labelNames: ['operation', 'environment'] as const,
-    registers,
-  });
-  const rateLimitStoreErrors = new Counter({
-    name: name('rate_limit_store_errors_total'),
-    help: 'Rate-limit counter updates that failed (Redis unreachable or slow).',
-    labelNames: ['environment'] as const,
-    registers,
-  });
-  const rateLimitPassed = new Counter({
-    name: name('rate_limit_passed_total'),
-    help: 'Requests let through without a rate-limit check because the store failed (onStoreError: allow).',
-    labelNames: ['environment'] as const,
-    registers,
-  });
-  const deprecatedRequests = new Counter({
-    name: name('deprecated_requests_total'),
-    help: 'Requests to deprecated operations by consumer; past the consumer cap, further consumers count as key_id="other".',
-    labelNames: ['operation', 'key_id', 'consumer', 'environment'] as const,
-    registers,
-  });
-  const deprecatedRefusals = new Counter({
-    name: name('deprecated_refusals_total'),
-    help: 'Requests to deprecated operations refused with 410, by operation and reason: sunset (removed) or brownout.',
-    labelNames: ['operation', 'reason', 'environment'] as const,
-    registers,
-  });
-  const stabilityRefusals = new Counter({
-    name: name('stability_refusals_total'),
-    help: 'Requests to operations marked experimental or beta refused with 403 stability_not_allowed (the environment denies them, or the key did not opt in), by operation and marker.',
-    labelNames: ['operation', 'stability', 'environment'] as const,
-    registers,
-  });
+  const droppedHeaders = counter(
+    'upstream_response_headers_dropped_total',
+    'Header fields of backend answers the gateway did not relay (neither declared for the operation and status nor standard, or echoing the identity token), by operation.',
+    ['operation'],
+  );
+  const refusedIdentity = counter(
+    'upstream_refused_identity_total',
+    "Backend 401 and 403 answers (the backend refused the gateway's identity token or is set up wrong), answered 502 upstream_refused_identity, by operation and the backend's status.",
+    ['operation', 'upstream_status'],
+  );
+  const authRefusals = counter(
+    'auth_refusals_total',
+    'Requests refused by authentication, by reason (missing, malformed, unknown, revoked, expired, wrong_environment).',
+    ['reason'],
+  );
+  const keyCache = counter('key_cache_lookups_total', 'API key lookups by result: hit (answered from the in-process cache) or miss (Redis was asked).', [
+    'result',
+  ]);
+  const keyCacheClears = counter(
+    'key_cache_clears_total',
+    'Times the whole API key cache was dropped, by reason: baseline (the first epoch read after start), resubscribed (key events came back after a cut), event_skipped, epoch_ahead (announcements were lost), epoch_back (Redis lost writes).',
+    ['reason'],
+  );
+  const rateLimited = counter('rate_limited_total', 'Requests refused with 429 by the per-key rate limit, by operation.', ['operation']);
+  const rateLimitStoreErrors = counter('rate_limit_store_errors_total', 'Rate-limit counter updates that failed (Redis unreachable or slow).', []);
+  const rateLimitPassed = counter(
+    'rate_limit_passed_total',
+    'Requests let through without a rate-limit check because the store failed (onStoreError: allow).',
+    [],
+  );
+  const deprecatedRequests = counter(
+    'deprecated_requests_total',
+    'Requests to deprecated operations by consumer; past the consumer cap, further consumers count as key_id="other".',
+    ['operation', 'key_id', 'consumer'],
+  );
+  const deprecatedRefusals = counter(
+    'deprecated_refusals_total',
+    'Requests to deprecated operations refused with 410, by operation and reason: sunset (removed) or brownout.',
+    ['operation', 'reason'],
+  );
+  const stabilityRefusals = counter(
+    'stability_refusals_total',
+    'Requests to operations marked experimental or beta refused with 403 stability_not_allowed (the environment denies them, or the key did not opt in), by operation and marker.',
+    ['operation', 'stability'],
+  );
   let deprecatedOperations = options.deprecatedOperations ?? [];
   const brownoutActive = options.brownoutActive ?? (() => false);
-  new Gauge({
-    name: name('brownout_active'),
-    help: 'Whether a deprecated operation is browned out (refused until the window ends) at scrape time: 1, else 0.',
-    labelNames: ['operation', 'environment'] as const,
-    registers,
-    collect() {
+  gauge(
+    'brownout_active',
+    'Whether a deprecated operation is browned out (refused until the window ends) at scrape time: 1, else 0.',
+    ['operation'],
+    function collect() {
       // Reset first: an operation a reload no longer deprecates has no series left behind.
       this.reset();
       for (const operation of deprecatedOperations) this.set({ operation, environment }, brownoutActive(operation) ? 1 : 0);
     },
-  });
-  const shed = new Counter({
-    name: name('shed_requests_total'),
-    help: 'Requests answered 503 at once because too many were in flight (load shedding).',
-    labelNames: ['environment'] as const,
-    registers,
-  });
-  const adminConnectionsEvicted = new Counter({
-    name: name('admin_connections_evicted_total'),
-    help: 'Admin listener connections closed, idle or half-sent, to admit a newer one at listen.adminMaxConnections.',
-    labelNames: ['environment'] as const,
-    registers,
-  });
+  );
+  const shed = counter('shed_requests_total', 'Requests answered 503 at once because too many were in flight (load shedding).', []);
+  const adminConnectionsEvicted = counter(
+    'admin_connections_evicted_total',
+    'Admin listener connections closed, idle or half-sent, to admit a newer one at listen.adminMaxConnections.',
+    [],
+  );
   adminConnectionsEvicted.inc({ environment }, 0);
-  const configReloads = new Counter({
-    name: name('config_reloads_total'),
-    help: 'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
-    labelNames: ['result', 'environment'] as const,
-    registers,
-  });
-  const adminActions = new Counter({
-    name: name('admin_actions_total'),
-    help: 'Changes made through the admin API by action and result (success, refused: 4xx, failed: 5xx); action="authenticate" counts failed and refused authentications.',
-    labelNames: ['action', 'result', 'environment'] as const,
-    registers,
-  });
+  const configReloads = counter(
+    'config_reloads_total',
+    'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
+    ['result'],
+  );
+  const adminActions = counter(
+    'admin_actions_total',
+    'Changes made through the admin API by action and result (success, refused: 4xx, failed: 5xx); action="authenticate" counts failed and refused authentications.',
+    ['action', 'result'],
+  );
   // An authentication that succeeds is no event of its own (the change it allows is counted): no series.
   for (const action of ADMIN_ACTIONS)
     for (const result of ADMIN_RESULTS) if (action !== 'authenticate' || result !== 'success') adminActions.inc({ action, result, environment }, 0);
   // As Prometheus's own prometheus_config_last_reload_successful: alerting on it catches a refused
   // reload until a good one, where the counter's increase would fade after its range.
-  const lastReloadOk = new Gauge({
-    name: name('config_last_reload_successful'),
-    help: 'Whether the last configuration reload (SIGHUP) was taken up (1; also before any) or refused (0: the process serves an older configuration than its file).',
-    labelNames: ['environment'] as const,
-    registers,
-  });
+  const lastReloadOk = gauge(
+    'config_last_reload_successful',
+    'Whether the last configuration reload (SIGHUP) was taken up (1; also before any) or refused (0: the process serves an older configuration than its file).',
+    [],
+  );
   lastReloadOk.set({ environment }, 1);
   // Absent until the first check: a replica that never reached Redis has not said either way.
-  const pepperMatches = new Gauge({
-    name: name('pepper_fingerprint_matches'),
-    help: "Whether the API keys' pepper fingerprint in Redis matched this gateway's pepper at the last check (1) or not (0: keys are refused 401 or, before verification, the replica is not ready).",
-    labelNames: ['environment'] as const,
-    registers,
-  });
-  const circuitOpen = new Gauge({
-    name: name('upstream_circuit_open'),
-    help: 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).',
-    labelNames: ['environment'] as const,
-    registers,
-  });
+  const pepperMatches = gauge(
+    'pepper_fingerprint_matches',
+    "Whether the API keys' pepper fingerprint in Redis matched this gateway's pepper at the last check (1) or not (0: keys are refused 401 or, before verification, the replica is not ready).",
+    [],
+  );
+  const circuitOpen = gauge('upstream_circuit_open', 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).', []);
   circuitOpen.set({ environment }, 0);
   new Gauge({
     name: name('build_info'),
@@ -321,12 +277,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     labelNames: ['version', 'environment', 'node_version'] as const,
     registers,
   }).set({ version: options.version, environment, node_version: process.version }, 1);
-  const sunset = new Gauge({
-    name: name('operation_sunset_timestamp_seconds'),
-    help: 'When each deprecated operation is removed, as a Unix timestamp.',
-    labelNames: ['operation', 'environment'] as const,
-    registers,
-  });
+  const sunset = gauge('operation_sunset_timestamp_seconds', 'When each deprecated operation is removed, as a Unix timestamp.', ['operation']);
   /** The deprecated operations and sunsets of the documents in force (at start, and after each reload). */
   function describeDeprecations(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void {
     deprecatedOperations = operations;
@@ -356,26 +307,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
 
   /** Read from the request tracker and probes when scraped: no per-request gauge updates on the hot path. */
   function readAtScrape(state: ScrapedState): void {
-    new Gauge({
-      name: name('in_flight_requests'),
-      help: 'Requests accepted and not yet answered.',
-      labelNames: ['environment'] as const,
-      registers,
-      collect() {
-        this.set({ environment }, state.inFlight());
-      },
+    gauge('in_flight_requests', 'Requests accepted and not yet answered.', [], function collect() {
+      this.set({ environment }, state.inFlight());
     });
-    new Gauge({
-      name: name('dependency_up'),
-      help: 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.',
-      labelNames: ['dependency', 'environment'] as const,
-      registers,
-      async collect() {
-        const results = await Promise.all(
-          state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const),
-        );
-        for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
-      },
+    gauge('dependency_up', 'Whether a dependency answered its probe at scrape time (1) or not (0): redis, upstream.', ['dependency'], async function collect() {
+      const results = await Promise.all(state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
+      for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
     });
     saturation.readPools(state.upstreamPools ?? (() => []));
   }

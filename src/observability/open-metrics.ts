@@ -13,12 +13,9 @@ interface Renderable {
 }
 
 /**
- * Renders `registry`'s metrics as OpenMetrics 1.0 (`# EOF`, counters as `<family>` with `_total`
- * samples, exemplars after the buckets they fell in). Neither `setContentType` on the registry (shared
- * by concurrent scrapes of either format) nor a second registry holding the same metrics will do:
- * prom-client's OpenMetrics rendering renames every counter it writes (drops `_total` from its name), so
- * the next Prometheus scrape would lose it. Here each scrape gets a registry of its own, of views that
- * read the metrics and hand prom-client the family name: the metrics themselves are never changed.
+ * Renders `registry` as OpenMetrics 1.0 (`# EOF`, `_total` samples, exemplars). Not by `setContentType` (the registry
+ * is shared by concurrent scrapes) nor a second registry of the same metrics: prom-client's OpenMetrics rendering drops
+ * `_total` from each counter's name, losing it for the next Prometheus scrape. Each scrape gets a registry of views.
  */
 export async function renderOpenMetrics(registry: Registry): Promise<string> {
   const scrape = new Registry<OpenMetricsContentType>();

@@ -4,9 +4,8 @@ import type { RedisClient } from '../redis/connect.ts';
 import type { DeprecatedCallCount, DeprecatedCallStore } from './deprecated-calls.ts';
 
 /**
- * Per operation: calls (HASH keyId → count), consumers (HASH keyId → name), first and last seen (ZSETs
- * keyId → ms, kept by ZADD LT and GT, so the order in which replicas flush does not matter). The hash
- * tag `{deprecations}` keeps them in one Cluster slot, so a flush is one MULTI.
+ * Per operation: calls and consumers (HASHes by keyId), first and last seen (ZSETs by ZADD LT and GT, so flush order
+ * does not matter). The hash tag `{deprecations}` keeps one Cluster slot: a flush is one MULTI.
  */
 function deprecatedCallLayout(prefix: string) {
   const base = (what: string) => (operation: string) => `${prefix}{deprecations}:${what}:${operation}`;

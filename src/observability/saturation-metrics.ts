@@ -8,10 +8,7 @@ import { boundCounter, boundHistogram } from './bound-series.ts';
 /** From 0.1 ms (a local Redis) to the command timeout's order (redis.commandTimeoutMs, 500 ms by default) and past it. */
 export const REDIS_LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
-/**
- * What the pod gave this container, as the Downward API tells it (GATEWAY_CPU_REQUEST_MILLICORES,
- * GATEWAY_MEMORY_LIMIT_BYTES); `null` where it was not told, and then the gauge has no series.
- */
+/** What the pod gave this container (Downward API); `null` where not told, and then the gauge has no series. */
 export interface PodResources {
   cpuRequestCores: number | null;
   memoryLimitBytes: number | null;

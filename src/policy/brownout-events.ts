@@ -3,10 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisClient } from '../redis/connect.ts';
 import type { BrownoutBoard, BrownoutOverride } from './brownouts.ts';
 
-/**
- * One STRING per operation holding its override as JSON, expiring when the override does (the key
- * cleans itself up). The hash tag `{deprecations}` keeps them in one Cluster slot, so one MGET reads all.
- */
+/** One STRING per operation, its override as JSON, expiring with it; `{deprecations}` keeps one slot for one MGET. */
 function brownoutLayout(prefix: string): { override(operation: string): string; events: string } {
   return {
     override: (operation) => `${prefix}{deprecations}:brownout:${operation}`,
@@ -99,10 +96,9 @@ export interface BrownoutFollower {
 }
 
 /**
- * Applies announced overrides at once, and reads them all after subscribing, on every re-subscription
- * (announcements made while disconnected are lost), whenever the reading connection comes up, and every
- * `resyncMs`. Redis unreachable: the board keeps the last known state; an operator's brownout still ends
- * at its end, by the process's clock.
+ * Applies announced overrides at once, and reads them all on every (re-)subscription (announcements made while
+ * disconnected are lost), when the reading connection comes up, and every `resyncMs`. Without Redis the board keeps
+ * the last known state; a brownout still ends by the process's clock.
  */
 export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollower {
   const { redis, subscriber, keyPrefix, board, logger } = options;
@@ -147,8 +143,7 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
     announcedDuringRead?.add(announcement.operation);
     apply(announcement.operation, override, 'announced');
   });
-  // The read goes over the request-path connection, which may come up after the subscription does:
-  // its coming up (again) is a reason to read, as the subscription's is.
+  // The read's connection may come up after the subscription's: that is a reason to read too.
   const resyncOnReady = () => {
     if (subscribed) void resync();
   };

@@ -7,10 +7,7 @@ export interface BrownoutWindow {
   end: number;
 }
 
-/**
- * What an operator set for one operation (`npm run deprecations -- brownout ...`): a brownout, or a stop
- * that cancels the scheduled windows in progress until `until`.
- */
+/** What an operator set for one operation: a brownout, or a stop cancelling scheduled windows until `until`. */
 export type BrownoutOverride = ({ kind: 'started' } & BrownoutWindow) | { kind: 'stopped'; until: number };
 
 export type BrownoutSource = 'operator' | 'schedule';
@@ -27,10 +24,7 @@ export interface ListedBrownout extends ActiveBrownout {
 /** By operationId: the scheduled windows of each deprecated operation (none: an empty list). */
 export type BrownoutSchedule = ReadonlyMap<string, readonly BrownoutWindow[]>;
 
-/**
- * The deprecated operations of the documents (every version's operations) and their configured windows. A
- * window configured for an operation no document deprecates stops start-up: only deprecated operations can be browned out.
- */
+/** Every version's deprecated operations and their windows; a window for an operation none deprecates stops start-up. */
 export function compileBrownoutSchedule(
   operations: readonly Operation[],
   policies: Readonly<Record<string, { brownouts: ReadonlyArray<{ start: Date; end: Date }> }>>,
@@ -54,10 +48,7 @@ export function compileBrownoutSchedule(
   return schedule;
 }
 
-/**
- * One process's view of the brownouts. Reads are in memory (the request path asks on every call of a
- * deprecated operation); operator overrides are set as they are announced, and kept when Redis is away.
- */
+/** One process's view of the brownouts, read in memory on the request path; overrides kept while Redis is away. */
 export class BrownoutBoard {
   #schedule: BrownoutSchedule;
   readonly #overrides = new Map<string, BrownoutOverride>();
@@ -66,10 +57,7 @@ export class BrownoutBoard {
     this.#schedule = schedule;
   }
 
-  /**
-   * The windows of a reloaded configuration (SIGHUP). Operators' overrides stay, but for operations no
-   * longer deprecated, which can no longer be browned out.
-   */
+  /** The windows of a reloaded configuration; overrides stay but for operations no longer deprecated. */
   replaceSchedule(schedule: BrownoutSchedule): void {
     this.#schedule = schedule;
     for (const operation of this.#overrides.keys()) if (!schedule.has(operation)) this.#overrides.delete(operation);

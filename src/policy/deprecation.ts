@@ -44,8 +44,7 @@ function compileNotice(operation: Operation, entry: DeprecationPolicyEntry, cont
   const replacement = replacementId === undefined ? undefined : contract.byId.get(replacementId);
   const headers: Array<[string, string | string[]]> = [['Deprecation', `@${Math.floor(entry.deprecatedAt.getTime() / 1000)}`]];
   if (sunset) headers.push(['Sunset', sunset.toUTCString()]);
-  // rel="sunset" and rel="deprecation" point at information about them, never at the replacement:
-  // the operation clients should move to is the successor version (RFC 5829).
+  // rel="sunset" and "deprecation" point at information, never the replacement: that is the successor version (RFC 5829).
   const links: string[] = [];
   if (replacement) links.push(`<${basePath}${replacement.pathTemplate}>; rel="successor-version"`);
   if (entry.documentationUrl) links.push(`<${entry.documentationUrl}>; rel="deprecation"; type="text/html"`);

@@ -38,18 +38,13 @@ interface Counter {
 }
 
 /**
- * A request never waits for Redis: `increment` answers from the process's counter plus the total the
- * last synchronisation brought back. Every `syncMs` the pending hits of every key go to Redis in one
- * batch (INCRBY + PEXPIRE per key, sent together) and each answer replaces the known total.
+ * A request never waits for Redis: `increment` answers from the process's counter plus the last synchronised total.
+ * Every `syncMs` every key's pending hits go to Redis in one batch and each answer replaces the known total.
  *
- * Accuracy across N replicas: a replica learns another's hits at its own next synchronisation after the
- * other's, up to two intervals late, so a key can be let through up to (N − 1) × (its request rate at
- * each replica) × 2 × syncMs over its limit in a window; with one replica, or once traffic pauses for an
- * interval, counts are exact (measured: docs/performance.md, "Scale"). If Redis is
- * unreachable every replica goes on counting alone (up to N × the limit) and the hits are sent when
- * it is back. A synchronisation whose reply is lost after Redis applied it (a command timeout) is sent
- * again, counting those hits twice: the error is towards refusing early, never towards letting through.
- * The exact mode (every hit counted in Redis before its request goes on) stays available: rateLimit.mode.
+ * Across N replicas a key may pass up to (N − 1) × (its rate per replica) × 2 × syncMs over its limit in a window;
+ * with one replica, or after a pause, counts are exact (docs/performance.md, "Scale"). Without Redis every replica
+ * counts alone (up to N × the limit). A synchronisation whose reply is lost after Redis applied it is sent again,
+ * counting twice: the error is towards refusing early, never letting through. rateLimit.mode `exact` stays available.
  */
 export class LocalFirstRateLimitStore implements Store {
   readonly prefix: string;
@@ -94,10 +89,7 @@ export class LocalFirstRateLimitStore implements Store {
     return { totalHits: counter.synced + counter.pending, resetTime: new Date(counter.windowStart + this.#windowMs) };
   }
 
-  /**
-   * Only called by express-rate-limit's skipSuccessfulRequests/skipFailedRequests, which the gateway
-   * does not use: a hit already sent to Redis could not be taken back here, so none is.
-   */
+  /** Only for skipSuccessfulRequests/skipFailedRequests, which the gateway does not use: a sent hit cannot be taken back. */
   decrement(): void {}
 
   resetKey(key: string): void {
@@ -125,14 +117,12 @@ export class LocalFirstRateLimitStore implements Store {
     }
     if (batch.length === 0) return;
     let failure: unknown;
-    // One command per key (INCRBY and PEXPIRE in one script, so no key is left without expiry), all
-    // sent at once without waiting for each other's replies (in a cluster, each to its key's node).
+    // One script per key (INCRBY and PEXPIRE, so no key lacks an expiry), all sent at once (in a cluster, each to its node).
     await Promise.all(
       batch.map(async ([key, counter, hits]) => {
         const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
         try {
-          // Kept a window past its end, so a replica whose clock lags a little still finds it; relative,
-          // so that it holds whatever Redis's own clock says.
+          // Kept a window past its end for a replica whose clock lags; relative, whatever Redis's own clock says.
           const ttlMs = String(counter.windowStart + 2 * this.#windowMs - now);
           const total = await timed(this.#observe, () => this.#redis.rateLimitAdd(redisKey, String(hits), ttlMs));
           counter.pending = Math.max(0, counter.pending - hits);

@@ -3,9 +3,8 @@ import type { GatewayConfig } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
 
 /**
- * What a rate-limit store rejects with when it cannot count (Redis unreachable or timed out, a reply
- * that cannot be read); `cause` is what failed. It says nothing of HTTP: what the request gets then
- * is the rate limiter's policy (`rateLimit.onStoreError`). Anything else a store throws is a bug.
+ * What a rate-limit store rejects with when it cannot count; `cause` is what failed. No HTTP: the request gets the
+ * limiter's policy (`rateLimit.onStoreError`). Anything else a store throws is a bug.
  */
 export class RateLimitStoreUnavailableError extends Error {
   override name = 'RateLimitStoreUnavailableError';
@@ -25,10 +24,7 @@ export interface StoreFailureReportOptions {
   policy: GatewayConfig['rateLimit']['onStoreError'];
 }
 
-/**
- * Reports rate-limit store failures: every one counted, the outage logged once per 10 s (a request
- * per failure would flood the log while Redis is away). The log line names Redis's own error.
- */
+/** Every store failure counted, the outage logged once per 10 s (a line per request would flood the log), naming Redis's error. */
 export function reportStoreFailures(options: StoreFailureReportOptions): (failure: RateLimitStoreUnavailableError) => void {
   const { logger, clock, count, mode, policy } = options;
   let lastLogged = -Infinity;

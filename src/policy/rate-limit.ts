@@ -13,10 +13,7 @@ export interface RateLimitOptions {
   windowMs: number;
   /** Requests per window by operationId, with `default` for the others. */
   limits: Readonly<Record<string, number>> & { default: number };
-  /**
-   * Where hits are counted; the memory store (one process) when absent. One that cannot count rejects
-   * with RateLimitStoreUnavailableError; anything else it throws is a bug, answered 500 like any other.
-   */
+  /** Where hits are counted (memory when absent). One that cannot count rejects with RateLimitStoreUnavailableError. */
   store?: Store;
   /** The store cannot count: let requests through unlimited (`allow`) or answer 503 (`deny`). */
   onStoreError: 'allow' | 'deny';
@@ -45,10 +42,7 @@ export interface RateLimitFacts {
   onStoreError: 'allow' | 'deny' | undefined;
 }
 
-/**
- * A store that sends a Redis command for every hit before answering it (the exact store): in a trace, the
- * request's wait for its count is a CLIENT `redis` span under `rate_limit`.
- */
+/** A store that sends a Redis command for every hit before answering (exact): traced as a CLIENT `redis` span. */
 export interface CountsInRedis {
   readonly countsInRedis: true;
 }
@@ -71,12 +65,9 @@ export function perWindow(perMinute: number, windowMs: number): number {
 }
 
 /**
- * Runs after authentication, so an unauthenticated request never touches anyone's quota, and the
- * counter is the key id, never the client address (a NAT would share one).
- *
- * A store that cannot count is met here, as express-rate-limit meets it (`passOnStoreError`): the
- * library passes the store's rejection to `next`, and the policy decides, counts and answers. Nothing
- * is counted through the library's logger, whose calls are its own to change in any minor release.
+ * Runs after authentication, counting by key id, never client address (a NAT would share one). A store that cannot
+ * count reaches `next` (`passOnStoreError: false`) where the policy decides: never through the library's logger,
+ * whose calls may change in any minor release.
  */
 export function createRateLimit(options: RateLimitOptions): RequestHandler {
   const { windowMs, limits, onStoreError, onStoreUnavailable, onPassedUnlimited } = options;
@@ -111,10 +102,6 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
       next(new GatewayError('rate_limited', `Rate limit for ${operation} exceeded; retry after the time in Retry-After`));
     },
   });
-  /**
-   * The request waits for its count in Redis when the store sends one command per key per event-loop turn,
-   * which the turn's requests for that key share.
-   */
   const waitsForRedis = countsInRedis(options.store);
 
   /** What the policy does once the limiter decided: `error` is the limiter's (a refusal, the store's failure) or none. */

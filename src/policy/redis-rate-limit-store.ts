@@ -7,10 +7,9 @@ import type { CountsInRedis } from './rate-limit.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 /**
- * One round trip: add the hits and start the window on the first one. ioredis sends it as EVALSHA
- * and falls back to EVAL on NOSCRIPT, so a restarted or failed-over Redis needs no reload step.
- * (rate-limit-redis loads its scripts once at start-up and stays broken if Redis was down then, and
- * replays a timed-out EVALSHA, which can count one request twice; hence this small store.)
+ * One round trip: add the hits, starting the window on the first. ioredis falls back from EVALSHA to EVAL on NOSCRIPT,
+ * so a restarted Redis needs no reload. (rate-limit-redis loads its scripts once at start-up, broken if Redis was
+ * down then, and replays a timed-out EVALSHA, counting twice: hence this small store.)
  */
 const INCREMENT = `
 local hits = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -38,11 +37,9 @@ interface Waiting {
 }
 
 /**
- * Exact across replicas: every hit is added in Redis before its request goes on. The hits one key
- * receives in one event-loop turn go as one command (INCRBY n), and the requests share its answer in
- * arrival order: the i-th of n sees total − n + i, just as n separate INCRs in a row would have told
- * them. Under load that is one command per busy key per turn instead of one per request; each turn's
- * commands are sent at once, never held back behind an earlier turn's replies.
+ * Exact across replicas: every hit is added in Redis before its request goes on. A key's hits in one event-loop turn
+ * go as one INCRBY n, the i-th request seeing total − n + i as n INCRs would have told it; each turn's commands are
+ * sent at once, never held behind an earlier turn's replies.
  */
 export class RedisRateLimitStore implements Store, CountsInRedis {
   readonly prefix: string;
@@ -86,9 +83,7 @@ export class RedisRateLimitStore implements Store, CountsInRedis {
           const first = total - waiting.length;
           for (const [index, request] of waiting.entries()) request.resolve({ totalHits: first + index + 1, resetTime });
         })
-        // A failed command, or a reply that could not be read: every request of the batch is told the store
-        // could not count it (a promise already resolved stays resolved), and none is left waiting. What
-        // the request gets then is the rate limiter's policy, not the store's.
+        // Every request of the batch is told the store could not count it (none left waiting); the limiter's policy decides.
         .catch((cause: unknown) => {
           const failure = new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause });
           for (const request of waiting) request.reject(failure);

@@ -32,9 +32,8 @@ export function compileVersionNotice(contract: Contract, deprecation: VersionDep
 }
 
 /**
- * Adds Deprecation, Sunset and Link to every response under the version's base path. Runs after the
- * operation's own notice (src/policy/deprecation.ts): an operation the document deprecates keeps its own
- * Deprecation date, gets the earlier of the two sunsets, and both successors in Link.
+ * Adds Deprecation, Sunset and Link under the version's base path, after an operation's own notice (deprecation.ts):
+ * that keeps its Deprecation date, gets the earlier sunset, and both successors in Link.
  */
 export function createVersionNotice(notice: VersionNotice): RequestHandler {
   const sunset = notice.sunsetAt === undefined ? undefined : new Date(notice.sunsetAt).toUTCString();
