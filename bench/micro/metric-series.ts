@@ -1,9 +1,9 @@
 // node bench/micro/metric-series.ts: one request's metric updates (a counter, three latency histograms, the
 // key-cache counter and the Redis command histogram, as src/observability/metrics.ts makes them) through
-// prom-client's label children, against the same updates through bound series (src/observability/bound-series.ts).
+// prom-client's label children, against the same updates through bound series (src/forks/bound-series.ts).
 // Decision record 0010. Run it pinned: taskset -c 0 node bench/micro/metric-series.ts
 import { Counter, Histogram, Registry } from 'prom-client';
-import { boundCounter, boundHistogram } from '../../src/observability/bound-series.ts';
+import { boundCounter, boundHistogram } from '../../src/forks/bound-series.ts';
 import { LATENCY_BUCKETS } from '../../src/observability/metrics.ts';
 
 const ROUNDS = Math.max(3, Number(process.env.MICRO_ROUNDS ?? 7));

@@ -1,6 +1,6 @@
 // One latency histogram series that carries exemplars: a sampled observation refreshes its bucket's exemplar at most once a second.
 import type { Histogram, LabelValues } from 'prom-client';
-import { boundHistogram, type BoundHistogram } from './bound-series.ts';
+import { boundHistogram, type BoundHistogram } from '../forks/bound-series.ts';
 
 /** How long a bucket keeps its exemplar before a sampled observation replaces it. */
 export const EXEMPLAR_REFRESH_MS = 1000;

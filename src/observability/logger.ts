@@ -1,7 +1,7 @@
 // The process logger and the one-line-per-request access log; neither ever sees a credential nor a Redis command's arguments.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
-import { createAccessLineWriter } from './access-line-writer.ts';
+import { createAccessLineWriter } from '../forks/access-line-writer.ts';
 import { serializeError } from './error-serializer.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 

@@ -7,7 +7,7 @@ import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
-import { boundCounter, type BoundCounter } from './bound-series.ts';
+import { boundCounter, type BoundCounter } from '../forks/bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
 import { ExpositionRegistry } from './exposition.ts';
 import { renderOpenMetrics } from './open-metrics.ts';

@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
 import { REDIS_COMMAND_KINDS, type RedisCommandKind, type RedisCommandObserver } from '../redis/command-timing.ts';
-import { boundCounter, boundHistogram } from './bound-series.ts';
+import { boundCounter, boundHistogram } from '../forks/bound-series.ts';
 
 /** From 0.1 ms (a local Redis) to the command timeout's order (redis.commandTimeoutMs, 500 ms by default) and past it. */
 export const REDIS_LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];

@@ -5,7 +5,7 @@ import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
 import { monotonicMs } from '../time/monotonic.ts';
-import { RateLimitFields } from './rate-limit-fields.ts';
+import { RateLimitFields } from '../forks/rate-limit-fields.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {

@@ -7,7 +7,7 @@ import type { GatewayConfig } from '../config/schema.ts';
 import { createAdminServer } from './admin-listener.ts';
 import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
-import type { AppMessages } from '../http/app-messages.ts';
+import type { AppMessages } from '../forks/app-messages.ts';
 import { createServer } from '../http/node-http.ts';
 import type { RequestTracker } from './request-tracker.ts';
 import { toOriginForm } from './request-target.ts';

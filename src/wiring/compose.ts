@@ -10,7 +10,7 @@ import type { KeyStore } from '../auth/key-store.ts';
 import { configurationHash } from '../config/reload-plan.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api-versions.ts';
-import { createAppMessages, type AppMessages } from '../http/app-messages.ts';
+import { createAppMessages, type AppMessages } from '../forks/app-messages.ts';
 import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { cacheDeprecationReport } from '../observability/cached-deprecation-report.ts';

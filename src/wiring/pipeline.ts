@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createApp, type AppDependencies, type ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
-import type { AppMessages, MessagePrototypes } from '../http/app-messages.ts';
+import type { AppMessages, MessagePrototypes } from '../forks/app-messages.ts';
 import { compileCors, type AnnounceCors } from '../policy/cors.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';

@@ -76,6 +76,10 @@ describe('the layers of src/', () => {
     expect([...(layerGraph().get('http') ?? [])]).toEqual([]);
   });
 
+  it('keep the forks (src/forks) leaves: they import no other layer, and are called like libraries', () => {
+    expect([...(layerGraph().get('forks') ?? [])]).toEqual([]);
+  });
+
   it('keep the stages (src/auth, src/policy, src/proxy) unaware of tracing: it reads their facts from the record', () => {
     const graph = layerGraph();
     expect(['auth', 'policy', 'proxy'].filter((stage) => graph.get(stage)?.has('tracing'))).toEqual([]);

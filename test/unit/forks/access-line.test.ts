@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { type Level, pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { type AccessLineFields, createAccessLineWriter } from '../../../src/observability/access-line-writer.ts';
+import { type AccessLineFields, createAccessLineWriter } from '../../../src/forks/access-line-writer.ts';
 import { createLogDestination } from '../../../src/observability/log-destination.ts';
 import { accessLogger, createLogger } from '../../../src/observability/logger.ts';
 

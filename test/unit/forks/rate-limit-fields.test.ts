@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { type ClientRateLimitInfo, type RateLimitInfo, rateLimit, type Store } from 'express-rate-limit';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RateLimitFields } from '../../../src/policy/rate-limit-fields.ts';
+import { RateLimitFields } from '../../../src/forks/rate-limit-fields.ts';
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0, 250);
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer, IncomingMessage, type Server, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAppMessages, type AppMessages } from '../../../src/http/app-messages.ts';
+import { createAppMessages, type AppMessages } from '../../../src/forks/app-messages.ts';
 import { parseResponses, sendRaw } from '../../helpers/raw-socket.ts';
 
 /** An app that answers with what it read of the request through Express (its query, its body). */

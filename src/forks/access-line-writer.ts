@@ -1,10 +1,9 @@
 // The access line written to a pino logger's destination with one JSON.stringify, as pino would write it
 // (decision 0011): the one module that reads pino's internals (`pino.symbols`). Relies on pino 10.4.0
-// exactly (package.json pins it). Oracle: test/unit/observability/access-line.test.ts holds the line to
+// exactly (package.json pins it). Oracle: test/unit/forks/access-line.test.ts holds the line to
 // pino's own; the same file's engaged test fails when the gateway's logger is handed back to pino.
 import type { Level, Logger } from 'pino';
 import { pino } from 'pino';
-import type { RequestRecord } from '../pipeline/request-record.ts';
 
 /** What an access line says beside pino's level, time, bindings and message, in the order it says it. */
 export interface AccessLineFields {
@@ -22,7 +21,7 @@ export interface AccessLineFields {
   upstreamStatus: number | null;
   upstreamMs: number | null;
   upstreamFailure?: string;
-  upstreamFailureDetail?: NonNullable<RequestRecord['upstream']>['failureDetail'];
+  upstreamFailureDetail?: { message: string; code?: string };
   errorCode: string | null;
 }
 

@@ -2,7 +2,7 @@
 // (decision 0010). prom-client stays the registry and the exposition; only the update is the gateway's.
 // The one module that reads prom-client's internals (`hashMap`, a histogram's `upperBounds`): relies on
 // prom-client 15.1.3 exactly (package.json pins it; its next major renames hashMap). Oracle and engaged
-// tests: test/unit/observability/bound-series.test.ts.
+// tests: test/unit/forks/bound-series.test.ts.
 import type { Counter, Histogram, LabelValues } from 'prom-client';
 
 /**

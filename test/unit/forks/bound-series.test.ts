@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
-import { boundCounter, boundHistogram } from '../../../src/observability/bound-series.ts';
+import { boundCounter, boundHistogram } from '../../../src/forks/bound-series.ts';
 import { renderOpenMetrics } from '../../../src/observability/open-metrics.ts';
 
 const BUCKETS = [0.0005, 0.001, 0.01, 0.1, 1];
