@@ -155,7 +155,6 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     logger,
     metrics,
     breakers: new CircuitBreakers(metrics.upstreamCircuit),
-    tracing,
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
   // The public listener's requests and responses, made with the prototypes of the generation that will serve them.

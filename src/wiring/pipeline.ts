@@ -11,11 +11,10 @@ import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
 import type { Serving } from '../server/request-tracker.ts';
-import type { Tracing } from '../tracing/tracer.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
 /** What every generation shares: the app's long-lived dependencies and the circuit breakers. */
-export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & { breakers: CircuitBreakers; tracing: Tracing };
+export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & { breakers: CircuitBreakers };
 
 export interface Pipeline {
   readonly config: GatewayConfig;
@@ -34,7 +33,7 @@ export interface Pipeline {
 
 /** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
 export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, shared: PipelineShared): Pipeline {
-  const { breakers, tracing, ...dependencies } = shared;
+  const { breakers, ...dependencies } = shared;
   const served: ServedVersion[] = createVersionProxies(versions, {
     config,
     identityHeaders: identity.headersFor,
