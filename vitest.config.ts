@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 import { PROCESSES } from './test/tiers.ts';
 
-// Three tiers, fastest first, so that a broken unit fails in seconds: `npm test` runs them one after the
-// other (`vitest run --project <name>`), and a bare `vitest run` orders them alike (sequence.groupOrder).
-// Within a tier files run two at a time (maxWorkers): integration files start their own redis-server and
-// upstreams on free ports, and this machine has two cores.
+// Three tiers: `unit` and `integration` run together first (one pool of two workers, so the unit files fill
+// the gaps the slow integration files leave), then `processes`, the tests that start the built gateway or a
+// CLI as a process. `npm test` runs the two steps (`vitest run --project ...`); a bare `vitest run` orders
+// them alike (sequence.groupOrder). Two workers: integration files start their own redis-server and
+// upstreams on free ports, and these machines have two cores.
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -17,7 +18,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...PROCESSES], sequence: { groupOrder: 1 } },
+        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...PROCESSES], sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
@@ -26,7 +27,7 @@ export default defineConfig({
           include: [...PROCESSES],
           // The gateway processes run dist/, npm start's entry point: built from the current sources first.
           globalSetup: ['test/build-gateway.global-setup.ts'],
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 1 },
         },
       },
     ],
