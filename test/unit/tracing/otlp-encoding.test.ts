@@ -11,16 +11,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ProtobufSink, ProtobufSpans, Writer } from '../../../src/tracing/otlp-protobuf.ts';
 import { jsonSpans, readableSpans } from '../../../src/tracing/readable-spans.ts';
-import {
-  type RateLimitOutcome,
-  RequestSpans,
-  type ServerArrival,
-  type SpanTrace,
-  type StageFacts,
-  newSpanIdWords,
-  traceIdOf,
-} from '../../../src/tracing/request-spans.ts';
+import { type RateLimitOutcome, RequestSpans, type ServerArrival, type SpanTrace, newSpanIdWords, traceIdOf } from '../../../src/tracing/request-spans.ts';
 import { AttributeKey, FixedAttributes } from '../../../src/tracing/span-description.ts';
+import { noStageFacts } from '../../helpers/stage-facts.ts';
 
 const resource = resourceFromAttributes({ 'service.name': 'petstore-gateway', 'service.version': '1.0.0', 'deployment.environment.name': 'staging' });
 const scope = { name: 'petstore-gateway', version: '1.0.0' };
@@ -54,26 +47,7 @@ function recordOf(shape: Shape): RequestSpans {
     clientLow,
     startMs: next(),
   };
-  const facts: StageFacts = {
-    authStartMs: 0,
-    authEndMs: 0,
-    keyCache: undefined,
-    lookupStartMs: 0,
-    lookupEndMs: 0,
-    lookupError: undefined,
-    authResult: undefined,
-    rateLimitStartMs: 0,
-    rateLimitEndMs: 0,
-    rateLimitOutcome: undefined,
-    rateLimitWaitedForRedis: false,
-    rateLimitStoreError: undefined,
-    onStoreError: undefined,
-    exchangeStartMs: 0,
-    exchangeEndMs: 0,
-    exchangeMethod: '',
-    exchangeOrigin: undefined,
-    exchangePath: '',
-  };
+  const facts = noStageFacts();
   if (shape.authenticate) {
     const { keyCache, lookupError, result } = shape.authenticate;
     facts.authStartMs = next();

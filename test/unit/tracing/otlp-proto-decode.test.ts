@@ -7,7 +7,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { ProtobufSpans } from '../../../src/tracing/otlp-protobuf.ts';
-import { RequestSpans, type ServerArrival, type SpanTrace, type StageFacts, traceIdOf } from '../../../src/tracing/request-spans.ts';
+import { RequestSpans, type ServerArrival, type SpanTrace, traceIdOf } from '../../../src/tracing/request-spans.ts';
+import { noStageFacts } from '../../helpers/stage-facts.ts';
 
 const PROTO_ROOT = fileURLToPath(new URL('../../fixtures/otlp-proto/', import.meta.url));
 
@@ -66,33 +67,11 @@ const T = 1_764_000_000_123.25;
 /** T + `offsetMs` in nanoseconds since the epoch, computed in integers. */
 const ns = (offsetMs: number) => String(1_764_000_000_123_250_000n + BigInt(offsetMs * 1_000_000));
 
-/** No stage ran: every slot is written by the request below. */
-const NO_FACTS: StageFacts = {
-  authStartMs: 0,
-  authEndMs: 0,
-  keyCache: undefined,
-  lookupStartMs: 0,
-  lookupEndMs: 0,
-  lookupError: undefined,
-  authResult: undefined,
-  rateLimitStartMs: 0,
-  rateLimitEndMs: 0,
-  rateLimitOutcome: undefined,
-  rateLimitWaitedForRedis: false,
-  rateLimitStoreError: undefined,
-  onStoreError: undefined,
-  exchangeStartMs: 0,
-  exchangeEndMs: 0,
-  exchangeMethod: '',
-  exchangeOrigin: undefined,
-  exchangePath: '',
-};
-
 /** A request's spans begun at `startMs` with its trace and arrival; its ids, slots and outcome are then written directly. */
 function requestSpans(trace: SpanTrace, arrival: ServerArrival, startMs: number): RequestSpans {
   const start = { trace, arrival, serverHigh: 0, serverLow: 1, clientHigh: 0, clientLow: 1, startMs };
   const outcome = { statusCode: 0, route: undefined, operationId: undefined, keyId: undefined, errorCode: undefined };
-  return new RequestSpans(start, NO_FACTS, outcome, startMs, 0);
+  return new RequestSpans(start, noStageFacts(), outcome, startMs, 0);
 }
 
 /** A span id's two words from its hex. */
