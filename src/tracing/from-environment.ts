@@ -68,8 +68,8 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: { name: 
       ? otlpBatch(jsonSpans(resource, scope), JsonTraceSerializer, transport, batch)
       : otlpBatch(new ProtobufSpans(resource, scope), ProtobufTraceSerializer, transport, batch);
   // The global API's provider is left alone: the gateway hands its tracing to what uses it, as it does its
-  // logger. A request's spans are slots of its record, encoded once it completes
-  // (docs/decisions/0014-spans-from-the-request-record.md); the sampler and the OTLP/HTTP transport are the SDK's.
+  // logger. A request's spans are built from its record, encoded once it completes
+  // (docs/decisions/0020-stages-record-facts.md); the sampler and the OTLP/HTTP transport are the SDK's.
   return {
     tracing: recordingTracing(sampler, batched, {
       // A collector that is down fails the last export (its spans counted as dropped): shutdown goes on.

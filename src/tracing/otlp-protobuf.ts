@@ -402,7 +402,7 @@ function varintSize(value: number): number {
  * Encodes spans for an OTLP/HTTP protobuf export: `encode` a request's as it completes, `request` for a batch
  * of them. A span's bytes are appended to one buffer that holds every queued span (oldest first) and the
  * queue keeps only its length: no object per span outlives the request that made it, which is what kept the
- * garbage collector busy (docs/decisions/0008-lean-spans.md). `request` takes the oldest spans' bytes off the front.
+ * garbage collector busy (docs/decisions/0019-spans-queued-as-bytes.md). `request` takes the oldest spans' bytes off the front.
  */
 export class ProtobufSpans implements SpanEncoding<RequestSpans, number> {
   readonly contentType = 'application/x-protobuf';

@@ -1,5 +1,5 @@
 // A traced request's spans, built from its record as it completes and described to an encoding (span-description.ts);
-// no span object is made for a stage (docs/decisions/0014-spans-from-the-request-record.md).
+// no span object is made for a stage (docs/decisions/0020-stages-record-facts.md).
 import type { AuthFacts } from '../auth/authenticate.ts';
 import type { RateLimitFacts, RateLimitOutcome } from '../policy/rate-limit.ts';
 import type { ExchangeFacts, UpstreamOrigin } from '../proxy/exchange.ts';

@@ -43,7 +43,7 @@ export interface BatchOptions {
  * `scheduledDelayMillis` after the first, one batch at a time, and `shutdown` sends what is left. Unlike
  * it, spans are encoded when they are handed over (a request's when it completes), so what waits in the
  * queue is a few bytes, not the span (the spans were most of what tracing cost in garbage collection:
- * docs/decisions/0008-lean-spans.md). `dropped`
+ * docs/decisions/0019-spans-queued-as-bytes.md). `dropped`
  * counts what never reached the collector: a full queue, a failed or timed-out send.
  */
 export class SpanBatch<Ended, Encoded> {

@@ -17,7 +17,7 @@ import type { RequestSpans } from './request-spans.ts';
 /** An attribute key whose values vary: the protobuf encoding keeps the bytes of values it met before in `encoded`. */
 export class AttributeKey {
   readonly name: string;
-  /** Encoded key-value pairs by value, the encoding's own (OTLP/protobuf: docs/decisions/0014). */
+  /** Encoded key-value pairs by value, the encoding's own (OTLP/protobuf: docs/decisions/0021). */
   readonly encoded = new Map<AttributeValue, Uint8Array>();
 
   constructor(name: string) {
