@@ -43,7 +43,14 @@ async function serve(variant: Variant, origin: string): Promise<void> {
     const everyName = { has: () => true } as unknown as ReadonlySet<string>;
     const relay = { relayedFor: () => everyName, secret: undefined, onDropped: () => undefined };
     listener = (req, res) => {
-      const request = { method: req.method!, path: req.url!.slice('/v1'.length), headers: { ...req.headers, host: upstream.host }, body: undefined, relay };
+      const request = {
+        method: req.method!,
+        path: req.url!.slice('/v1'.length),
+        headers: { ...req.headers, host: upstream.host },
+        body: undefined,
+        relay,
+        check: undefined,
+      };
       upstream.exchange(request, res).catch(() => res.writeHead(502).end());
     };
   }

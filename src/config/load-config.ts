@@ -38,6 +38,8 @@ export const ENV_KEYS = {
   UPSTREAM_IDENTITY_PREVIOUS_KEY_FILE: ['upstreamIdentity', 'previousKeyFile'],
   UPSTREAM_IDENTITY_PREVIOUS_KEY_UNTIL: ['upstreamIdentity', 'previousKeyUntil'],
   CORS_ALLOWED_ORIGINS: ['cors', 'allowedOrigins', RUNNING_ENVIRONMENT],
+  CONTRACT_RESPONSES: ['contractResponses', RUNNING_ENVIRONMENT, 'mode'],
+  CONTRACT_RESPONSES_SAMPLE: ['contractResponses', RUNNING_ENVIRONMENT, 'sample'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Variables that hold lists, as comma-separated values. */

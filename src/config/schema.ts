@@ -34,6 +34,17 @@ const headerName = z.string().regex(/^[!#$%&'*+\-.^_`|~0-9a-z]+$/, 'must be a he
 const headerList = (refused: ReadonlySet<string>, why: string) =>
   z.array(headerName.refine((name) => !refused.has(name), { error: (issue) => `${String(issue.input)} ${why}` })).default([]);
 
+/** What is done with the backend's answers in one environment; `sample`: the share `report` checks (0 to 1). */
+const contractResponseChecks = (mode: 'off' | 'report' | 'enforce', sample: number) =>
+  z
+    .object({
+      mode: z.enum(['off', 'report', 'enforce']).default(mode),
+      sample: z.coerce.number({ error: 'must be a number from 0 to 1' }).min(0).max(1).default(sample),
+    })
+    .strict()
+    .prefault({});
+export type ContractResponseMode = 'off' | 'report' | 'enforce';
+
 const instant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
 const stabilityAccess = z.enum(['allow', 'deny', 'opt-in']);
 
@@ -176,6 +187,19 @@ export const configSchema = z
     cors: z
       .object({
         allowedOrigins: z.object({ production: allowedOrigins, staging: allowedOrigins }).strict().prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * The backend's answers checked against the document (src/proxy/answer-check.ts), per environment: `off`; `report`
+     * (a sampled share counted and logged, the answer untouched); `enforce` (every answer held until checked; a violating one
+     * becomes 502 upstream_contract_violation). Bodies over `maxBodyBytes` are relayed unchecked and counted as such.
+     */
+    contractResponses: z
+      .object({
+        production: contractResponseChecks('report', 0.05),
+        staging: contractResponseChecks('enforce', 1),
+        maxBodyBytes: z.coerce.number().int().positive().max(16_777_216).default(262_144),
       })
       .strict()
       .prefault({}),

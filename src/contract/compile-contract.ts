@@ -1,8 +1,10 @@
 // Compiles the OpenAPI document into the operations, matcher and validators the pipeline runs on.
 import { readFileSync } from 'node:fs';
+import type { ValidateFunction } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { STABILITY_MARKERS, type StabilityMarker } from '../config/schema.ts';
 import { compileResponseHeaders, createRefResolver, headerParameterName } from './declared-headers.ts';
+import { compileDeclaredResponses } from './declared-responses.ts';
 import type { HttpMethod, Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
 import { createParameterParser } from './parameters.ts';
 import { createPathMatcher } from './path-matcher.ts';
@@ -58,6 +60,17 @@ export function compileContract(document: unknown): Contract {
   };
 
   const resolveRef = createRefResolver(root);
+  // Most responses name the same few schemas (Error above all): each is compiled once.
+  const responseValidators = new Map<string, ValidateFunction>();
+  const compileResponseSchema = (schema: unknown): ValidateFunction => {
+    const key = JSON.stringify(schema);
+    let validate = responseValidators.get(key);
+    if (validate === undefined) {
+      validate = ajv.compile(rewriteRefs(schema) as object);
+      responseValidators.set(key, validate);
+    }
+    return validate;
+  };
 
   const basePath = basePathOf(root.servers);
   const operations: Operation[] = [];
@@ -94,6 +107,7 @@ export function compileContract(document: unknown): Contract {
         queryParameters: parameters.filter((parameter) => parameter.in === 'query'),
         requestHeaders,
         responseHeaders: compileResponseHeaders(operation.responses, `${where}.responses`, resolveRef),
+        responses: compileDeclaredResponses(operation.responses, `${where}.responses`, resolveRef, compileResponseSchema),
         ...(operation.requestBody === undefined
           ? {}
           : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),

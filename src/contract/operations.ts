@@ -1,6 +1,7 @@
 // What an operation of the interface document becomes once compiled: everything the pipeline needs.
 import type { ValidateFunction } from 'ajv';
 import type { StabilityMarker } from '../config/schema.ts';
+import type { DeclaredResponses } from './declared-responses.ts';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'OPTIONS' | 'HEAD' | 'PATCH' | 'TRACE';
 
@@ -42,6 +43,8 @@ export interface Operation {
   requestHeaders: readonly string[];
   /** The headers each response declares, lower case, by the document's key (`200`, `4XX`, `default`): relayed to the client. */
   responseHeaders: ReadonlyMap<string, readonly string[]>;
+  /** What each response promises (status, media type, body, required headers): the backend's answers are checked against it. */
+  responses: DeclaredResponses;
   requestBody?: RequestBodySpec;
   /** Present when the document marks the operation deprecated. */
   deprecation?: DeprecationSpec;

@@ -22,6 +22,8 @@ export interface AccessLineFields {
   upstreamMs: number | null;
   upstreamFailure?: string;
   upstreamFailureDetail?: { message: string; code?: string };
+  /** The first rule the backend's answer broke, when it was checked and broke one: where and which rule, never a value. */
+  contractViolation?: { kind: string; response: string | null; pointer: string; keyword: string; header?: string; enforced: boolean };
   errorCode: string | null;
 }
 
@@ -47,6 +49,7 @@ const LINE_FIELDS = Object.keys({
   upstreamMs: true,
   upstreamFailure: true,
   upstreamFailureDetail: true,
+  contractViolation: true,
   errorCode: true,
 } satisfies Record<keyof AccessLineFields, true>);
 

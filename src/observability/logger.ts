@@ -1,7 +1,8 @@
 // The process logger and the one-line-per-request access log; neither ever sees a credential nor a Redis command's arguments.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { completedStatus, type RequestRecord } from '../pipeline/request-record.ts';
-import { createAccessLineWriter } from '../forks/access-line-writer.ts';
+import { createAccessLineWriter, type AccessLineFields } from '../forks/access-line-writer.ts';
+import type { ContractViolation } from '../contract/check-answer.ts';
 import { serializeError } from './error-serializer.ts';
 import { pino, type DestinationStream, type Level, type Logger, type LevelWithSilent } from 'pino';
 
@@ -55,6 +56,8 @@ export function createAccessLog(logger: Logger, environment: string): (req: Inco
     const level = accessLogLevel(statusCode);
     if (!accessLog.isLevelEnabled(level)) return;
     const operation = record.route?.operation;
+    const contract = record.upstream?.contract;
+    const broken = contract?.result === 'violation' ? contract : undefined;
     writeLine(
       level,
       {
@@ -72,9 +75,16 @@ export function createAccessLog(logger: Logger, environment: string): (req: Inco
         upstreamStatus: record.upstream?.status || null,
         upstreamMs: record.upstream?.ms === undefined ? null : toMicroseconds(record.upstream.ms),
         ...(record.upstream?.failure ? { upstreamFailure: record.upstream.failure, upstreamFailureDetail: record.upstream.failureDetail } : {}),
-        errorCode: record.error?.code ?? null,
+        ...(broken ? { contractViolation: violationFields(broken.violation, broken.enforced) } : {}),
+        errorCode: record.error?.code ?? (broken?.enforced ? 'upstream_contract_violation' : null),
       },
       statusCode >= 400 ? 'request failed' : 'request completed',
     );
   };
+}
+
+/** The log's account of a contract violation, in a fixed field order. */
+function violationFields(violation: ContractViolation, enforced: boolean): NonNullable<AccessLineFields['contractViolation']> {
+  const { kind, response, pointer, keyword, header } = violation;
+  return { kind, response: response ?? null, pointer, keyword, ...(header === undefined ? {} : { header }), enforced };
 }

@@ -4,6 +4,8 @@ import type { AuthRefusalReason } from '../auth/authenticate.ts';
 import type { KeyCacheClearReason } from '../auth/key-events.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
+import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
+import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
@@ -105,6 +107,8 @@ export interface GatewayMetrics {
   upstreamHeadersDropped(operation: string, count: number): void;
   /** A backend 401 or 403, answered 502 upstream_refused_identity. */
   upstreamRefusedIdentity(operation: string, upstreamStatus: number): void;
+  /** A backend answer checked against the document (config `contractResponses`), and what was found. */
+  upstreamContractChecked(operation: string, upstreamStatus: number, verdict: AnswerVerdict): void;
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   /** The whole key cache dropped (src/auth/key-events.ts says when and why). */
@@ -187,6 +191,21 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     'upstream_refused_identity_total',
     "Backend 401 and 403 answers (the backend refused the gateway's identity token or is set up wrong), answered 502 upstream_refused_identity, by operation and the backend's status.",
     ['operation', 'upstream_status'],
+  );
+  const contractChecks = counter(
+    'upstream_contract_checks_total',
+    'Backend answers checked against the interface document (contractResponses), valid or not, by operation and status class of the backend answer: the ratio of violations to these is the drift.',
+    ['operation', 'status_class'],
+  );
+  const contractViolations = counter(
+    'upstream_contract_violations_total',
+    `Backend answers that broke the interface document, by operation, status class of the backend answer and kind (${CONTRACT_VIOLATION_KINDS.join(', ')}).`,
+    ['operation', 'status_class', 'kind'],
+  );
+  const contractUnchecked = counter(
+    'upstream_contract_unchecked_total',
+    `Backend answers chosen for checking that could not be checked and were relayed as they came, by operation and reason (${UNCHECKED_REASONS.join(', ')}).`,
+    ['operation', 'reason'],
   );
   const authRefusals = counter(
     'auth_refusals_total',
@@ -296,6 +315,10 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
     droppedHeaders.inc({ operation, environment }, 0);
     for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
+    // Success answers are where drift shows first (a changed Pet); other status classes appear when they occur.
+    contractChecks.inc({ operation, status_class: '2xx', environment }, 0);
+    for (const kind of CONTRACT_VIOLATION_KINDS) contractViolations.inc({ operation, status_class: '2xx', kind, environment }, 0);
+    for (const reason of UNCHECKED_REASONS) contractUnchecked.inc({ operation, reason, environment }, 0);
   }
   for (const { operation, stability } of options.markedOperations ?? []) stabilityRefusals.inc({ operation, stability, environment }, 0);
   for (const reason of AUTH_REFUSAL_REASONS) authRefusals.inc({ reason, environment }, 0);
@@ -387,6 +410,15 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
     upstreamHeadersDropped: (operation, count) => droppedFor(operation).inc(count),
     upstreamRefusedIdentity: (operation, upstreamStatus) => refusedIdentity.inc({ operation, upstream_status: String(upstreamStatus), environment }),
+    upstreamContractChecked(operation, upstreamStatus, verdict) {
+      if (verdict.result === 'unchecked') {
+        contractUnchecked.inc({ operation, reason: verdict.reason, environment });
+        return;
+      }
+      const status_class = `${Math.trunc(upstreamStatus / 100)}xx`;
+      contractChecks.inc({ operation, status_class, environment });
+      if (verdict.result === 'violation') contractViolations.inc({ operation, status_class, kind: verdict.violation.kind, environment });
+    },
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),

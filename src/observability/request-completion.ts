@@ -40,6 +40,7 @@ export function createRequestCompletion(
       if (upstream.headersDropped) metrics.upstreamHeadersDropped(operation.id, upstream.headersDropped);
       // The backend refused the gateway itself (its identity token, or the backend's setup): an operator's problem.
       if (upstream.status !== undefined && refusesTheGateway(upstream.status)) metrics.upstreamRefusedIdentity(operation.id, upstream.status);
+      if (upstream.contract !== undefined && upstream.status !== undefined) metrics.upstreamContractChecked(operation.id, upstream.status, upstream.contract);
     }
     if (operation?.deprecation && record.caller) {
       metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);

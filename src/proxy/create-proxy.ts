@@ -3,6 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import { callerOf, type Consumer } from '../auth/key-store.ts';
 import { routeOf, type Operation, type RouteSlice } from '../contract/operations.ts';
 import { formatTraceParent, type TraceIds } from '../http/trace-context.ts';
+import type { AnswerCheck } from './answer-check.ts';
 import type { GuardedExchange } from './circuit-breaker.ts';
 import { createUpstream, type ExchangeFacts, type UpstreamOptions, type UpstreamPoolStats, type UpstreamRequest } from './exchange.ts';
 import { compileHeaderPolicy, type HeaderListExtensions, type OperationHeaderPolicy } from './header-policy.ts';
@@ -18,6 +19,8 @@ export interface ProxyOptions extends UpstreamOptions {
   operations: readonly Operation[];
   /** The config's additions to the header allow-lists (config `headers`). */
   headers: HeaderListExtensions;
+  /** Whether and how a request's answer is checked against the document (createAnswerChecks). */
+  answerCheckFor: (operation: Operation, method: string) => AnswerCheck | undefined;
 }
 
 export interface UpstreamProxy {
@@ -77,7 +80,14 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
     Object.assign(headers, identity);
     const secret = identity.authorization === undefined ? undefined : credentialOf(identity.authorization);
     const relay = secret === undefined ? policy.relay : { ...policy.relay, secret };
-    return { method: req.method, path: canonicalPath(route, record.query), headers, body: record.body, relay };
+    return {
+      method: req.method,
+      path: canonicalPath(route, record.query),
+      headers,
+      body: record.body,
+      relay,
+      check: options.answerCheckFor(route.operation, req.method),
+    };
   }
 
   return {

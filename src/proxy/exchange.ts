@@ -8,6 +8,7 @@ import { monotonicMs } from '../time/monotonic.ts';
 import { RelayHandler } from './relay-handler.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';
 import type { RelayPolicy } from './upstream-response.ts';
+import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
 
 export interface UpstreamOptions {
   /** The upstream base address, ending in /v1. */
@@ -31,6 +32,8 @@ export interface UpstreamRequest {
   body: Buffer | undefined;
   /** Which of the upstream's headers the client may see, and the secret never to echo. */
   relay: RelayPolicy;
+  /** How the answer is checked against the document; undefined: relayed unchecked. */
+  check: AnswerCheck | undefined;
 }
 
 /** The proxy stage's slice of the request record, written as the exchange settles. */
@@ -45,6 +48,8 @@ export interface UpstreamSlice {
   failureDetail?: { message: string; code?: string };
   /** Header fields of the upstream's answer the relay policy dropped, when any were. */
   headersDropped?: number;
+  /** What checking the answer against the document found, when it was checked. */
+  contract?: AnswerVerdict;
 }
 
 /** An upstream's origin, parsed once per upstream: where a trace says the exchange went. */
@@ -138,7 +143,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, options, resolve, reject, settled, request.relay);
+      const handler = new RelayHandler(res, options, resolve, reject, settled, request.relay, request.check);
       pool.dispatch(
         {
           method: request.method,

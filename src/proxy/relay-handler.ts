@@ -1,12 +1,18 @@
 // One exchange's undici handler: relays the upstream's answer as it arrives, and times the upstream's silences.
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
+import { checkAnswerHead } from '../contract/check-answer.ts';
+import type { DeclaredContent, DeclaredResponse } from '../contract/declared-responses.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { sendError } from '../errors/send-error.ts';
+import { type AnswerCheck, type AnswerVerdict, checkBody, TOO_LARGE, VALID, violation } from './answer-check.ts';
 import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions } from './exchange.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
 import {
   answerUpstreamError,
   hasUndecodedTransferCoding,
   MAX_ERROR_BODY_BYTES,
+  refusesTheGateway,
   relayHead,
   type RelayPolicy,
   type UpstreamHeaders,
@@ -16,6 +22,13 @@ import {
 const CLIENT_GONE = new Error('the client closed its connection');
 /** The reason an exchange whose answer is complete is aborted with, to close a connection that is not to be reused. */
 const CONNECTION_RETIRED = new Error('the upstream connection is not reused after a bodiless answer');
+/** The reason an exchange is aborted with when its head already breaks the document and the client was answered 502. */
+const ANSWER_REFUSED = new Error('the answer broke the interface document and was not relayed');
+
+/** The client's answer when the backend's breaks the document under `enforce`. */
+function contractViolationError(): GatewayError {
+  return new GatewayError('upstream_contract_violation', 'The pet store backend answered outside the interface; the answer was not relayed');
+}
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
@@ -31,6 +44,18 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private settled = false;
   private errorBody: Buffer[] | undefined;
   private errorBodySize = 0;
+  /** How this answer is checked against the document; undefined: relayed unchecked (off, or not sampled). */
+  private readonly check: AnswerCheck | undefined;
+  /** What the check found, once it is done. */
+  private verdict: AnswerVerdict | undefined;
+  /** The response and content a success body is checked against, while its bytes are gathered. */
+  private bodyDeclared: DeclaredResponse | undefined;
+  private bodyContent: DeclaredContent | undefined;
+  /** The success body's bytes so far: a copy beside the relay (report), or the answer held back (enforce). */
+  private bodyCopy: Buffer[] | undefined;
+  private bodyCopySize = 0;
+  /** Enforce: the answer waits in bodyCopy until it is checked; its head is not yet on the response. */
+  private holding = false;
   private readonly startedAt = performance.now();
   private readonly totalTimer: NodeJS.Timeout;
   /** Silence from the upstream: armed as the request is sent, re-armed by every part of the answer. */
@@ -61,9 +86,11 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     reject: (failure: UpstreamFailure) => void,
     onSettled: ExchangeObserver | undefined,
     relay: RelayPolicy,
+    check: AnswerCheck | undefined,
   ) {
     this.res = res;
     this.relay = relay;
+    this.check = check;
     this.resolve = resolve;
     this.reject = reject;
     this.onSettled = onSettled;
@@ -108,13 +135,58 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     }
     this.status = statusCode;
     this.headers = headers;
+    // A 401 or 403 is never relayed (it refuses the gateway, answered 502 upstream_refused_identity): nothing to check.
+    if (this.check !== undefined && !refusesTheGateway(statusCode) && !this.checkHead(this.check, statusCode, headers)) return;
     if (statusCode >= 400) {
       this.errorBody = [];
       return;
     }
+    if (this.holding) return;
     this.headersDropped = relayHead(statusCode, headers, this.res, this.relay, this.relayedNames);
     this.answered = true;
     if (statusCode === 204 || statusCode === 304) this.retireConnection();
+  }
+
+  /**
+   * Checks the final head; returns false when the answer is refused already (enforce). Prepares the body's check when one follows:
+   * a copy beside the relay (report), or the whole answer held back (enforce, success statuses; error bodies are read whole anyway).
+   */
+  private checkHead(check: AnswerCheck, status: number, headers: UpstreamHeaders): boolean {
+    const res = this.res;
+    const hasBody = !check.headOnly && status !== 204 && status !== 304;
+    const contentType = headers['content-type'];
+    const head = checkAnswerHead(
+      check.operation.responses,
+      status,
+      (name) => headers[name] !== undefined || res.hasHeader(name),
+      typeof contentType === 'string' ? contentType : contentType?.[0],
+      hasBody,
+    );
+    if (head.violation !== undefined) {
+      this.verdict = violation(check, head.violation);
+      if (!check.enforce) return true;
+      this.refuseAnswer();
+      this.controller?.abort(ANSWER_REFUSED);
+      return false;
+    }
+    if (head.content === undefined) {
+      this.verdict = VALID;
+      return true;
+    }
+    this.bodyDeclared = check.operation.responses.for(status);
+    this.bodyContent = head.content;
+    if (status < 400) {
+      this.bodyCopy = [];
+      this.holding = check.enforce;
+    }
+    return true;
+  }
+
+  /** Enforce: the client gets 502 upstream_contract_violation, none of the backend's answer. */
+  private refuseAnswer(): void {
+    this.answered = true;
+    this.succeed({ status: this.status });
+    sendError(this.res, contractViolationError());
   }
 
   /**
@@ -136,6 +208,20 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       if (this.errorBodySize <= MAX_ERROR_BODY_BYTES) this.errorBody.push(chunk);
       return;
     }
+    if (this.bodyCopy !== undefined) {
+      this.bodyCopySize += chunk.length;
+      if (this.bodyCopySize <= (this.check?.maxBodyBytes ?? 0)) {
+        this.bodyCopy.push(chunk);
+        if (this.holding) return;
+      } else {
+        // Over the bound: relayed unchecked. A held answer is let go with what was held so far.
+        this.verdict = TOO_LARGE;
+        const held = this.holding ? this.bodyCopy : [];
+        this.bodyCopy = undefined;
+        if (this.holding) this.release();
+        for (const part of held) this.res.write(part);
+      }
+    }
     // A client that reads slowly slows the upstream down, rather than the gateway buffering for it.
     // undici may hand over a chunk while paused (the upstream closed): one drain listener is enough.
     if (!this.res.write(chunk) && !this.paused) {
@@ -153,24 +239,58 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
         this.clientClosed();
         return;
       }
+      const body = this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody);
+      if (this.bodyContent !== undefined) this.verdict = body === undefined ? TOO_LARGE : this.checkWholeBody(body);
+      if (this.verdict?.result === 'violation' && this.verdict.enforced) {
+        this.refuseAnswer();
+        return;
+      }
       this.answered = true;
       this.succeed({ status });
       // Written before the record is given its slice (in succeed), so the count is on it.
-      this.headersDropped = answerUpstreamError(
-        status,
-        this.headers,
-        this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody),
-        res,
-        this.relay,
-      );
+      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay);
       return;
     }
+    const copy = this.bodyCopy;
+    if (copy === undefined) {
+      this.succeed({ status });
+      res.end();
+      return;
+    }
+    const body = copy.length === 1 ? copy[0]! : Buffer.concat(copy, this.bodyCopySize);
+    if (!this.holding) {
+      // Report: the answer is complete for the client before its copy is checked.
+      res.end();
+      this.verdict = this.checkWholeBody(body);
+      this.succeed({ status });
+      return;
+    }
+    this.verdict = this.checkWholeBody(body);
+    if (this.verdict.result === 'violation') {
+      this.refuseAnswer();
+      return;
+    }
+    // Written as it arrived, part by part: the client gets the bytes and framing a relay as it streams would give.
+    this.release();
+    for (const part of copy) res.write(part);
     this.succeed({ status });
     res.end();
   }
 
+  /** A held answer goes to the client: its head now, its body after. */
+  private release(): void {
+    this.holding = false;
+    this.headersDropped = relayHead(this.status, this.headers, this.res, this.relay, this.relayedNames);
+    this.answered = true;
+  }
+
+  private checkWholeBody(body: Buffer): AnswerVerdict {
+    const check = this.check!;
+    return checkBody(check, this.bodyDeclared!, this.bodyContent!, this.status, this.headers['content-encoding'], body);
+  }
+
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (error === CLIENT_GONE || error === CONNECTION_RETIRED) return;
+    if (error === CLIENT_GONE || error === CONNECTION_RETIRED || error === ANSWER_REFUSED) return;
     this.fail(error instanceof UpstreamFailure ? error : new UpstreamFailure(classifyUpstreamFailure(error), error.message, { cause: error }));
   }
 
@@ -211,6 +331,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       ms: complete.upstreamMs,
       ...(complete.failure && cutShort ? { failure: complete.failure, failureDetail: detailOf(cutShort) } : {}),
       ...(this.headersDropped > 0 ? { headersDropped: this.headersDropped } : {}),
+      ...(this.verdict === undefined ? {} : { contract: this.verdict }),
     });
     this.resolve(complete);
   }

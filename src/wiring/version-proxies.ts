@@ -3,6 +3,7 @@ import type { ServedVersion } from '../app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { ApiVersion } from '../contract/api-versions.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
+import { createAnswerChecks } from '../proxy/answer-check.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
 
 export interface VersionProxiesOptions {
@@ -15,6 +16,10 @@ export interface VersionProxiesOptions {
 /** Each version gets its own pool and circuit breaker, so one failing backend does not open the circuit in front of another. */
 export function createVersionProxies(versions: readonly ApiVersion[], options: VersionProxiesOptions): ServedVersion[] {
   const { config } = options;
+  const answerCheckFor = createAnswerChecks({
+    ...config.contractResponses[config.environment],
+    maxBodyBytes: config.contractResponses.maxBodyBytes,
+  });
   return versions.map(({ contract, source }) => ({
     contract,
     deprecation: source.deprecation,
@@ -28,6 +33,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       identityHeaders: options.identityHeaders,
       operations: contract.operations,
       headers: config.headers,
+      answerCheckFor,
     }),
   }));
 }

@@ -71,7 +71,8 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
   const read = (overrides: Record<string, unknown> | undefined) =>
     loadConfig(
       { UPSTREAM_URL: options.upstreamUrl, GATEWAY_ENVIRONMENT: environment, ...options.env },
-      { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, ...overrides },
+      // Production's answer checks sample at random: none here, so a test's log lines and counters do not depend on a draw.
+      { shutdown: { drainDelayMs: 0, gracePeriodMs: 2000 }, contractResponses: { production: { mode: 'report', sample: 0 } }, ...overrides },
     );
   const config = read(options.overrides);
   const clock = fixedClock(TEST_NOW);

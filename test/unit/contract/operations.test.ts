@@ -12,6 +12,7 @@ const operation = (id: string, deprecation?: Operation['deprecation']): Operatio
     queryParameters: [],
     requestHeaders: [],
     responseHeaders: new Map(),
+    responses: { for: () => undefined },
     ...(deprecation ? { deprecation } : {}),
   }) as Operation;
 

@@ -27,6 +27,7 @@ function retryable(error: GatewayError): boolean {
     case 'bad_gateway':
     case 'upstream_error':
     case 'upstream_refused_identity':
+    case 'upstream_contract_violation':
       return false;
     default: {
       // Compiles only while `code` is the union: typed `string`, it would not narrow to never here.

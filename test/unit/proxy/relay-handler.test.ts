@@ -90,6 +90,7 @@ function exchange() {
     (failure) => (state.settled = { failed: failure }),
     undefined,
     RELAY_CONTENT_TYPE,
+    undefined,
   );
   const chunk = () => handler.onResponseData(controller, Buffer.from('[{"id":1}]'));
   return { res, controller, handler, state, chunk, head: (status = 200) => handler.onResponseStart(controller, status, HEAD) };

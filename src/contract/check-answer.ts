@@ -1,0 +1,88 @@
+// Whether an answer keeps the document's promise for its operation: its status, its headers, its media type, its body.
+// What a violation says names where and which rule, never a value of the body (it may carry personal data).
+import type { ErrorObject } from 'ajv';
+import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses } from './declared-responses.ts';
+import { parseJsonBody } from './strict-json.ts';
+
+/** Every way an answer can break the document; a closed set, the violations counter's `kind` label. */
+export const CONTRACT_VIOLATION_KINDS = [
+  'undeclared_status',
+  'media_type',
+  'body_schema',
+  'missing_header',
+  'error_status_mismatch',
+  'unparseable_body',
+] as const;
+export type ContractViolationKind = (typeof CONTRACT_VIOLATION_KINDS)[number];
+
+/** The first rule an answer breaks. */
+export interface ContractViolation {
+  kind: ContractViolationKind;
+  /** The document's response key the answer fell under (`200`, `default`); undefined for an undeclared status. */
+  response: string | undefined;
+  /** RFC 6901 pointer into the body to the first failing field (`/0/categoryId`); '' for the whole body, or for the head. */
+  pointer: string;
+  /** The JSON Schema keyword that failed (`required`, `enum`, `format`...), or what the head broke (`content`, `required`). */
+  keyword: string;
+  /** For `missing_header`: the header's name. */
+  header?: string;
+}
+
+/** A head that keeps the promise: the body, when there is one to check, is checked against `content`. */
+export type HeadVerdict = { violation: ContractViolation } | { violation?: undefined; content: DeclaredContent | undefined };
+
+/** Longest pointer a violation carries: the member names of a deeply nested answer are not worth a long log line. */
+const MAX_POINTER_LENGTH = 200;
+
+/**
+ * Checks what the head of an answer shows. `present(name)` says whether the answer the client gets carries a header (the
+ * backend's, or one the gateway set itself such as X-Request-Id or Deprecation). `hasBody` is false for HEAD and bodiless
+ * statuses: they are checked for status and headers only.
+ */
+export function checkAnswerHead(
+  responses: DeclaredResponses,
+  status: number,
+  present: (name: string) => boolean,
+  contentType: string | undefined,
+  hasBody: boolean,
+): HeadVerdict {
+  const declared = responses.for(status);
+  if (declared === undefined) return { violation: { kind: 'undeclared_status', response: undefined, pointer: '', keyword: 'responses' } };
+  for (const name of declared.requiredHeaders) {
+    if (!present(name)) return { violation: { kind: 'missing_header', response: declared.key, pointer: '', keyword: 'required', header: name } };
+  }
+  if (!hasBody || declared.content.length === 0) return { content: undefined };
+  const content = contentType === undefined ? undefined : contentFor(declared, mediaTypeOf(contentType));
+  if (content === undefined) return { violation: { kind: 'media_type', response: declared.key, pointer: '', keyword: 'content' } };
+  return { content };
+}
+
+/** Checks a body (decoded, whole) against the content its head fell under. */
+export function checkAnswerBody(declared: DeclaredResponse, content: DeclaredContent, status: number, body: Uint8Array): ContractViolation | undefined {
+  const { validate } = content;
+  if (validate === undefined) return undefined;
+  const parsed = parseJsonBody(body);
+  if (!parsed.ok) return { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
+  if (!validate(parsed.value)) {
+    const error = validate.errors?.[0];
+    return { kind: 'body_schema', response: declared.key, pointer: pointerOf(error), keyword: error?.keyword ?? 'schema' };
+  }
+  if (content.isError && (parsed.value as { status: unknown }).status !== status) {
+    return { kind: 'error_status_mismatch', response: declared.key, pointer: '/status', keyword: 'const' };
+  }
+  return undefined;
+}
+
+/** `type/subtype` of a Content-Type value, lower case, without parameters. */
+function mediaTypeOf(contentType: string): string {
+  return contentType.split(';', 1)[0]!.trim().toLowerCase();
+}
+
+/** The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. */
+function pointerOf(error: ErrorObject | undefined): string {
+  if (error === undefined) return '';
+  const params = error.params as { missingProperty?: string; additionalProperty?: string; unevaluatedProperty?: string };
+  const member = params.missingProperty ?? params.additionalProperty ?? params.unevaluatedProperty;
+  const pointer = member === undefined ? error.instancePath : `${error.instancePath}/${member.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  return pointer.length > MAX_POINTER_LENGTH ? `${pointer.slice(0, MAX_POINTER_LENGTH)}…` : pointer;
+}

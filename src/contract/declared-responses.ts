@@ -1,0 +1,99 @@
+// What each response of an operation declares, compiled for checking the backend's answers: media types, body schemas, required headers.
+import type { ValidateFunction } from 'ajv';
+import type { ResolveRef } from './declared-headers.ts';
+
+/** One media type a response declares. */
+export interface DeclaredContent {
+  /** Lower case, without parameters; may be a range (`application/*`, `*\/*`). */
+  mediaType: string;
+  /** Checks the parsed body, for a JSON media type; undefined: the body's bytes are not the document's to check. */
+  validate: ValidateFunction | undefined;
+  /** The body is the document's Error, whose `status` must be the answer's. */
+  isError: boolean;
+}
+
+/** One response of an operation, as the document declares it under its key. */
+export interface DeclaredResponse {
+  /** The document's key: a status (`200`), a range (`4XX`) or `default`. */
+  key: string;
+  /** Empty: the response declares no body. */
+  content: readonly DeclaredContent[];
+  /** Headers the document marks `required: true`, lower case. */
+  requiredHeaders: readonly string[];
+}
+
+/** An operation's responses, looked up as OpenAPI says: the status's own, then its range, then `default`. */
+export interface DeclaredResponses {
+  for(status: number): DeclaredResponse | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+const RANGE_KEY = /^([1-5])XX$/;
+const ERROR_SCHEMA = '#/components/schemas/Error';
+
+function isJsonMediaType(mediaType: string): boolean {
+  return mediaType === 'application/json' || mediaType.endsWith('+json');
+}
+
+/** `compileSchema` compiles a schema as it stands in the document (with its `#/components/schemas/...` references). */
+export function compileDeclaredResponses(
+  responses: unknown,
+  where: string,
+  resolveRef: ResolveRef,
+  compileSchema: (schema: unknown) => ValidateFunction,
+): DeclaredResponses {
+  const byStatus = new Map<number, DeclaredResponse>();
+  const byRange: Array<DeclaredResponse | undefined> = [];
+  let otherwise: DeclaredResponse | undefined;
+  if (responses !== undefined) {
+    for (const [key, value] of Object.entries(resolveRef(responses, where))) {
+      const at = `${where}.${key}`;
+      const response = resolveRef(value, at);
+      const declared: DeclaredResponse = {
+        key,
+        content: compileContent(response.content, `${at}.content`, resolveRef, compileSchema),
+        requiredHeaders: requiredHeaders(response.headers, `${at}.headers`, resolveRef),
+      };
+      const range = RANGE_KEY.exec(key);
+      if (key === 'default') otherwise = declared;
+      else if (range) byRange[Number(range[1])] = declared;
+      else byStatus.set(Number(key), declared);
+    }
+  }
+  return { for: (status) => byStatus.get(status) ?? byRange[Math.trunc(status / 100)] ?? otherwise };
+}
+
+function compileContent(content: unknown, where: string, resolveRef: ResolveRef, compileSchema: (schema: unknown) => ValidateFunction): DeclaredContent[] {
+  if (content === undefined) return [];
+  return Object.entries(resolveRef(content, where)).map(([mediaType, value]) => {
+    const type = mediaType.split(';', 1)[0]!.trim().toLowerCase();
+    const schema = (value as Json | null)?.schema;
+    const json = isJsonMediaType(type) && schema !== undefined;
+    return {
+      mediaType: type,
+      validate: json ? compileSchema(schema) : undefined,
+      isError: json && (schema as Json).$ref === ERROR_SCHEMA,
+    };
+  });
+}
+
+function requiredHeaders(headers: unknown, where: string, resolveRef: ResolveRef): string[] {
+  if (headers === undefined) return [];
+  const required: string[] = [];
+  for (const [name, value] of Object.entries(resolveRef(headers, where))) {
+    if (resolveRef(value, `${where}.${name}`).required === true) required.push(name.toLowerCase());
+  }
+  return required;
+}
+
+/** The declared content an answer's media type falls under (`application/json` under `application/*` too); undefined: none. */
+export function contentFor(declared: DeclaredResponse, mediaType: string): DeclaredContent | undefined {
+  const slash = mediaType.indexOf('/');
+  const range = `${mediaType.slice(0, slash)}/*`;
+  return (
+    declared.content.find((content) => content.mediaType === mediaType) ??
+    declared.content.find((content) => content.mediaType === range) ??
+    declared.content.find((content) => content.mediaType === '*/*')
+  );
+}
