@@ -154,7 +154,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). */
+        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document (an undeclared status or media type, a body off its schema, a required header missing, an Error whose `status` is not the answer's) and the gateway, checking answers strictly in this environment, did not relay it. */
         BadGateway: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -443,7 +443,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). */
+            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document and the gateway, checking answers strictly in this environment, did not relay it. */
             502: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { parse, stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseResponses, sendRaw, startReadingUpstream, type ReadRequest } from '../helpers/raw-socket.ts';
+import { buildTestGateway } from '../helpers/build-test-app.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 const PETS = '[{"id":1,"name":"Rex","categoryId":2,"status":"available"}]';
@@ -225,6 +226,49 @@ describe('report: an answer that breaks the document is relayed as it came, then
     closers.push(() => edge.close());
     const early = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0011'), { waitMs: 500 });
     expect(early.text.includes(first)).toBe(streamed);
+  });
+});
+
+describe('the mode', () => {
+  it('is taken up by a configuration reload, at the next request', async () => {
+    const upstream = await startReadingUpstream((request) => request.socket.write(json('200 OK', '[{"id":"1"}]')));
+    closers.push(() => upstream.close());
+    let mode: Mode = 'off';
+    const gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: { PORT: '0', ADMIN_PORT: '0' },
+      reloadOverrides: () => ({ contractResponses: { production: { mode } } }),
+      overrides: { contractResponses: { production: { mode: 'off' } } },
+    });
+    const running = await gateway.listen();
+    closers.push(async () => {
+      await running.shutdown('test over');
+      gateway.close();
+    });
+    const ask = (id: string) => sendRaw(running.port, get({ gateway } as Edge, '/v1/pets', id), { responses: 1 });
+    expect((await ask('contract-0030')).statuses).toEqual([200]);
+    mode = 'enforce';
+    expect(await gateway.reload()).toMatchObject({ result: 'success' });
+    expect((await ask('contract-0031')).statuses).toEqual([502]);
+  });
+
+  it('counts on the replica that checked: two replicas in front of one backend add up to every answer', async () => {
+    const upstream = await startReadingUpstream((request) => request.socket.write(json('200 OK', '[{"id":1,"name":"Rex"}]')));
+    closers.push(() => upstream.close());
+    const replicas: Edge[] = [];
+    for (let index = 0; index < 2; index++) {
+      const edge = await startEdge(upstream.baseUrl, { contractResponses: { production: { mode: 'report', sample: 1 } } });
+      closers.push(() => edge.close());
+      replicas.push(edge);
+    }
+    // Five requests, spread as a load balancer would: 0, 1, 0, 1, 0.
+    for (let index = 0; index < 5; index++) {
+      const edge = replicas[index % 2]!;
+      await sendRaw(edge.running.port, get(edge, '/v1/pets', `contract-004${index}`), { responses: 1 });
+    }
+    const series = violations('listPets', '2xx', 'body_schema');
+    expect([await metric(replicas[0]!, series), await metric(replicas[1]!, series)]).toEqual([3, 2]);
+    expect(upstream.requests).toHaveLength(5);
   });
 });
 

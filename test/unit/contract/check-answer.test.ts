@@ -1,0 +1,119 @@
+// Whether an answer keeps the document's promise: each rule on the project's own document, one case each.
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { checkAnswerBody, checkAnswerHead, type HeadVerdict } from '../../../src/contract/check-answer.ts';
+import { loadContract } from '../../../src/contract/compile-contract.ts';
+import type { DeclaredResponse } from '../../../src/contract/declared-responses.ts';
+
+const contract = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url)));
+const listPets = contract.byId.get('listPets')!;
+const getPet = contract.byId.get('getPet')!;
+
+/** What the gateway sets on every answer before the backend's arrives. */
+const setByGateway = (name: string) => name === 'x-request-id';
+const body = (text: string) => Buffer.from(text);
+
+function contentOf(verdict: HeadVerdict) {
+  if (verdict.violation !== undefined) throw new Error(`head broke the document: ${verdict.violation.kind}`);
+  if (verdict.content === undefined) throw new Error('no body to check');
+  return verdict.content;
+}
+
+function checkListPets(status: number, text: string) {
+  const declared = listPets.responses.for(status) as DeclaredResponse;
+  const content = contentOf(checkAnswerHead(listPets.responses, status, setByGateway, 'application/json', true));
+  return checkAnswerBody(declared, content, status, body(text));
+}
+
+describe('checkAnswerHead', () => {
+  it('falls back to `default` for a status the operation does not list', () => {
+    expect(listPets.responses.for(418)?.key).toBe('default');
+  });
+
+  it('finds the content of a declared media type, parameters and case aside', () => {
+    const verdict = checkAnswerHead(listPets.responses, 200, setByGateway, 'Application/JSON; charset=utf-8', true);
+    expect(verdict.violation).toBeUndefined();
+    expect(verdict.violation === undefined && verdict.content?.mediaType).toBe('application/json');
+  });
+
+  it('calls a media type the response does not declare a media_type violation', () => {
+    expect(checkAnswerHead(listPets.responses, 200, setByGateway, 'text/html', true).violation).toEqual({
+      kind: 'media_type',
+      response: '200',
+      pointer: '',
+      keyword: 'content',
+    });
+  });
+
+  it('calls a body without any Content-Type a media_type violation', () => {
+    expect(checkAnswerHead(listPets.responses, 200, setByGateway, undefined, true).violation?.kind).toBe('media_type');
+  });
+
+  it('checks no media type where there is no body (HEAD, 204, 304)', () => {
+    expect(checkAnswerHead(listPets.responses, 200, setByGateway, 'text/html', false)).toEqual({ content: undefined });
+  });
+
+  it('names a required header the answer lacks', () => {
+    expect(checkAnswerHead(listPets.responses, 429, setByGateway, 'application/json', true).violation).toEqual({
+      kind: 'missing_header',
+      response: '429',
+      pointer: '',
+      keyword: 'required',
+      header: 'retry-after',
+    });
+  });
+
+  it('counts a header the gateway sets itself as present', () => {
+    const present = (name: string) => ['x-request-id', 'deprecation', 'sunset', 'link'].includes(name);
+    expect(checkAnswerHead(getPet.responses, 200, present, 'application/json', true).violation).toBeUndefined();
+  });
+});
+
+describe('checkAnswerBody', () => {
+  it('passes a page of Pets', () => {
+    expect(checkListPets(200, '[{"id":1,"name":"Rex","categoryId":2,"status":"sold"}]')).toBeUndefined();
+  });
+
+  it('points at a missing required field', () => {
+    expect(checkListPets(200, '[{"id":1,"name":"Rex","categoryId":2},{"id":2,"name":"Tom"}]')).toEqual({
+      kind: 'body_schema',
+      response: '200',
+      pointer: '/1/categoryId',
+      keyword: 'required',
+    });
+  });
+
+  it('points at a value outside the enum', () => {
+    expect(checkListPets(200, '[{"id":1,"name":"Rex","categoryId":2,"status":"lost"}]')).toMatchObject({ pointer: '/0/status', keyword: 'enum' });
+  });
+
+  it('points at an int64 out of range', () => {
+    expect(checkListPets(200, '[{"id":1,"name":"Rex","categoryId":-9223372036854775809}]')).toMatchObject({ pointer: '/0/categoryId', keyword: 'format' });
+  });
+
+  it('calls invalid JSON unparseable_body', () => {
+    expect(checkListPets(200, '[{"id":1,')).toMatchObject({ kind: 'unparseable_body', keyword: 'json' });
+  });
+
+  it('calls an Error whose status is not the answer’s error_status_mismatch', () => {
+    expect(checkListPets(503, '{"code":"service_unavailable","message":"later","status":500}')).toEqual({
+      kind: 'error_status_mismatch',
+      response: '503',
+      pointer: '/status',
+      keyword: 'const',
+    });
+  });
+
+  it('passes an Error whose status is the answer’s', () => {
+    expect(checkListPets(503, '{"code":"service_unavailable","message":"later","status":503}')).toBeUndefined();
+  });
+
+  it('escapes a member name in its pointer as RFC 6901 says', () => {
+    const contentless = listPets.responses.for(200) as DeclaredResponse;
+    const strict = { ...contentOf(checkAnswerHead(listPets.responses, 200, setByGateway, 'application/json', true)) };
+    strict.validate = Object.assign(() => false, {
+      errors: [{ keyword: 'additionalProperties', instancePath: '/0', params: { additionalProperty: 'a/b~c' }, schemaPath: '' }],
+    }) as unknown as typeof strict.validate;
+    expect(checkAnswerBody(contentless, strict, 200, body('[{}]'))?.pointer).toBe('/0/a~1b~0c');
+  });
+});

@@ -1,0 +1,72 @@
+// Which answers are checked and how: the report mode's sample, and bodies decoded from their Content-Encoding within the bound.
+import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { checkAnswerHead } from '../../../src/contract/check-answer.ts';
+import { loadContract } from '../../../src/contract/compile-contract.ts';
+import type { DeclaredResponse } from '../../../src/contract/declared-responses.ts';
+import { checkBody, createAnswerChecks } from '../../../src/proxy/answer-check.ts';
+
+const listPets = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url))).byId.get('listPets')!;
+const declared = listPets.responses.for(200) as DeclaredResponse;
+const head = checkAnswerHead(listPets.responses, 200, () => true, 'application/json', true);
+const content = head.violation === undefined ? head.content! : undefined!;
+const PETS = Buffer.from('[{"id":1,"name":"Rex","categoryId":2}]');
+const OFF_SHAPE = Buffer.from('[{"id":"1","name":"Rex","categoryId":2}]');
+
+describe('createAnswerChecks', () => {
+  it('checks nothing when off', () => {
+    expect(createAnswerChecks({ mode: 'off', sample: 1, maxBodyBytes: 1024 })(listPets, 'GET')).toBeUndefined();
+  });
+
+  it('checks the share report samples, by the draw it is given', () => {
+    const draws = [0.01, 0.2, 0.09, 0.5];
+    const checkFor = createAnswerChecks({ mode: 'report', sample: 0.1, maxBodyBytes: 1024 }, () => draws.shift()!);
+    const checked = [0, 1, 2, 3].map(() => checkFor(listPets, 'GET') !== undefined);
+    expect(checked).toEqual([true, false, true, false]);
+  });
+
+  it('checks every answer under enforce, whatever the sample', () => {
+    const checkFor = createAnswerChecks({ mode: 'enforce', sample: 0, maxBodyBytes: 1024 }, () => 0.99);
+    expect(checkFor(listPets, 'GET')).toEqual({ enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024 });
+  });
+
+  it("checks a HEAD answer's head only", () => {
+    expect(createAnswerChecks({ mode: 'enforce', sample: 1, maxBodyBytes: 1024 })(listPets, 'HEAD')?.headOnly).toBe(true);
+  });
+});
+
+describe('checkBody', () => {
+  const check = { enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024 };
+
+  it.each([
+    ['gzip', gzipSync],
+    ['x-gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ])('decodes %s before checking', (coding, encode) => {
+    expect(checkBody(check, declared, content, 200, coding, encode(PETS))).toEqual({ result: 'valid' });
+    expect(checkBody(check, declared, content, 200, coding, encode(OFF_SHAPE))).toMatchObject({ result: 'violation', violation: { pointer: '/0/id' } });
+  });
+
+  it('leaves a body that inflates past the bound unchecked', () => {
+    const bomb = gzipSync(Buffer.alloc(4096, 0x20));
+    expect(checkBody(check, declared, content, 200, 'gzip', bomb)).toEqual({ result: 'unchecked', reason: 'too_large' });
+  });
+
+  it('calls a body that does not decode in its coding unparseable', () => {
+    expect(checkBody(check, declared, content, 200, 'gzip', PETS)).toMatchObject({
+      result: 'violation',
+      violation: { kind: 'unparseable_body', keyword: 'content-encoding' },
+      enforced: true,
+    });
+  });
+
+  it('leaves a coding it does not decode unchecked', () => {
+    expect(checkBody(check, declared, content, 200, 'gzip, br', PETS)).toEqual({ result: 'unchecked', reason: 'encoding' });
+  });
+
+  it('reads `identity` as no coding', () => {
+    expect(checkBody(check, declared, content, 200, 'identity', PETS)).toEqual({ result: 'valid' });
+  });
+});
