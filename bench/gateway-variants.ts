@@ -19,7 +19,8 @@ import { privateRedisArgs } from '../support/start-redis.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEPPER = 'bench-pepper-0123456789abcdef';
-const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
+/** What every request asks; BENCH_TARGET changes it (e.g. /v1/pets?limit=100, with BENCH_BACKEND_PETS=100: bench/backend.ts). */
+const PATH_AND_QUERY = process.env.BENCH_TARGET ?? '/v1/pets?limit=20&status=available';
 
 export interface Variant {
   /** As given on the command line. */

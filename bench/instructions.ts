@@ -10,7 +10,8 @@
 // INSTRUCTIONS_DURATION_S (default 20) of load, INSTRUCTIONS_ROUNDS (default 3) rounds. Reported per variant: the median over rounds of instructions per
 // request, without V8's optimising compiler and garbage collection (they come in bursts that a round
 // catches or misses: printed apart), then by part (JIT code, V8's builtins, V8's runtime, libc, the rest).
-// INSTRUCTIONS_KEEP=<dir> keeps the callgrind files (read them with callgrind_annotate).
+// INSTRUCTIONS_KEEP=<dir> keeps the callgrind files (read them with callgrind_annotate). BENCH_TARGET and
+// BENCH_BACKEND_PETS change what is asked and how large the answers are (bench/gateway-variants.ts, bench/backend.ts).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

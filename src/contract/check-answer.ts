@@ -28,8 +28,14 @@ export interface ContractViolation {
   header?: string;
 }
 
-/** A head that keeps the promise: the body, when there is one to check, is checked against `content`. */
-export type HeadVerdict = { violation: ContractViolation } | { violation?: undefined; content: DeclaredContent | undefined };
+/** What a body is checked against: the response its status fell under, and the media type its head named. */
+export interface BodyRule {
+  declared: DeclaredResponse;
+  content: DeclaredContent;
+}
+
+/** A head that keeps the promise, and the rule its body is checked by (undefined: no body to check). */
+export type HeadVerdict = { violation: ContractViolation } | { violation?: undefined; body: BodyRule | undefined };
 
 /** Longest pointer a violation carries: the member names of a deeply nested answer are not worth a long log line. */
 const MAX_POINTER_LENGTH = 200;
@@ -51,14 +57,14 @@ export function checkAnswerHead(
   for (const name of declared.requiredHeaders) {
     if (!present(name)) return { violation: { kind: 'missing_header', response: declared.key, pointer: '', keyword: 'required', header: name } };
   }
-  if (!hasBody || declared.content.length === 0) return { content: undefined };
+  if (!hasBody || declared.content.length === 0) return { body: undefined };
   const content = contentType === undefined ? undefined : contentFor(declared, mediaTypeOf(contentType));
   if (content === undefined) return { violation: { kind: 'media_type', response: declared.key, pointer: '', keyword: 'content' } };
-  return { content };
+  return { body: { declared, content } };
 }
 
-/** Checks a body (decoded, whole) against the content its head fell under. */
-export function checkAnswerBody(declared: DeclaredResponse, content: DeclaredContent, status: number, body: Uint8Array): ContractViolation | undefined {
+/** Checks a body (decoded, whole) by the rule its head gave. */
+export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
   const parsed = parseJsonBody(body);

@@ -1,8 +1,7 @@
 // The backend's answers checked against the document (config `contractResponses`): which answers are checked, how, and what was found.
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { ContractResponseMode } from '../config/schema.ts';
-import { checkAnswerBody, type ContractViolation } from '../contract/check-answer.ts';
-import type { DeclaredContent, DeclaredResponse } from '../contract/declared-responses.ts';
+import { type BodyRule, checkAnswerBody, type ContractViolation } from '../contract/check-answer.ts';
 import type { Operation } from '../contract/operations.ts';
 
 /** How one answer is checked: handed to the exchange with the request; absent, the answer is relayed unchecked. */
@@ -56,14 +55,7 @@ export function createAnswerChecks(
  * Checks a whole body against what its head fell under, decoding its Content-Encoding first (bounded: a body that inflates past the
  * bound is relayed unchecked, like one that arrives over it).
  */
-export function checkBody(
-  check: AnswerCheck,
-  declared: DeclaredResponse,
-  content: DeclaredContent,
-  status: number,
-  contentEncoding: string | string[] | undefined,
-  body: Buffer,
-): AnswerVerdict {
+export function checkBody(check: AnswerCheck, rule: BodyRule, status: number, contentEncoding: string | string[] | undefined, body: Buffer): AnswerVerdict {
   let decoded = body;
   if (contentEncoding !== undefined) {
     const coding = String(contentEncoding).trim().toLowerCase();
@@ -74,11 +66,11 @@ export function checkBody(
         decoded = decode(body, { maxOutputLength: check.maxBodyBytes });
       } catch (error) {
         if (error instanceof RangeError) return TOO_LARGE;
-        return violation(check, { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'content-encoding' });
+        return violation(check, { kind: 'unparseable_body', response: rule.declared.key, pointer: '', keyword: 'content-encoding' });
       }
     }
   }
-  const found = checkAnswerBody(declared, content, status, decoded);
+  const found = checkAnswerBody(rule, status, decoded);
   return found === undefined ? VALID : violation(check, found);
 }
 

@@ -1,8 +1,7 @@
 // One exchange's undici handler: relays the upstream's answer as it arrives, and times the upstream's silences.
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { checkAnswerHead } from '../contract/check-answer.ts';
-import type { DeclaredContent, DeclaredResponse } from '../contract/declared-responses.ts';
+import { type BodyRule, checkAnswerHead } from '../contract/check-answer.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
 import { type AnswerCheck, type AnswerVerdict, checkBody, TOO_LARGE, VALID, violation } from './answer-check.ts';
@@ -48,9 +47,8 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly check: AnswerCheck | undefined;
   /** What the check found, once it is done. */
   private verdict: AnswerVerdict | undefined;
-  /** The response and content a success body is checked against, while its bytes are gathered. */
-  private bodyDeclared: DeclaredResponse | undefined;
-  private bodyContent: DeclaredContent | undefined;
+  /** What the body is checked by, when it is: its bytes are gathered (bodyCopy, or errorBody for an error status). */
+  private bodyRule: BodyRule | undefined;
   /** The success body's bytes so far: a copy beside the relay (report), or the answer held back (enforce). */
   private bodyCopy: Buffer[] | undefined;
   private bodyCopySize = 0;
@@ -169,12 +167,11 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       this.controller?.abort(ANSWER_REFUSED);
       return false;
     }
-    if (head.content === undefined) {
+    if (head.body === undefined) {
       this.verdict = VALID;
       return true;
     }
-    this.bodyDeclared = check.operation.responses.for(status);
-    this.bodyContent = head.content;
+    this.bodyRule = head.body;
     if (status < 400) {
       this.bodyCopy = [];
       this.holding = check.enforce;
@@ -240,7 +237,9 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
         return;
       }
       const body = this.errorBodySize > MAX_ERROR_BODY_BYTES ? undefined : Buffer.concat(this.errorBody);
-      if (this.bodyContent !== undefined) this.verdict = body === undefined ? TOO_LARGE : this.checkWholeBody(body);
+      if (this.bodyRule !== undefined) {
+        this.verdict = body === undefined || this.errorBodySize > this.check!.maxBodyBytes ? TOO_LARGE : this.checkWholeBody(body);
+      }
       if (this.verdict?.result === 'violation' && this.verdict.enforced) {
         this.refuseAnswer();
         return;
@@ -285,8 +284,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   private checkWholeBody(body: Buffer): AnswerVerdict {
-    const check = this.check!;
-    return checkBody(check, this.bodyDeclared!, this.bodyContent!, this.status, this.headers['content-encoding'], body);
+    return checkBody(this.check!, this.bodyRule!, this.status, this.headers['content-encoding'], body);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
