@@ -44,6 +44,7 @@ describe('versions', () => {
       ['getAnimal', 'stable'],
       ['listAnimalPhotos', 'experimental'],
       ['listAnimals', 'beta'],
+      ['getInterfaceDocumentV2', 'stable'],
     ]);
   });
 
