@@ -222,6 +222,12 @@ const CASES: readonly ProvokedCase[] = [
   },
   { operation: 'getPet', declared: 504, why: 'the backend does not answer in time', send: () => getPet(silent) },
   { operation: 'getPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => getPet(failing) },
+
+  { operation: 'getInterfaceDocument', declared: 200, why: 'no API key needed', send: () => send(served, 'GET', '/v1/openapi.json', { key: null }) },
+  { operation: 'getInterfaceDocument', declared: 503, why: 'the gateway is at capacity', send: () => send(crowded, 'GET', '/v1/openapi.json', { key: null }) },
+
+  { operation: 'getApiCatalog', declared: 200, why: 'no API key needed', send: () => send(served, 'GET', '/.well-known/api-catalog', { key: null }) },
+  { operation: 'getApiCatalog', declared: 503, why: 'the gateway is at capacity', send: () => send(crowded, 'GET', '/.well-known/api-catalog', { key: null }) },
 ];
 
 describeContract('the gateway', document, CASES);
