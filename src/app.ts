@@ -95,7 +95,7 @@ export function createApp(deps: AppDependencies): Express {
   const announceStability = createStabilityNotice();
   const { cors } = deps;
   // What the gateway publishes about the interface (RFC 9727 catalog, each version's document), serialised now, once for this generation.
-  const discovery = compileDiscovery(deps.versions, config.deprecations);
+  const discovery = compileDiscovery({ versions: deps.versions, pages: config.deprecations, corsOrigins: cors?.allowedOrigins });
 
   const mounted: Array<{ basePath: string; stages: RequestHandler }> = [];
   for (const version of deps.versions) {

@@ -1,7 +1,9 @@
 // What the gateway publishes about its interface, serialised once per pipeline generation (a reload builds the next): the stages that answer it.
 import type { RequestHandler } from 'express';
 import type { Contract } from '../contract/compile-contract.ts';
+import { createPathMatcher } from '../contract/path-matcher.ts';
 import { publishedDocument } from '../contract/published-document.ts';
+import { createPreflight } from '../policy/cors.ts';
 import {
   API_CATALOG_MEDIA_TYPE,
   buildApiCatalog,
@@ -13,18 +15,30 @@ import {
 import { createApiCatalogAnswer, createInterfaceDocumentAnswer, serialised } from './gateway-answers.ts';
 
 export interface Discovery {
-  /** The catalog's stage, for the app's entry; empty when no document declares the catalog. */
+  /** The catalog's stages for the app's entry (a page's preflight when CORS is on, then the answer); empty when no document declares it. */
   readonly catalogAnswer: readonly RequestHandler[];
   /** The stage that answers the version's own document, for its pipeline; empty when its document declares none. */
   documentAnswer(contract: Contract): readonly RequestHandler[];
 }
 
+export interface DiscoveryOptions {
+  versions: readonly CatalogVersion[];
+  /** Config `deprecations`: the pages the catalog links deprecated operations to. */
+  pages: Readonly<Record<string, OperationPages>>;
+  /** CORS's allowed origins when it is on: a page's preflight for the catalog is answered (a version's document has its version's). */
+  corsOrigins: readonly string[] | undefined;
+}
+
 /** Builds the catalog and every declared document now, so that a request only writes bytes made before it. */
-export function compileDiscovery(versions: readonly CatalogVersion[], pages: Readonly<Record<string, OperationPages>>): Discovery {
+export function compileDiscovery({ versions, pages, corsOrigins }: DiscoveryOptions): Discovery {
   const catalogOperation = versions.flatMap(({ contract }) => contract.outsideBasePath).find(({ answeredBy }) => answeredBy === 'api-catalog');
-  const catalogAnswer = catalogOperation
-    ? [createApiCatalogAnswer({ operation: catalogOperation, catalog: serialised(API_CATALOG_MEDIA_TYPE, buildApiCatalog(versions, pages)) })]
-    : [];
+  const catalogAnswer: RequestHandler[] = [];
+  if (catalogOperation) {
+    const operations = [catalogOperation];
+    if (corsOrigins)
+      catalogAnswer.push(createPreflight({ allowedOrigins: corsOrigins, contract: { basePath: '', operations, matchPath: createPathMatcher(operations) } }));
+    catalogAnswer.push(createApiCatalogAnswer({ operation: catalogOperation, catalog: serialised(API_CATALOG_MEDIA_TYPE, buildApiCatalog(versions, pages)) }));
+  }
   const documentAnswers = new Map<Contract, RequestHandler>();
   for (const { contract } of versions) {
     const operation = interfaceDocumentOf(contract);

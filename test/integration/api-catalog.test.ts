@@ -178,6 +178,20 @@ describe('with CORS on', () => {
     expect(res.headers['access-control-allow-origin']).toBe('https://app.example');
     expect(res.headers.vary).toBe('Origin');
   });
+
+  it("answers an allowed origin's preflight for the catalog itself: 204, GET and HEAD, nothing forwarded", async () => {
+    const cors = build({ cors: { allowedOrigins: { production: ['https://app.example'], staging: [] } } });
+    const res = await request(cors.app)
+      .options(CATALOG)
+      .set('Origin', 'https://app.example')
+      .set('Access-Control-Request-Method', 'GET')
+      .set('Access-Control-Request-Headers', 'x-request-id');
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(res.headers['access-control-allow-methods']).toBe('GET, HEAD');
+    expect(res.headers['access-control-allow-headers']).toBe('authorization, content-type, x-request-id, traceparent, tracestate, baggage');
+    expect(v1.requests).toEqual([]);
+  });
 });
 
 describe('metrics', () => {
