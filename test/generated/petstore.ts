@@ -155,6 +155,17 @@ export interface components {
         };
     };
     responses: {
+        /** @description The copy the client holds (`If-None-Match`) is current: no content, the same validator and caching fields. */
+        NotModified: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["CacheControlRevalidate"];
+                Link: components["headers"]["ApiCatalogLink"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `service_unavailable`: the gateway is at capacity; refused before the request is matched to an operation. */
         AtCapacity: {
             headers: {
@@ -339,6 +350,13 @@ export interface components {
          * @example </.well-known/api-catalog>; rel="api-catalog"
          */
         ApiCatalogLink: string;
+        /**
+         * @description A strong validator of the representation (RFC 9110 §8.8.3), the same on every replica serving the same configuration: sent back in `If-None-Match`, it gets `304` while the representation is unchanged.
+         * @example "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg"
+         */
+        ETag: string;
+        /** @description Caches may keep the answer but must revalidate it before each use: a configuration reload can change it at any time. */
+        CacheControlRevalidate: "no-cache";
         /** @description The refusal must not be cached, so that nothing serves it in place of a replacement. */
         CacheControlNoStore: "no-store";
     };
@@ -600,12 +618,15 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     Link: components["headers"]["ApiCatalogLink"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.oai.openapi+json": components["schemas"]["InterfaceDocument"];
                 };
             };
+            304: components["responses"]["NotModified"];
             503: components["responses"]["AtCapacity"];
         };
     };
@@ -623,12 +644,15 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     Link: components["headers"]["ApiCatalogLink"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/linkset+json": components["schemas"]["ApiCatalog"];
                 };
             };
+            304: components["responses"]["NotModified"];
             503: components["responses"]["AtCapacity"];
         };
     };

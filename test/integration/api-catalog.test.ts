@@ -1,4 +1,5 @@
 // GET /.well-known/api-catalog: the RFC 9727 catalog of the versions served, answered by the gateway without a key, through the real pipeline.
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -167,6 +168,40 @@ describe('a pipeline generation', () => {
       deprecation: [{ href: DEPRECATION_PAGE, type: 'text/html' }],
       'successor-version': [{ href: '/v1/pets' }],
     });
+  });
+});
+
+describe('revalidation', () => {
+  it('gives a strong validator of the bytes and asks caches to revalidate', async () => {
+    const res = await request(plain.app).get(CATALOG);
+    expect(res.headers.etag).toBe(`"${createHash('sha256').update(res.text).digest('base64url')}"`);
+    expect(res.headers['cache-control']).toBe('no-cache');
+  });
+
+  it('answers If-None-Match naming it with 304: no content, the same validator', async () => {
+    const { etag } = (await request(plain.app).get(CATALOG)).headers;
+    const res = await request(plain.app)
+      .get(CATALOG)
+      .set('If-None-Match', `"other", W/${String(etag)}`);
+    expect(res.status).toBe(304);
+    expect(res.text).toBe('');
+    expect([res.headers.etag, res.headers['cache-control'], res.headers.link, res.headers['content-type']]).toEqual([
+      etag,
+      'no-cache',
+      '</.well-known/api-catalog>; rel="api-catalog"',
+      undefined,
+    ]);
+  });
+
+  it('answers 200 to a validator a reload made stale', async () => {
+    let next: Record<string, unknown> = {};
+    const reloading = build({}, { reloadOverrides: () => next });
+    const { etag } = (await request(reloading.app).get(CATALOG)).headers;
+    next = { deprecations: { getPet: { deprecatedAt: '2026-11-21T00:00:00Z', documentationUrl: DEPRECATION_PAGE } } };
+    await reloading.reload();
+    const res = await request(reloading.app).get(CATALOG).set('If-None-Match', String(etag));
+    expect(res.status).toBe(200);
+    expect(res.headers.etag).not.toBe(etag);
   });
 });
 
