@@ -12,7 +12,7 @@ import {
   type CatalogVersion,
   type OperationPages,
 } from './api-catalog.ts';
-import { createApiCatalogAnswer, createInterfaceDocumentAnswer, serialised } from './gateway-answers.ts';
+import { createApiCatalogAnswer, createInterfaceDocumentAnswer, serialised } from './answer-stages.ts';
 
 export interface Discovery {
   /** The catalog's stages for the app's entry (a page's preflight when CORS is on, then the answer); empty when no document declares it. */
