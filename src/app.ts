@@ -1,8 +1,9 @@
 // createApp: the gateway's request pipeline, in the order every request meets it.
 // Before it, the server's request tracker (src/server/request-tracker.ts) has made the request's record
 // (request id, path and query split once), admitted or shed it, and hooked its completion (metrics, access log).
-// Here, its target is checked first, then it meets the stages of the version its path is under (listed
-// below, in order), or a 404; the app's router runs all of that as its one layer (at the end).
+// Here, its target is checked first, then the API catalog is answered at its well-known path, or the request meets
+// the stages of the version its path is under (listed below, in order), or a 404; the app's router runs all of that
+// as its one layer (at the end).
 import express, { type Express, type RequestHandler } from 'express';
 import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
@@ -13,6 +14,7 @@ import type { GatewayConfig, VersionDeprecation } from './config/schema.ts';
 import type { Contract } from './contract/compile-contract.ts';
 import { createMatchOperation, createRequireOperation } from './contract/match-operation.ts';
 import { createValidateRequest } from './contract/validate-request.ts';
+import { compileDiscovery } from './discovery/discovery.ts';
 import { createErrorHandler, notFound } from './errors/error-handler.ts';
 import type { Clock } from './time/clock.ts';
 import { createRequestTarget } from './server/request-target.ts';
@@ -92,6 +94,8 @@ export function createApp(deps: AppDependencies): Express {
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();
   const { cors } = deps;
+  // What the gateway publishes about the interface (RFC 9727 catalog, each version's document), serialised now, once for this generation.
+  const discovery = compileDiscovery({ versions: deps.versions, pages: config.deprecations, corsOrigins: cors?.allowedOrigins });
 
   const mounted: Array<{ basePath: string; stages: RequestHandler }> = [];
   for (const version of deps.versions) {
@@ -110,6 +114,8 @@ export function createApp(deps: AppDependencies): Express {
       ...(versionNotice ? [createVersionNotice(versionNotice)] : []),
       // Experimental and beta operations say so on every response too.
       announceStability,
+      // The version's own document, as published: answered by the gateway, without a key, after the notices above.
+      ...discovery.documentAnswer(contract),
       authenticate,
       requireOperation,
       ...(versionNotice ? [createVersionSunsetEnforcement(versionNotice, clock, deps.metrics.deprecatedRefused)] : []),
@@ -147,7 +153,8 @@ export function createApp(deps: AppDependencies): Express {
   // One layer of the app's router for every request: each layer it walks costs a path match, a
   // prefix trim and closures, and none of these stages needs a path of its own. With CORS on, its
   // headers come first, so that every answer, refusals included, says whether a page may read it.
-  app.use(inOrder([...(cors ? [createCorsHeaders(cors.announce)] : []), createRequestTarget(), serveVersion, notFound]));
+  // The catalog lies outside every base path: answered there, before any version's stages, without a key.
+  app.use(inOrder([...(cors ? [createCorsHeaders(cors.announce)] : []), createRequestTarget(), ...discovery.catalogAnswer, serveVersion, notFound]));
   app.use(createErrorHandler((error) => logger.error({ err: error }, 'unexpected error while handling a request')));
   return app;
 }

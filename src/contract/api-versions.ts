@@ -14,7 +14,7 @@ export interface ApiVersion {
 /**
  * Loads every document of the configuration. Stops start-up, naming the config key, on a document that cannot be compiled, base
  * paths that overlap (the outer router would answer 404 for the inner one), an operationId in two documents (refused rather than
- * prefixed, so ids stay as clients see them), or a successor that names no configured version.
+ * prefixed, so ids stay as clients see them), a second document declaring the api-catalog, or a successor that names no configured version.
  */
 export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[] {
   const versions: ApiVersion[] = [];
@@ -41,6 +41,13 @@ export function loadApiVersions(sources: readonly VersionSource[]): ApiVersion[]
     const upstreamPath = new URL(source.upstreamBaseUrl).pathname.replace(/\/$/, '');
     if (!upstreamPath.endsWith(contract.basePath)) {
       throw new ConfigError(`config: ${source.key}: its upstream ${source.upstreamBaseUrl} must end with the document's base path ${contract.basePath}`);
+    }
+    const catalogOwner = versions.find((version) => version.contract.outsideBasePath.some(({ answeredBy }) => answeredBy === 'api-catalog'));
+    if (catalogOwner && contract.outsideBasePath.some(({ answeredBy }) => answeredBy === 'api-catalog')) {
+      throw new ConfigError(
+        `config: ${source.key}: the api-catalog is already declared by ${catalogOwner.source.key} (${basename(catalogOwner.source.documentPath)}); ` +
+          'the gateway serves one catalog of every version, declared in one document',
+      );
     }
     for (const operation of contract.operations) {
       const owner = owners.get(operation.id);

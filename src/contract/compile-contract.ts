@@ -8,6 +8,7 @@ import { compileDeclaredResponses } from './declared-responses.ts';
 import type { HttpMethod, Operation, ParameterSpec, RequestBodySpec } from './operations.ts';
 import { createParameterParser } from './parameters.ts';
 import { createPathMatcher } from './path-matcher.ts';
+import { checkOneAnswerEach, compileAnswerMarks } from './gateway-answers.ts';
 import { createSchemaValidator, rewriteRefs } from './schema-validator.ts';
 
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'];
@@ -17,10 +18,16 @@ export interface Contract {
   /** The path the interface is served under, from the first server's address (e.g. `/v1`). */
   basePath: string;
   version: string;
+  /** Every operation, those outside the base path included. */
   operations: readonly Operation[];
   /** Operations by operationId. */
   byId: ReadonlyMap<string, Operation>;
+  /** Matches a path below the base path to the operations under it. */
   matchPath: ReturnType<typeof createPathMatcher>;
+  /** Operations a path-level `servers` puts outside the base path (the api-catalog at the host's root): matched on `route`. */
+  outsideBasePath: readonly Operation[];
+  /** The document as parsed, before compilation: what the gateway publishes of it (src/contract/published-document.ts). */
+  document: Readonly<Record<string, unknown>>;
 }
 
 type Json = Record<string, unknown>;
@@ -74,10 +81,14 @@ export function compileContract(document: unknown): Contract {
 
   const basePath = basePathOf(root.servers);
   const operations: Operation[] = [];
+  const outside = new Set<Operation>();
   for (const [pathTemplate, pathItemValue] of Object.entries(asObject(root.paths, 'paths'))) {
     if (!pathTemplate.startsWith('/')) throw new Error(`interface document: path ${pathTemplate} must start with /`);
     const pathItem = asObject(pathItemValue, `paths.${pathTemplate}`);
     const shared = (pathItem.parameters ?? []) as unknown[];
+    // OpenAPI 3.1 lets a path item name its own servers: the path is then served under theirs, not the document's.
+    const pathBase = pathItem.servers === undefined ? basePath : basePathOf(pathItem.servers, `paths.${pathTemplate}.servers`, { hostRoot: true });
+    const place = { route: pathBase + pathTemplate, underBasePath: pathBase === basePath };
     for (const method of METHODS) {
       const raw = pathItem[method.toLowerCase()];
       if (raw === undefined) continue;
@@ -102,7 +113,7 @@ export function compileContract(document: unknown): Contract {
         id: operation.operationId,
         method,
         pathTemplate,
-        route: basePath + pathTemplate,
+        route: place.route,
         parameters,
         queryParameters: parameters.filter((parameter) => parameter.in === 'query'),
         requestHeaders,
@@ -113,8 +124,10 @@ export function compileContract(document: unknown): Contract {
           : { requestBody: compileRequestBody(asObject(operation.requestBody, `${where}.requestBody`), `${where}.requestBody`) }),
         ...(operation.deprecated === true ? { deprecation: compileDeprecation(operation, where) } : {}),
         ...(operation['x-stability'] === undefined ? {} : { stability: compileStability(operation['x-stability'], where) }),
+        ...compileAnswerMarks(operation, pathItem, method, place, where),
       };
       operations.push(compiled);
+      if (!place.underBasePath) outside.add(compiled);
     }
   }
 
@@ -147,6 +160,7 @@ export function compileContract(document: unknown): Contract {
     if (byId.has(operation.id)) throw new Error(`interface document: operationId ${operation.id} is used twice`);
     byId.set(operation.id, operation);
   }
+  checkOneAnswerEach(operations);
   for (const operation of operations) {
     const replacement = operation.deprecation?.replacement;
     if (replacement !== undefined && !byId.has(replacement)) {
@@ -160,7 +174,9 @@ export function compileContract(document: unknown): Contract {
     version: String(info.version),
     operations,
     byId,
-    matchPath: createPathMatcher(operations),
+    matchPath: createPathMatcher(operations.filter((operation) => !outside.has(operation))),
+    outsideBasePath: [...outside],
+    document: root,
   };
 }
 
@@ -182,10 +198,11 @@ function compileStability(value: unknown, where: string): StabilityMarker {
   return value as StabilityMarker;
 }
 
-function basePathOf(servers: unknown): string {
+/** The path of the first server's address; `hostRoot`: the host's root (empty) is allowed, as for a path-level servers. */
+function basePathOf(servers: unknown, where = 'servers', { hostRoot = false } = {}): string {
   const first = Array.isArray(servers) ? (servers[0] as { url?: unknown } | undefined) : undefined;
-  if (typeof first?.url !== 'string') throw new Error('interface document: servers[0].url is required (it carries the version path)');
+  if (typeof first?.url !== 'string') throw new Error(`interface document: ${where}[0].url is required (it carries the version path)`);
   const path = new URL(first.url, 'http://base.invalid').pathname.replace(/\/$/, '');
-  if (!path.startsWith('/')) throw new Error('interface document: servers[0].url must have a path such as /v1');
+  if (!path.startsWith('/') && !(hostRoot && path === '')) throw new Error(`interface document: ${where}[0].url must have a path such as /v1`);
   return path;
 }

@@ -1,5 +1,6 @@
 // What an operation of the interface document becomes once compiled: everything the pipeline needs.
 import type { ValidateFunction } from 'ajv';
+import type { GatewayAnswer } from './gateway-answers.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeclaredResponses } from './declared-responses.ts';
 
@@ -50,6 +51,10 @@ export interface Operation {
   deprecation?: DeprecationSpec;
   /** `x-stability` of the document; absent: stable. */
   stability?: StabilityMarker;
+  /** `x-gateway-answer`: answered by the gateway itself, without a key, never proxied or rate limited (src/discovery). */
+  answeredBy?: GatewayAnswer;
+  /** `x-internal: true` (the operation or its path item): served, but left out of the published document and the catalog. */
+  internal?: true;
 }
 
 /** What the path alone says: no operation, or the operations served there by method. */

@@ -142,7 +142,8 @@ export function compileCors(config: GatewayConfig, contracts: readonly Contract[
 
 export interface PreflightOptions {
   allowedOrigins: readonly string[];
-  contract: Contract;
+  /** A version's document; or the operations outside every base path, matched on their whole path (base path empty). */
+  contract: Pick<Contract, 'basePath' | 'operations' | 'matchPath'>;
   /** Request headers scripts may send besides GATEWAY_ACCEPTED and each path's declared ones: those forwarded to the upstream. */
   acceptedHeaders?: readonly string[];
 }

@@ -109,7 +109,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const metrics = createMetrics({
     environment: config.environment,
     version: packageJson.version,
-    operations: operations.map((operation) => operation.id),
+    // Their upstream and rate-limit series start at 0; the gateway's own answers are never forwarded or rate limited.
+    operations: operations.filter((operation) => operation.answeredBy === undefined).map((operation) => operation.id),
     sunsets: operationSunsets(operations),
     deprecatedOperations: brownouts.operations,
     markedOperations: operations.flatMap(({ id, stability }) => (stability ? [{ operation: id, stability }] : [])),

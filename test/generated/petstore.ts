@@ -49,6 +49,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This interface document
+         * @description This document as the gateway compiled its routes from it, parsed and served as JSON, less the path items and operations marked `x-internal: true` and the components only they used. Answered by the gateway itself, without an API key; never sent to the backend nor rate limited. The media type is `application/vnd.oai.openapi+json;version=3.1` (registered by the OpenAPI Initiative; the IETF's `application/openapi+json` is not registered yet). A version deprecated as a whole says so on this answer too: `Deprecation`, `Sunset` and its successor in `Link`, as on its operations.
+         */
+        get: operations["getInterfaceDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/api-catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API catalog
+         * @description Every version of the interface the gateway serves (RFC 9727), as a JSON linkset (RFC 9264): per version, an entry anchored at its base address with its interface document (`service-desc`) and, when the version is deprecated, `deprecation`, `sunset` and `successor-version` links; per deprecated operation with a replacement or configured pages, an entry anchored at the operation within its version's document (a JSON Pointer fragment, such as `/v1/openapi.json#/paths/~1pets~1%7BpetId%7D/get`). References are relative to the catalog's own address. Answered by the gateway itself, without an API key; never sent to the backend nor rate limited.
+         */
+        get: operations["getApiCatalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -92,8 +132,51 @@ export interface components {
         HttpDate: string;
         /** @description The Link header of a deprecated operation: its replacement (`successor-version`), then the optional pages about the deprecation and the sunset. */
         DeprecationLinks: string;
+        /** @description An OpenAPI 3.1 document, as this one. */
+        InterfaceDocument: {
+            openapi: string;
+            info: Record<string, never>;
+            paths: Record<string, never>;
+        };
+        /** @description An API catalog (RFC 9727) in the JSON linkset format (RFC 9264 §4.2.1). */
+        ApiCatalog: {
+            linkset: components["schemas"]["LinkContext"][];
+        };
+        /** @description Links that share a context (RFC 9264 §4.2.2): `anchor`, a URI reference, and one member per relation type (`service-desc`, `deprecation`, `sunset`, `successor-version`), each an array of link targets. */
+        LinkContext: {
+            anchor: string;
+        } & {
+            [key: string]: components["schemas"]["LinkTarget"][];
+        };
+        /** @description A link target (RFC 9264 §4.2.3) and its media type. */
+        LinkTarget: {
+            href: string;
+            type?: string;
+        };
     };
     responses: {
+        /** @description The copy the client holds (`If-None-Match`) is current: no content, the same validator and caching fields. */
+        NotModified: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["CacheControlRevalidate"];
+                Link: components["headers"]["ApiCatalogLink"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description `service_unavailable`: the gateway is at capacity; refused before the request is matched to an operation. */
+        AtCapacity: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `invalid_request`: a parameter or the body breaks the interface (the message names the field), a query parameter the operation does not declare was sent, a body was sent to an operation that takes none, or the backend refused the request. */
         BadRequest: {
             headers: {
@@ -262,6 +345,18 @@ export interface components {
          * @example /v1/pets/9
          */
         Location: string;
+        /**
+         * @description Where the API catalog is (RFC 9727 §3.2). On the document of a version deprecated as a whole, it follows that version's `rel="successor-version"` link, when the version has a successor.
+         * @example </.well-known/api-catalog>; rel="api-catalog"
+         */
+        ApiCatalogLink: string;
+        /**
+         * @description A strong validator of the representation (RFC 9110 §8.8.3), the same on every replica serving the same configuration: sent back in `If-None-Match`, it gets `304` while the representation is unchanged.
+         * @example "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg"
+         */
+        ETag: string;
+        /** @description Caches may keep the answer but must revalidate it before each use: a configuration reload can change it at any time. */
+        CacheControlRevalidate: "no-cache";
         /** @description The refusal must not be cached, so that nothing serves it in place of a replacement. */
         CacheControlNoStore: "no-store";
     };
@@ -507,6 +602,58 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    getInterfaceDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The interface document; a `HEAD` request gets the same head without the body. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    Link: components["headers"]["ApiCatalogLink"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.oai.openapi+json": components["schemas"]["InterfaceDocument"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            503: components["responses"]["AtCapacity"];
+        };
+    };
+    getApiCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog, as `application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"`; a `HEAD` request gets the same head without the body. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    Link: components["headers"]["ApiCatalogLink"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/linkset+json": components["schemas"]["ApiCatalog"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            503: components["responses"]["AtCapacity"];
         };
     };
 }

@@ -134,6 +134,12 @@ async function overLimit(call: (options: SendOptions) => Promise<RawResponse>): 
   return call({ key });
 }
 
+/** The path asked again with the ETag its first answer gave. */
+async function revalidate(target: Target, path: string): Promise<RawResponse> {
+  const first = await rawRequest(target.port, { method: 'GET', path, headers: {} });
+  return rawRequest(target.port, { method: 'GET', path, headers: { 'If-None-Match': String(first.headers.etag) } });
+}
+
 const revokedKey = () => served.gateway.addKey({ revoked: true });
 const tooLarge = JSON.stringify({ name: 'x'.repeat(70_000), categoryId: 4 });
 
@@ -222,6 +228,14 @@ const CASES: readonly ProvokedCase[] = [
   },
   { operation: 'getPet', declared: 504, why: 'the backend does not answer in time', send: () => getPet(silent) },
   { operation: 'getPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => getPet(failing) },
+
+  { operation: 'getInterfaceDocument', declared: 200, why: 'no API key needed', send: () => send(served, 'GET', '/v1/openapi.json', { key: null }) },
+  { operation: 'getInterfaceDocument', declared: 304, why: 'If-None-Match with its ETag', send: () => revalidate(served, '/v1/openapi.json') },
+  { operation: 'getInterfaceDocument', declared: 503, why: 'the gateway is at capacity', send: () => send(crowded, 'GET', '/v1/openapi.json', { key: null }) },
+
+  { operation: 'getApiCatalog', declared: 200, why: 'no API key needed', send: () => send(served, 'GET', '/.well-known/api-catalog', { key: null }) },
+  { operation: 'getApiCatalog', declared: 304, why: 'If-None-Match with its ETag', send: () => revalidate(served, '/.well-known/api-catalog') },
+  { operation: 'getApiCatalog', declared: 503, why: 'the gateway is at capacity', send: () => send(crowded, 'GET', '/.well-known/api-catalog', { key: null }) },
 ];
 
 describeContract('the gateway', document, CASES);

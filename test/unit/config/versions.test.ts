@@ -1,4 +1,7 @@
 // Versions side by side in config: the shipped config serves v1 alone; every further document is checked at start-up.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
@@ -44,7 +47,20 @@ describe('versions', () => {
       ['getAnimal', 'stable'],
       ['listAnimalPhotos', 'experimental'],
       ['listAnimals', 'beta'],
+      ['getInterfaceDocumentV2', 'stable'],
     ]);
+  });
+
+  it('refuses a second document declaring the api-catalog: the gateway serves one catalog of every version', () => {
+    const withCatalog = join(mkdtempSync(join(tmpdir(), 'versions-')), 'petstore-v2-catalog.openapi.yaml');
+    const catalog = `  /.well-known/api-catalog:
+    servers: [{ url: 'https://petstore.example.com' }]
+    get: { operationId: getApiCatalogV2, security: [], x-gateway-answer: api-catalog, responses: { '200': { description: The catalog. } } }
+`;
+    writeFileSync(withCatalog, readFileSync(V2, 'utf8') + catalog);
+    expect(() => versionsOf({ versions: [{ document: withCatalog, upstreams }] })).toThrow(
+      'config: versions.0.document: the api-catalog is already declared by contract (petstore.openapi.yaml); the gateway serves one catalog of every version, declared in one document',
+    );
   });
 
   it('refuses an operationId used in two documents', () => {

@@ -33,13 +33,20 @@ describe('isSafePath', () => {
 });
 
 describe('the compiled document', () => {
-  it('has the three operations of the interface', () => {
-    expect(contract.operations.map((operation) => [operation.id, operation.method, operation.pathTemplate])).toEqual([
-      ['listPets', 'GET', '/pets'],
-      ['createPet', 'POST', '/pets'],
-      ['getPet', 'GET', '/pets/{petId}'],
+  it('has the three operations of the interface, and the two the gateway answers itself', () => {
+    expect(contract.operations.map((operation) => [operation.id, operation.method, operation.route, operation.answeredBy ?? 'proxied'])).toEqual([
+      ['listPets', 'GET', '/v1/pets', 'proxied'],
+      ['createPet', 'POST', '/v1/pets', 'proxied'],
+      ['getPet', 'GET', '/v1/pets/{petId}', 'proxied'],
+      ['getInterfaceDocument', 'GET', '/v1/openapi.json', 'interface-document'],
+      ['getApiCatalog', 'GET', '/.well-known/api-catalog', 'api-catalog'],
     ]);
     expect(contract.basePath).toBe('/v1');
+  });
+
+  it('matches the catalog on its own route only, outside the base path', () => {
+    expect(contract.outsideBasePath.map((operation) => operation.id)).toEqual(['getApiCatalog']);
+    expect(contract.matchPath('/.well-known/api-catalog')).toEqual({ kind: 'none' });
   });
 
   it('marks only getPet deprecated, with its sunset and replacement', () => {
