@@ -62,6 +62,10 @@ beforeAll(async () => {
     // As the Downward API sets them in the pod (deploy/kubernetes/base/deployment.yaml).
     GATEWAY_CPU_REQUEST_MILLICORES: '1000',
     GATEWAY_MEMORY_LIMIT_BYTES: String(512 * 1024 ** 2),
+    // Report (production's mode), but every answer checked rather than production's 5% sample: the contract
+    // drift panel draws no line for an operation with no checked answer in the window, and 15 s of a 5%
+    // sample may hold none.
+    CONTRACT_RESPONSES_SAMPLE: '1',
   });
   healthy = await startGatewayProcess({ REDIS_URL: redis.url, UPSTREAM_URL: upstream.baseUrl, GATEWAY_ENVIRONMENT: 'staging', API_KEY_PEPPER: PEPPER });
   const adminRedis = new Redis(redis.url);
@@ -71,6 +75,9 @@ beforeAll(async () => {
   const throttled = await admin.create({ consumer: 'eager', environments: ['production'], rateLimitPerMinute: 1 });
   await admin.revoke(revoked.record.id);
   const staging = await admin.create({ consumer: 'calm', environments: ['staging'] });
+  // Under its rate limit: production answers reach the backend (and are checked) all along, also while the
+  // fast traffic's key waits out its window.
+  const steady = await admin.create({ consumer: 'steady', environments: ['production'] });
   adminRedis.disconnect();
   await Promise.all([waitUntilReady(gateway), waitUntilReady(healthy)]);
 
@@ -97,8 +104,13 @@ beforeAll(async () => {
         () => undefined,
       );
   }, 50);
-  // listPets only, within staging's rate limit: no 4xx or 5xx, no deprecated call.
+  // listPets only, within staging's rate limit: no 4xx or 5xx, no deprecated call. And the same on production,
+  // under its rate limit too.
   healthyTraffic = setInterval(() => {
+    void fetch(`${base}/pets?limit=5`, { headers: { Authorization: `Bearer ${steady.key}` } }).then(
+      (res) => res.arrayBuffer(),
+      () => undefined,
+    );
     void fetch(`http://127.0.0.1:${healthy.port}/v1/pets?limit=5`, { headers: { Authorization: `Bearer ${staging.key}` } }).then(
       (res) => res.arrayBuffer(),
       () => undefined,
@@ -135,18 +147,45 @@ describe('every dashboard query against a real Prometheus', () => {
   });
 
   const ratios = dashboardQueries().filter((query) => query.unit === 'percentunit');
+  /** One line per operation and kind (or reason): read below, line by line. */
+  const CONTRACT_DRIFT = 'gateway-overview.json: Backend contract drift';
 
-  it.each(ratios.map((query) => [query.where, query.expr]))('%s reads a number on a healthy gateway, not "No data"', async (_where, expr) => {
+  const oneLineRatios = ratios.filter((query) => query.where !== CONTRACT_DRIFT);
+
+  it.each(oneLineRatios.map((query) => [query.where, query.expr]))('%s reads a number on a healthy gateway, not "No data"', async (_where, expr) => {
     const result = await prometheus.query(substituteGrafanaVariables(expr, 'staging').replaceAll('[1m]', '[15s]'));
     expect(result).toHaveLength(1);
     expect(Number.isFinite(Number(result[0]!.value[1]))).toBe(true);
   });
 
-  it('finds the ratio panels (5xx, key cache hits, deprecated share), and reads 0 errors on the healthy gateway', async () => {
-    expect(ratios.map((query) => query.where.split(': ')[1]).sort()).toEqual(['5xx ratio', 'Key cache hit ratio', 'Share of traffic on deprecated operations']);
+  it('finds the ratio panels (5xx, key cache hits, deprecated share, contract drift), and reads 0 errors on the healthy gateway', async () => {
+    expect(ratios.map((query) => query.where.split(': ')[1]).sort()).toEqual([
+      '5xx ratio',
+      'Backend contract drift',
+      'Backend contract drift',
+      'Key cache hit ratio',
+      'Share of traffic on deprecated operations',
+    ]);
     const fiveXx = ratios.find((query) => query.where.endsWith(': 5xx ratio'))!;
     const [healthyRatio] = await prometheus.query(substituteGrafanaVariables(fiveXx.expr, 'staging').replaceAll('[1m]', '[15s]'));
     expect(healthyRatio!.value[1]).toBe('0');
+  });
+
+  it('reads 0 for every violation kind and unchecked reason of listPets on the healthy gateway, and no line for the operations it never checked', async () => {
+    const [violations, unchecked] = ratios.filter((query) => query.where === CONTRACT_DRIFT);
+    const lines = async (expr: string, label: string) =>
+      (await prometheus.query(substituteGrafanaVariables(expr, 'staging').replaceAll('[1m]', '[15s]')))
+        .map((series) => `${series.metric.operation} ${series.metric[label]} ${series.value[1]}`)
+        .sort();
+    expect(await lines(violations!.expr, 'kind')).toEqual([
+      'listPets body_schema 0',
+      'listPets error_status_mismatch 0',
+      'listPets media_type 0',
+      'listPets missing_header 0',
+      'listPets undeclared_status 0',
+      'listPets unparseable_body 0',
+    ]);
+    expect(await lines(unchecked!.expr, 'reason')).toEqual(['listPets encoding 0', 'listPets too_large 0']);
   });
 
   const withExemplars = dashboardQueries().filter((query) => query.exemplar);
