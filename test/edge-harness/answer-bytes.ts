@@ -1,4 +1,5 @@
 // The exact bytes the hostile upstream writes for one request and behaviour: the tag it read always goes in the body.
+import { answerContent } from './contract-bodies.ts';
 import type { UpstreamBehaviour } from './script.ts';
 
 export interface AnswerPlan {
@@ -18,17 +19,10 @@ const REASONS: Record<number, string> = {
   400: 'Bad Request',
   404: 'Not Found',
   409: 'Conflict',
+  429: 'Too Many Requests',
   422: 'Unprocessable Content',
   503: 'Service Unavailable',
 };
-
-/** The body that carries `tag`: a pet (or a page of one), or an Error-shaped body for error statuses. */
-export function taggedBody(status: number, target: string, tag: string, plainError = false): string {
-  if (status >= 400) return plainError ? `backend trouble for ${tag}` : `{"code":"backend_says_no","message":"${tag}","status":${status}}`;
-  // The padding goes last: a Content-Length that lies short cuts into it, never into the tag.
-  const pet = `{"id":1,"name":"${tag}","categoryId":1,"pad":"xxxxxxxxxxxxxxxx"}`;
-  return target.split('?')[0] === '/v1/pets' ? `[${pet}]` : pet;
-}
 
 /** A complete, correctly framed response carrying `tag`: what a buggy backend writes where it should write nothing. */
 export function strayResponse(tag: string): string {
@@ -55,7 +49,7 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     };
   }
   const noBody = method === 'HEAD' || status === 204 || status === 304;
-  const body = status === 204 || status === 304 ? '' : taggedBody(status, target, tag, behaviour.plainErrorBody);
+  const { contentType, fields, body } = answerContent(status, target, tag, behaviour);
   // A transfer coding the gateway cannot relay frames the body in chunks, on any status (a 204's or 304's too, where it has no business).
   const coding = behaviour.transferCoding;
   const chunked = (behaviour.framing === 'chunked' || coding !== undefined) && status !== 204 && status !== 304;
@@ -68,7 +62,8 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   }
   const head =
     `HTTP/1.1 ${status} ${REASONS[status] ?? 'Whatever'}\r\n` +
-    (body === '' && !noBody ? '' : `Content-Type: ${status >= 400 && behaviour.plainErrorBody ? 'text/plain' : 'application/json'}\r\n`) +
+    `Content-Type: ${contentType}\r\n` +
+    fields +
     framing +
     `Connection: ${behaviour.connectionClose ? 'close' : 'keep-alive'}\r\n\r\n`;
 

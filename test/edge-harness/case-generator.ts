@@ -9,6 +9,8 @@ const settings: fc.Arbitrary<GatewaySettings> = fc.record({
   maxSockets: fc.integer({ min: 1, max: 2 }),
   timeoutMs: fc.constantFrom(300, 400, 500),
   totalTimeoutMs: fc.constant(1500),
+  // Off first: shrinking moves towards a gateway that checks nothing, so a counterexample that needs checking says so.
+  contractMode: fc.constantFrom('off' as const, 'report' as const, 'enforce' as const),
 });
 
 export const edgeCase: fc.Arbitrary<EdgeCase> = fc

@@ -39,6 +39,8 @@ export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: G
       rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
       cors: { allowedOrigins: { production: [HARNESS_ORIGIN] } },
       shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 },
+      // Report checks every answer (sample 1), so that each one's check runs beside its relay.
+      ...(settings.contractMode === undefined ? {} : { contractResponses: { production: { mode: settings.contractMode, sample: 1 } } }),
     },
   );
 }

@@ -91,13 +91,46 @@ export interface UpstreamBehaviour {
    */
   late: boolean;
   lateMs: number;
+  /** How the answer departs from the interface document (see contract-bodies.ts); absent: the on-contract tagged answer. */
+  offContract?: OffContractKind;
+  /**
+   * What the interface document says of the answer as the upstream writes it, known from how it was generated (never by asking
+   * the gateway's checker): `on`; `off-head`, its head already breaks it (media type, a required header); `off-body`, its body
+   * does (shape, not JSON, a cut the Content-Length hides). Absent in fixtures written before the gateway checked answers.
+   */
+  contract?: ContractVerdict;
 }
+
+/** Every way the harness's upstream answers off the interface document; each one is off it whatever else the answer does. */
+export const OFF_CONTRACT_KINDS = [
+  // Success statuses: a body that is not the operation's Pet or Pets.
+  'missing-category',
+  'id-as-string',
+  'status-outside-enum',
+  'extra-nesting',
+  'error-shaped',
+  // Error statuses: a Pet where an Error belongs, an Error whose status is not the answer's.
+  'pet-shaped-error',
+  'error-status-mismatch',
+  // Any status with a body: a media type the document does not declare, or JSON declared and something else sent.
+  'html',
+  'not-json',
+  // 429 only: without the Retry-After the document requires.
+  'no-retry-after',
+] as const;
+export type OffContractKind = (typeof OFF_CONTRACT_KINDS)[number];
+export type ContractVerdict = 'on' | 'off-head' | 'off-body';
+
+/** How the gateway checks the backend's answers (config `contractResponses`); `report` checks every one (sample 1). */
+export type ContractMode = 'off' | 'report' | 'enforce';
 
 /** Gateway settings that vary per case. */
 export interface GatewaySettings {
   maxSockets: number;
   timeoutMs: number;
   totalTimeoutMs: number;
+  /** Absent in fixtures written before the gateway checked answers: the configuration's default (report, 5 % sampled). */
+  contractMode?: ContractMode;
 }
 
 export interface EdgeCase {

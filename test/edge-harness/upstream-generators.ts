@@ -13,17 +13,24 @@
 // A transfer coding other than `chunked` alone (RFC 9112 §6.1) is generated on any answer: undici hands
 // over what lies under a final `chunked` undecoded, and reads any other final coding to the close, so
 // whatever the gateway relayed would be framing it cannot vouch for; every such answer must become a 502.
+//
+// An answer may break the interface document in one named way (OFF_CONTRACT_KINDS), on top of anything above, so that wrong
+// shapes also come slow, stalled, cut or lying about their length. Whether the answer is on the document is decided here,
+// from the kind chosen and what else the answer does, never by asking the gateway's checker (see contractOf).
 import fc from 'fast-check';
-import type { UpstreamBehaviour } from './script.ts';
+import { offContractApplies } from './contract-bodies.ts';
+import { type ContractVerdict, OFF_CONTRACT_KINDS, type OffContractKind, type UpstreamBehaviour } from './script.ts';
 
 /** A delay before or within an answer: none, short, or a stall longer than the gateway's idle timeout. */
 type Delay = { kind: 'none' } | { kind: 'short'; ms: number } | { kind: 'stall' };
 
-export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs' | 'transferCoding'> {
+export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs' | 'transferCoding' | 'offContract' | 'contract'> {
+  /** Kept only where it applies to the status the answer ends up with (offContractApplies). */
+  offContract: OffContractKind | undefined;
   /** Mostly none: the answer is framed by its length or by `chunked` alone. */
   transferCoding: readonly string[] | undefined;
   /** `success` is the operation's own (201 for createPet, else 200). */
-  status: 'success' | 204 | 304 | 400 | 404 | 409 | 422 | 503;
+  status: 'success' | 204 | 304 | 400 | 404 | 409 | 422 | 429 | 503;
   headDelay: Delay;
   bodyDelay: Delay;
 }
@@ -53,8 +60,10 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   status: fc.oneof(
     { weight: 14, arbitrary: fc.constant('success' as const) },
     { weight: 4, arbitrary: fc.constantFrom(204 as const, 304 as const) },
-    { weight: 3, arbitrary: fc.constantFrom(400 as const, 404 as const, 409 as const, 422 as const, 503 as const) },
+    { weight: 3, arbitrary: fc.constantFrom(400 as const, 404 as const, 409 as const, 422 as const, 429 as const, 503 as const) },
   ),
+  // Two answers in five: the old behaviours keep most of the runs.
+  offContract: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.constantFrom(...OFF_CONTRACT_KINDS) }),
   plainErrorBody: rare(25),
   framing: fc.oneof({ weight: 3, arbitrary: fc.constant('length' as const) }, { weight: 1, arbitrary: fc.constant('chunked' as const) }),
   lie: fc.oneof({ weight: 14, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constantFrom('shorter' as const, 'longer' as const) }),
@@ -73,15 +82,33 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   ),
 });
 
+/**
+ * Whether the answer, as written, keeps the document's promise. What the gateway checks decides what counts: a HEAD's answer and
+ * a 204's or 304's are checked for status and headers only, so a body kind is on the document there. A Content-Length that lies
+ * short hands the gateway a cut body: JSON no longer (the cut falls in the padding or the Error's last member).
+ */
+function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: string): ContractVerdict {
+  const { offContract: kind, status } = behaviour;
+  if (kind === 'no-retry-after') return 'off-head';
+  const bodyChecked = method !== 'HEAD' && status !== 204 && status !== 304;
+  if (!bodyChecked) return 'on';
+  if (kind === 'html' || (kind === undefined && status >= 400 && behaviour.plainErrorBody)) return 'off-head';
+  if (kind !== undefined || behaviour.lie === 'shorter') return 'off-body';
+  return 'on';
+}
+
 /** The behaviour for a request of `method`, with the case's idle timeout to stall past. */
 export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number): UpstreamBehaviour {
   const ms = (value: Delay) => (value.kind === 'none' ? 0 : value.kind === 'short' ? value.ms : idleTimeoutMs + 300);
-  const { headDelay, bodyDelay, status, transferCoding, ...rest } = spec;
-  return {
+  const { headDelay, bodyDelay, status: generated, transferCoding, offContract, ...rest } = spec;
+  const status = generated === 'success' ? (method === 'POST' ? 201 : 200) : generated;
+  const behaviour: Omit<UpstreamBehaviour, 'contract'> = {
     ...rest,
-    status: status === 'success' ? (method === 'POST' ? 201 : 200) : status,
+    status,
     headDelayMs: ms(headDelay),
     bodyDelayMs: ms(bodyDelay),
     ...(transferCoding === undefined ? {} : { transferCoding: [...transferCoding] }),
+    ...(offContract !== undefined && offContractApplies(offContract, status) ? { offContract } : {}),
   };
+  return { ...behaviour, contract: contractOf(behaviour, method) };
 }
