@@ -49,7 +49,7 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     };
   }
   const noBody = method === 'HEAD' || status === 204 || status === 304;
-  const { contentType, fields, body } = answerContent(status, target, tag, behaviour);
+  const { contentType, fields, body } = answerContent(status, method, target, tag, behaviour);
   // A transfer coding the gateway cannot relay frames the body in chunks, on any status (a 204's or 304's too, where it has no business).
   const coding = behaviour.transferCoding;
   const chunked = (behaviour.framing === 'chunked' || coding !== undefined) && status !== 204 && status !== 304;

@@ -43,9 +43,13 @@ function pet(tag: string, kind: OffContractKind | undefined): string {
 
 const errorBody = (tag: string, status: number) => `{"code":"backend_says_no","message":"${tag}","status":${status}}`;
 
-/** The body of the answer to `target` with `status` (a 204 or 304 has none), as `behaviour` says to write it. */
+/**
+ * The body of the answer to `method` `target` with `status` (a 204 or 304 has none), as `behaviour` says to write it: a page of
+ * pets for listPets, one pet for createPet (POST on the same path) and getPet.
+ */
 export function answerContent(
   status: number,
+  method: string,
   target: string,
   tag: string,
   behaviour: Pick<UpstreamBehaviour, 'offContract' | 'plainErrorBody'>,
@@ -56,7 +60,7 @@ export function answerContent(
   if (status === 204 || status === 304) return { contentType: 'application/json', fields, body: '' };
   if (kind === 'html') return { contentType: 'text/html', fields, body: `<p>${tag}</p>` };
   if (kind === 'not-json') return { contentType: 'application/json', fields, body: `<p>${tag}</p>` };
-  const list = target.split('?')[0] === '/v1/pets';
+  const list = method !== 'POST' && target.split('?')[0] === '/v1/pets';
   if (status >= 400) {
     if (kind === 'pet-shaped-error') return { contentType: 'application/json', fields, body: pet(tag, undefined) };
     // The Error of another status: 400's, or 404's when the answer is a 400.

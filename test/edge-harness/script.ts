@@ -154,4 +154,5 @@ export const PLAIN_ANSWER: UpstreamBehaviour = {
   extraSameWrite: false,
   late: false,
   lateMs: 0,
+  contract: 'on',
 };

@@ -93,7 +93,8 @@ function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: stri
   const bodyChecked = method !== 'HEAD' && status !== 204 && status !== 304;
   if (!bodyChecked) return 'on';
   if (kind === 'html' || (kind === undefined && status >= 400 && behaviour.plainErrorBody)) return 'off-head';
-  if (kind !== undefined || behaviour.lie === 'shorter') return 'off-body';
+  // `shorter` lies only in a Content-Length (a chunked body is framed truly whatever `lie` says, but `longer`).
+  if (kind !== undefined || (behaviour.lie === 'shorter' && behaviour.framing === 'length')) return 'off-body';
   return 'on';
 }
 

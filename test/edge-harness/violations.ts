@@ -9,9 +9,12 @@ import type { EdgeCase } from './script.ts';
  * Access-Control-Allow-Origin its Origin is owed (or with one it is not); d: the upstream received what
  * no client sent whole and valid, or a key, or an answer with a transfer coding the gateway cannot relay
  * was relayed or its connection reused; e: a hang, a crash, a 500 (answered or only logged as an
- * unexpected error), or a request still in flight.
+ * unexpected error), or a request still in flight; f: the answers' check against the document (contract-invariants.ts): under
+ * enforce an answer off it relayed, a refusal that is not one 502 upstream_contract_violation or that closes the client's
+ * connection, an upstream connection reused after a head refused; under report and off (and enforce, on the document) an
+ * answer not relayed as the upstream wrote it.
  */
-export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e';
+export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
 
 export interface Violation {
   invariant: Invariant;
