@@ -2,9 +2,16 @@
 import { answerContent } from './contract-bodies.ts';
 import type { UpstreamBehaviour } from './script.ts';
 
+/** One write of the upstream: after its delay, then (a slow body's rest) once the client has `after` or `capMs` passed. */
+export interface AnswerPart {
+  delayMs: number;
+  bytes: string;
+  waitFor?: { tag: string; seen: string; capMs: number };
+}
+
 export interface AnswerPlan {
-  /** Written in order, each after its delay. */
-  parts: Array<{ delayMs: number; bytes: string }>;
+  /** Written in order. */
+  parts: AnswerPart[];
   /** After the last part: keep the connection, end it (FIN), or end it and read no further (after a 101). */
   after: 'keep' | 'end' | 'stop';
   /** Bytes owed after a HEAD, 204 or 304, written late (see UpstreamBehaviour.late). */
@@ -74,15 +81,25 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     else wire = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
   }
   if (behaviour.closeMidBody) wire = wire.slice(0, Math.floor(wire.length / 2));
+  // A slow body is cut just after its tag, inside the body: never between the answer and the bytes that follow it in its write.
+  const tagEnd = body.indexOf(tag) + tag.length;
+  const split = behaviour.trickleMs !== undefined && !noBody && tagEnd < body.length ? wire.indexOf(tag) + tag.length : -1;
   if (behaviour.extraSameWrite && !behaviour.closeMidBody) wire += strayResponse(tag);
 
-  const parts =
+  const parts: AnswerPart[] =
     behaviour.bodyDelayMs > 0 && wire !== ''
       ? [
           { delayMs: behaviour.headDelayMs, bytes: interim + head },
           { delayMs: behaviour.bodyDelayMs, bytes: wire },
         ]
       : [{ delayMs: behaviour.headDelayMs, bytes: interim + head + wire }];
+  // A slow body: its last part cut there, the rest written once the client has the first part (or at the cap).
+  if (split >= tag.length && behaviour.trickleMs !== undefined) {
+    const last = parts.pop()!;
+    const cut = last.bytes.length - wire.length + split;
+    const seen = body.slice(0, tagEnd);
+    parts.push({ ...last, bytes: last.bytes.slice(0, cut) }, { delayMs: 0, bytes: last.bytes.slice(cut), waitFor: { tag, seen, capMs: behaviour.trickleMs } });
+  }
   const ends = behaviour.closeMidBody || behaviour.connectionClose;
   return {
     parts,

@@ -4,12 +4,15 @@
 // the gateway's checker. enforce: an answer off the document never reaches the client (a 502 upstream_contract_violation, or
 // another gateway Error when the upstream failed as well), one on it is relayed as written; report and off: every answer is
 // relayed as written (status, media type, body). Refusals keep the client's connection; a head refused closes the upstream's.
+// A slow body (UpstreamBehaviour.trickleMs) shows whether the gateway holds a success answer: under off and report its first
+// part reaches the client before the upstream writes the rest; under enforce, when its body is checked, never.
 import type { ClientOutcome } from './client-driver.ts';
 import { closesConnection, isErrorBody } from './client-invariants.ts';
 import { answerContent } from './contract-bodies.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
 import { type ContractMode, type EdgeCase, PLAIN_ANSWER, type SentRequest, type UpstreamBehaviour } from './script.ts';
+import type { RestWritten } from './sightings.ts';
 import type { Violation } from './violations.ts';
 
 /** The code of the gateway's Error when it refuses an answer that breaks the document. */
@@ -45,7 +48,12 @@ function upstreamPlaces(connections: readonly UpstreamConnection[]): Map<string,
   return places;
 }
 
-export function checkContract(edgeCase: EdgeCase, clients: readonly ClientOutcome[], connections: readonly UpstreamConnection[]): Violation[] {
+export function checkContract(
+  edgeCase: EdgeCase,
+  clients: readonly ClientOutcome[],
+  connections: readonly UpstreamConnection[],
+  rests: ReadonlyMap<string, RestWritten>,
+): Violation[] {
   const mode = edgeCase.gateway.contractMode;
   // A fixture from before the gateway checked answers: its gateway samples 5 % under report, so nothing is known per answer.
   if (mode === undefined) return [];
@@ -67,6 +75,8 @@ export function checkContract(edgeCase: EdgeCase, clients: readonly ClientOutcom
       const context = { mode, behaviour, request, response, stalls, reach: reach(behaviour, timeoutMs) };
       const problem = mode === 'enforce' && behaviour.contract !== 'on' ? offContractRelayed(context) : notAsWritten(context);
       if (problem !== undefined) flag(`the answer to ${request.tag} (${describe(behaviour)}) ${problem}`);
+      const timing = slowBodyTiming(context, i, rests.get(request.tag));
+      if (timing !== undefined) flag(`the slow body of ${request.tag} (${describe(behaviour)}) ${timing}`);
       // A refusal that closes the client's connection (its last request may ask for that itself).
       const last = request === script.requests.at(-1);
       if (errorCode(response) === CONTRACT_REFUSAL && closesConnection(response) && !last)
@@ -132,6 +142,22 @@ function notAsWritten({ mode, behaviour, request, response, stalls, reach }: Ans
   return undefined;
 }
 
+/**
+ * A slow success body's first part against the rest: streamed (off, report) or held (enforce, when its body is checked). `index`
+ * is the answer's place on its client connection: only the first can be streamed for sure, nothing ahead of it to wait for.
+ */
+function slowBodyTiming({ mode, behaviour, request, response }: AnswerContext, index: number, rest: RestWritten | undefined): string | undefined {
+  if (rest === undefined || behaviour.trickleMs === undefined) return undefined;
+  const bodyRelayed = request.method !== 'HEAD' && behaviour.status < 400 && behaviour.status !== 204 && behaviour.status !== 304;
+  if (!bodyRelayed) return undefined;
+  if (mode === 'enforce') {
+    if (behaviour.contract === 'off-head' || rest === 'cap') return undefined;
+    return 'reached the client in part before the upstream had written all of it: enforce relayed it unchecked';
+  }
+  if (index !== 0 || rest === 'seen' || !response.complete || response.status !== behaviour.status) return undefined;
+  return `reached the client only after the upstream had written all of it (its first part waited the whole ${behaviour.trickleMs} ms cap): it was delayed`;
+}
+
 function describe(behaviour: UpstreamBehaviour): string {
   const parts = [`${behaviour.status}`, behaviour.contract ?? 'contract unknown', ...(behaviour.offContract ? [behaviour.offContract] : [])];
   if (behaviour.headDelayMs > 0) parts.push(`head after ${behaviour.headDelayMs} ms`);
@@ -139,5 +165,6 @@ function describe(behaviour: UpstreamBehaviour): string {
   if (behaviour.closeMidBody) parts.push('cut mid-body');
   if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
   if (behaviour.framing === 'chunked') parts.push('chunked');
+  if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
   return parts.join(', ');
 }

@@ -91,6 +91,11 @@ export interface UpstreamBehaviour {
    */
   late: boolean;
   lateMs: number;
+  /**
+   * A slow body: written in two parts, up to and including the tag, then the rest once the client has the first part or after
+   * this long, whichever is first (below the idle timeout, so a gateway that holds the answer is not timed out for it).
+   */
+  trickleMs?: number;
   /** How the answer departs from the interface document (see contract-bodies.ts); absent: the on-contract tagged answer. */
   offContract?: OffContractKind;
   /**

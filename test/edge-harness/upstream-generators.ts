@@ -24,7 +24,10 @@ import { type ContractVerdict, OFF_CONTRACT_KINDS, type OffContractKind, type Up
 /** A delay before or within an answer: none, short, or a stall longer than the gateway's idle timeout. */
 type Delay = { kind: 'none' } | { kind: 'short'; ms: number } | { kind: 'stall' };
 
-export interface BehaviourSpec extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs' | 'transferCoding' | 'offContract' | 'contract'> {
+export interface BehaviourSpec
+  extends Omit<UpstreamBehaviour, 'status' | 'headDelayMs' | 'bodyDelayMs' | 'transferCoding' | 'offContract' | 'contract' | 'trickleMs'> {
+  /** A slow body (UpstreamBehaviour.trickleMs), waiting at most half the idle timeout. */
+  trickle: boolean;
   /** Kept only where it applies to the status the answer ends up with (offContractApplies). */
   offContract: OffContractKind | undefined;
   /** Mostly none: the answer is framed by its length or by `chunked` alone. */
@@ -74,6 +77,7 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   closeMidBody: rare(4),
   connectionClose: rare(15),
   extraSameWrite: rare(6),
+  trickle: rare(20),
   late: rare(40),
   lateMs: fc.integer({ min: 20, max: 120 }),
   transferCoding: fc.oneof(
@@ -101,7 +105,7 @@ function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: stri
 /** The behaviour for a request of `method`, with the case's idle timeout to stall past. */
 export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number): UpstreamBehaviour {
   const ms = (value: Delay) => (value.kind === 'none' ? 0 : value.kind === 'short' ? value.ms : idleTimeoutMs + 300);
-  const { headDelay, bodyDelay, status: generated, transferCoding, offContract, ...rest } = spec;
+  const { headDelay, bodyDelay, status: generated, transferCoding, offContract, trickle, ...rest } = spec;
   const status = generated === 'success' ? (method === 'POST' ? 201 : 200) : generated;
   const behaviour: Omit<UpstreamBehaviour, 'contract'> = {
     ...rest,
@@ -110,6 +114,7 @@ export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: 
     bodyDelayMs: ms(bodyDelay),
     ...(transferCoding === undefined ? {} : { transferCoding: [...transferCoding] }),
     ...(offContract !== undefined && offContractApplies(offContract, status) ? { offContract } : {}),
+    ...(trickle ? { trickleMs: Math.floor(idleTimeoutMs / 2) } : {}),
   };
   return { ...behaviour, contract: contractOf(behaviour, method) };
 }

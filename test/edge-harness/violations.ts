@@ -2,6 +2,7 @@
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import type { EdgeCase } from './script.ts';
+import type { RestWritten } from './sightings.ts';
 
 /**
  * a: an answer carries another request's tag; b: more than one answer per request, or out of order;
@@ -28,6 +29,8 @@ export interface CaseObservation {
   keys: readonly string[];
   clients: ClientOutcome[];
   upstream: UpstreamConnection[];
+  /** By tag: for each slow body whose rest was written, whether its client had the first part by then. */
+  rests: ReadonlyMap<string, RestWritten>;
   /** The gateway's in-flight gauge once every client was done; undefined when it could not be read. */
   inFlightAfter: number | undefined;
   /** Uncaught exceptions and unhandled rejections during the case. */
