@@ -9,7 +9,7 @@ export function checkInvariants(observed: CaseObservation, progressDeadlineMs: n
   return [
     ...observed.clients.flatMap((outcome, index) => checkClient(edgeCase, index, outcome, progressDeadlineMs)),
     ...checkUpstream(edgeCase, observed.clients, observed.upstream, observed.keys),
-    ...checkContract(edgeCase, observed.clients, observed.upstream, observed.rests),
+    ...checkContract(edgeCase, observed.clients, observed.upstream, observed.rests, observed.twin),
     ...(observed.inFlightAfter === undefined
       ? [{ invariant: 'e' as const, detail: 'the in-flight gauge could not be read after the case' }]
       : observed.inFlightAfter !== 0

@@ -4,7 +4,7 @@ import { harnessConfig, startCaseGateway, type HarnessEnvironment } from './gate
 import { startHostileUpstream } from './hostile-upstream.ts';
 import { checkInvariants } from './invariants.ts';
 import { createSightings } from './sightings.ts';
-import type { EdgeCase } from './script.ts';
+import type { EdgeCase, GatewaySettings } from './script.ts';
 import type { CaseObservation, Violation } from './violations.ts';
 
 /**
@@ -18,17 +18,15 @@ export interface CaseResult {
   observation: CaseObservation;
 }
 
-export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironment): Promise<CaseResult> {
-  const crashes: string[] = [];
-  const onCrash = (error: unknown) => crashes.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
-  process.on('uncaughtException', onCrash);
-  process.on('unhandledRejection', onCrash);
-  const progressDeadlineMs = edgeCase.gateway.totalTimeoutMs + HANG_MARGIN_MS;
+/** What one gateway showed: its clients' bytes, its upstream's, and its own state once they were done. */
+type GatewayRun = Omit<CaseObservation, 'edgeCase' | 'keys' | 'crashes' | 'twin'>;
+
+/** One gateway with `settings` in front of a fresh hostile upstream, the clients played against it concurrently. */
+async function runGateway(edgeCase: EdgeCase, settings: GatewaySettings, environment: HarnessEnvironment, progressDeadlineMs: number): Promise<GatewayRun> {
   const sightings = createSightings();
   const upstream = await startHostileUpstream(edgeCase.upstream, sightings);
-  let observation: CaseObservation;
   try {
-    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, edgeCase.gateway));
+    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, settings));
     try {
       const driven = edgeCase.clients.map((script, index) =>
         driveClient(script, {
@@ -42,21 +40,35 @@ export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironmen
       // Every client has its answers, closed, or was given up on: nothing may be left in flight.
       const inFlightAfter = await gateway.settledInFlight(progressDeadlineMs);
       const clients = driven.map((client) => client.release());
-      observation = {
-        edgeCase,
-        keys: environment.keys,
-        clients,
-        upstream: upstream.connections,
-        rests: upstream.rests,
-        inFlightAfter,
-        crashes,
-        unexpected: gateway.unexpected(),
-      };
+      return { clients, upstream: upstream.connections, rests: upstream.rests, inFlightAfter, unexpected: gateway.unexpected() };
     } finally {
       await gateway.close();
     }
   } finally {
     await upstream.close();
+  }
+}
+
+/**
+ * Runs the case; a case whose gateway checks answers (report, enforce) runs beside a twin that checks none (off), on its own
+ * upstream with the same behaviours, so that what checking changed in an answer shows against what the twin's client got.
+ */
+export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironment): Promise<CaseResult> {
+  const crashes: string[] = [];
+  const onCrash = (error: unknown) => crashes.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.on('uncaughtException', onCrash);
+  process.on('unhandledRejection', onCrash);
+  const progressDeadlineMs = edgeCase.gateway.totalTimeoutMs + HANG_MARGIN_MS;
+  const { contractMode } = edgeCase.gateway;
+  const twinned = contractMode === 'report' || contractMode === 'enforce';
+  let observation: CaseObservation;
+  try {
+    const [main, twin] = await Promise.all([
+      runGateway(edgeCase, edgeCase.gateway, environment, progressDeadlineMs),
+      twinned ? runGateway(edgeCase, { ...edgeCase.gateway, contractMode: 'off' }, environment, progressDeadlineMs) : undefined,
+    ]);
+    observation = { edgeCase, keys: environment.keys, ...main, crashes, ...(twin ? { twin: { clients: twin.clients, upstream: twin.upstream } } : {}) };
+  } finally {
     process.off('uncaughtException', onCrash);
     process.off('unhandledRejection', onCrash);
   }

@@ -37,4 +37,9 @@ export interface CaseObservation {
   crashes: string[];
   /** The gateway's `unexpected error` log lines during the case. */
   unexpected: string[];
+  /**
+   * A case whose gateway checks answers: what the clients and the upstream of its twin showed, the same case run at the same
+   * time against a gateway that checks none (contract mode off). Its own state is not judged: off cases are judged on their own.
+   */
+  twin?: { clients: ClientOutcome[]; upstream: UpstreamConnection[] };
 }
