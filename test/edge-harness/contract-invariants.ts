@@ -9,25 +9,17 @@
 import type { ClientOutcome } from './client-driver.ts';
 import { closesConnection, isErrorBody } from './client-invariants.ts';
 import { answerContent } from './contract-bodies.ts';
+import { describe, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
 import { type ContractMode, type EdgeCase, PLAIN_ANSWER, type SentRequest, type UpstreamBehaviour } from './script.ts';
 import type { RestWritten } from './sightings.ts';
-import type { CaseObservation, Violation } from './violations.ts';
+import type { Violation } from './violations.ts';
 
 /** The code of the gateway's Error when it refuses an answer that breaks the document. */
 const CONTRACT_REFUSAL = 'upstream_contract_violation';
 /** The code of the Error bodies the hostile upstream writes itself. */
 const BACKEND_CODE = 'backend_says_no';
-
-/**
- * How far the upstream's answer got, as generated: whether the gateway can have its head, and its whole body. An interim answer
- * the request did not ask for (100, 103) may be refused by the gateway's HTTP client as no response at all (502 bad_gateway).
- */
-function reach(behaviour: UpstreamBehaviour, timeoutMs: number): { head: boolean; body: boolean } {
-  const head = behaviour.headDelayMs <= timeoutMs && !behaviour.upgrade && behaviour.transferCoding === undefined && behaviour.interim.length === 0;
-  return { head, body: head && !behaviour.closeMidBody && behaviour.lie !== 'longer' && behaviour.bodyDelayMs <= timeoutMs };
-}
 
 function errorCode(response: ReceivedResponse): string | undefined {
   if (!isErrorBody(response)) return undefined;
@@ -36,24 +28,11 @@ function errorCode(response: ReceivedResponse): string | undefined {
 
 const snippet = (response: ReceivedResponse) => `${response.status} ${JSON.stringify(response.body.slice(0, 120))}`;
 
-/** Where each tag the upstream received went: its connection, and whether a later request followed it there. */
-function upstreamPlaces(connections: readonly UpstreamConnection[]): Map<string, { connection: number; followed: boolean }> {
-  const places = new Map<string, { connection: number; followed: boolean }>();
-  connections.forEach((connection, c) => {
-    connection.requests.forEach((request, r) => {
-      const tag = request.headers['x-request-id'];
-      if (tag !== undefined) places.set(tag, { connection: c, followed: r < connection.requests.length - 1 });
-    });
-  });
-  return places;
-}
-
 export function checkContract(
   edgeCase: EdgeCase,
   clients: readonly ClientOutcome[],
   connections: readonly UpstreamConnection[],
   rests: ReadonlyMap<string, RestWritten>,
-  twin: CaseObservation['twin'],
 ): Violation[] {
   const mode = edgeCase.gateway.contractMode;
   // A fixture from before the gateway checked answers: its gateway samples 5 % under report, so nothing is known per answer.
@@ -61,8 +40,7 @@ export function checkContract(
   const violations: Violation[] = [];
   const places = upstreamPlaces(connections);
   const { timeoutMs } = edgeCase.gateway;
-  // Any stall lets a total timeout expire for answers queued behind it: a gateway Error may then stand in for any answer.
-  const stalls = Object.values(edgeCase.upstream).some((b) => b.headDelayMs > timeoutMs || b.bodyDelayMs > timeoutMs);
+  const stalls = stallsIn(edgeCase);
 
   edgeCase.clients.forEach((script, client) => {
     const outcome = clients[client]!;
@@ -92,8 +70,6 @@ export function checkContract(
       );
   });
 
-  if (twin !== undefined) violations.push(...againstTwin(edgeCase, clients, places, twin, stalls));
-
   // A head refused at once aborts the upstream's connection: nothing else may be asked on it.
   if (mode === 'enforce') {
     for (const [tag, place] of places) {
@@ -102,62 +78,6 @@ export function checkContract(
         violations.push({ invariant: 'f', detail: `enforce: upstream connection ${place.connection} was reused after ${tag}'s head broke the document` });
     }
   }
-  return violations;
-}
-
-/**
- * The rate-limit counters live in the run's Redis, which the twin shares: what is left differs by the other gateway's requests,
- * and the seconds to the window's end by when it asked. The policy's name and quota must still match.
- */
-const normalize = (name: string, value: string) => (name === 'ratelimit' ? value.replace(/; r=\d+; t=\d+$/, '; r=_; t=_') : value);
-
-/** The first difference between two answers' heads and bodies, Date aside; undefined when there is none. */
-function difference(answer: ReceivedResponse, twin: ReceivedResponse): string | undefined {
-  if (answer.status !== twin.status) return `status ${answer.status}, off's ${twin.status}`;
-  const names = new Set([...Object.keys(answer.headers), ...Object.keys(twin.headers)]);
-  names.delete('date');
-  for (const name of [...names].sort()) {
-    const [ours, theirs] = [answer.headers[name], twin.headers[name]];
-    if (ours === undefined || theirs === undefined || normalize(name, ours) !== normalize(name, theirs))
-      return `${name}: ${ours ?? '(none)'}, off's ${theirs ?? '(none)'}`;
-  }
-  if (answer.body !== twin.body) return `body ${JSON.stringify(answer.body.slice(0, 120))}, off's ${JSON.stringify(twin.body.slice(0, 120))}`;
-  return undefined;
-}
-
-/**
- * report (every answer) and enforce (answers on the document): the client's answer is the one the off twin's client got for the
- * same request, status, headers but Date, body. Compared where both are deterministic: both whole, the upstream's answer whole
- * and truly framed, nothing in the case to time anything out, and the request reached both upstreams.
- */
-function againstTwin(
-  edgeCase: EdgeCase,
-  clients: readonly ClientOutcome[],
-  places: ReadonlyMap<string, unknown>,
-  twin: NonNullable<CaseObservation['twin']>,
-  stalls: boolean,
-): Violation[] {
-  const mode = edgeCase.gateway.contractMode;
-  if (stalls || mode === undefined || mode === 'off') return [];
-  const twinPlaces = upstreamPlaces(twin.upstream);
-  const violations: Violation[] = [];
-  edgeCase.clients.forEach((script, client) => {
-    const bodiless = (i: number) => script.requests[i]?.method === 'HEAD';
-    const [ours, theirs] = [clients[client]!, twin.clients[client]!];
-    const ourStream = parseReceived(ours.received, bodiless, ours.end !== 'done').responses;
-    const twinStream = parseReceived(theirs.received, bodiless, theirs.end !== 'done').responses;
-    script.requests.forEach((request, i) => {
-      if (request.end > Math.min(ours.written, theirs.written) || !places.has(request.tag) || !twinPlaces.has(request.tag)) return;
-      const [answer, twinAnswer] = [ourStream[i], twinStream[i]];
-      if (answer === undefined || twinAnswer === undefined || !answer.complete || !twinAnswer.complete) return;
-      const behaviour = edgeCase.upstream[request.tag] ?? PLAIN_ANSWER;
-      if (!reach(behaviour, edgeCase.gateway.timeoutMs).body || behaviour.lie !== 'none') return;
-      if (mode === 'enforce' && behaviour.contract !== 'on') return;
-      const differs = difference(answer, twinAnswer);
-      if (differs !== undefined)
-        violations.push({ invariant: 'f', client, detail: `${mode}: the answer to ${request.tag} (${describe(behaviour)}) is not off's: ${differs}` });
-    });
-  });
   return violations;
 }
 
@@ -215,15 +135,4 @@ function slowBodyTiming({ mode, behaviour, request, response }: AnswerContext, i
   }
   if (index !== 0 || rest === 'seen' || !response.complete || response.status !== behaviour.status) return undefined;
   return `reached the client only after the upstream had written all of it (its first part waited the whole ${behaviour.trickleMs} ms cap): it was delayed`;
-}
-
-function describe(behaviour: UpstreamBehaviour): string {
-  const parts = [`${behaviour.status}`, behaviour.contract ?? 'contract unknown', ...(behaviour.offContract ? [behaviour.offContract] : [])];
-  if (behaviour.headDelayMs > 0) parts.push(`head after ${behaviour.headDelayMs} ms`);
-  if (behaviour.bodyDelayMs > 0) parts.push(`body after ${behaviour.bodyDelayMs} ms`);
-  if (behaviour.closeMidBody) parts.push('cut mid-body');
-  if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
-  if (behaviour.framing === 'chunked') parts.push('chunked');
-  if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
-  return parts.join(', ');
 }

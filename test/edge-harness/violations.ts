@@ -12,8 +12,9 @@ import type { RestWritten } from './sightings.ts';
  * was relayed or its connection reused; e: a hang, a crash, a 500 (answered or only logged as an
  * unexpected error), or a request still in flight; f: the answers' check against the document (contract-invariants.ts): under
  * enforce an answer off it relayed, a refusal that is not one 502 upstream_contract_violation or that closes the client's
- * connection, an upstream connection reused after a head refused; under report and off (and enforce, on the document) an
- * answer not relayed as the upstream wrote it.
+ * connection, an upstream connection reused after a head refused, a slow body that reached the client before it was whole;
+ * under report and off (and enforce, on the document) an answer not relayed as the upstream wrote it, or (report, enforce) not
+ * the answer the off twin's client got, or (report, off) a slow body held back until the upstream had written all of it.
  */
 export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
 
