@@ -26,7 +26,7 @@ async function runGateway(edgeCase: EdgeCase, settings: GatewaySettings, environ
   const sightings = createSightings();
   const upstream = await startHostileUpstream(edgeCase.upstream, sightings);
   try {
-    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, settings));
+    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, settings, environment.documents));
     try {
       const driven = edgeCase.clients.map((script, index) =>
         driveClient(script, {

@@ -1,4 +1,5 @@
 // The byte script of one harness case: what each client writes and how the upstream answers each request. Saved as a fixture.
+import type { HarnessDocument } from './documents.ts';
 
 /**
  * Written in place of the client's API key in a piece's bytes; the runner puts the key of the client's
@@ -136,6 +137,8 @@ export interface GatewaySettings {
   totalTimeoutMs: number;
   /** Absent in fixtures written before the gateway checked answers: the configuration's default (report, 5 % sampled). */
   contractMode?: ContractMode;
+  /** The interface document served (documents.ts); absent: the project's. */
+  document?: HarnessDocument;
 }
 
 export interface EdgeCase {

@@ -87,13 +87,15 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
 });
 
 /**
- * Whether the answer, as written, keeps the document's promise. What the gateway checks decides what counts: a HEAD's answer and
+ * Whether the answer, as written, keeps the document's promise. A status its operation does not declare breaks it at the head,
+ * whatever follows (the variant document of documents.ts; the project's declares `default` everywhere, so every status there is
+ * declared, and a success status with a body of the wrong shape is a body's fault). What the gateway checks decides what counts: a HEAD's answer and
  * a 204's or 304's are checked for status and headers only, so a body kind is on the document there. A Content-Length that lies
  * short hands the gateway a cut body: JSON no longer (the cut falls in the padding or the Error's last member).
  */
-function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: string): ContractVerdict {
+function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: string, declared: ReadonlySet<number> | undefined): ContractVerdict {
   const { offContract: kind, status } = behaviour;
-  if (kind === 'no-retry-after') return 'off-head';
+  if (kind === 'no-retry-after' || (declared !== undefined && !declared.has(status))) return 'off-head';
   const bodyChecked = method !== 'HEAD' && status !== 204 && status !== 304;
   if (!bodyChecked) return 'on';
   if (kind === 'html' || (kind === undefined && status >= 400 && behaviour.plainErrorBody)) return 'off-head';
@@ -102,8 +104,11 @@ function contractOf(behaviour: Omit<UpstreamBehaviour, 'contract'>, method: stri
   return 'on';
 }
 
-/** The behaviour for a request of `method`, with the case's idle timeout to stall past. */
-export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number): UpstreamBehaviour {
+/**
+ * The behaviour for a request of `method`, with the case's idle timeout to stall past. `declared`: the statuses the request's
+ * operation declares, when it declares no `default` (documents.ts); absent, every status is declared.
+ */
+export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: number, declared?: ReadonlySet<number>): UpstreamBehaviour {
   const ms = (value: Delay) => (value.kind === 'none' ? 0 : value.kind === 'short' ? value.ms : idleTimeoutMs + 300);
   const { headDelay, bodyDelay, status: generated, transferCoding, offContract, trickle, ...rest } = spec;
   const status = generated === 'success' ? (method === 'POST' ? 201 : 200) : generated;
@@ -116,5 +121,5 @@ export function toBehaviour(spec: BehaviourSpec, method: string, idleTimeoutMs: 
     ...(offContract !== undefined && offContractApplies(offContract, status) ? { offContract } : {}),
     ...(trickle ? { trickleMs: Math.floor(idleTimeoutMs / 2) } : {}),
   };
-  return { ...behaviour, contract: contractOf(behaviour, method) };
+  return { ...behaviour, contract: contractOf(behaviour, method, declared) };
 }
