@@ -60,7 +60,10 @@ export interface ClientScript {
  * error statuses), since only status, framing headers and body are relayed.
  */
 export interface UpstreamBehaviour {
-  /** 2xx success, 204/304 without body, 4xx/5xx with an Error-shaped body; never 500 (the gateway relays it, and 500 is forbidden). */
+  /**
+   * 2xx success, 204/304 without body, 4xx/5xx with an Error-shaped body (unless `offContract` or `plainErrorBody` says
+   * otherwise); never 500 (the gateway relays it, and 500 is forbidden).
+   */
   status: number;
   /** Error statuses only: a body that is not Error-shaped (the gateway wraps it). */
   plainErrorBody?: boolean;
