@@ -13,8 +13,8 @@ import type { RestWritten } from './sightings.ts';
  * unexpected error), or a request still in flight; f: the answers' check against the document (contract-invariants.ts): under
  * enforce an answer off it relayed, a refusal that is not one 502 upstream_contract_violation or that closes the client's
  * connection, an upstream connection reused after a head refused, a slow body that reached the client before it was whole;
- * under report and off (and enforce, on the document) an answer not relayed as the upstream wrote it, or (report, enforce) not
- * the answer the off twin's client got, or (report, off) a slow body held back until the upstream had written all of it.
+ * under report and off (and enforce, on the document) an answer not relayed as the upstream wrote it, or (report) not the
+ * answer the off twin's client got, or (report, off) a slow body held back until the upstream had written all of it.
  */
 export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
 
@@ -39,7 +39,7 @@ export interface CaseObservation {
   /** The gateway's `unexpected error` log lines during the case. */
   unexpected: string[];
   /**
-   * A case whose gateway checks answers: what the clients and the upstream of its twin showed, the same case run at the same
+   * A report case: what the clients and the upstream of its twin showed, the same case run at the same
    * time against a gateway that checks none (contract mode off). Its own state is not judged: off cases are judged on their own.
    */
   twin?: { clients: ClientOutcome[]; upstream: UpstreamConnection[] };
