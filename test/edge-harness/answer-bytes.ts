@@ -1,9 +1,17 @@
 // The exact bytes the hostile upstream writes for one request and behaviour: the tag it read always goes in the body.
+import { answerContent } from './contract-bodies.ts';
 import type { UpstreamBehaviour } from './script.ts';
 
+/** One write of the upstream: after its delay, then (a slow body's rest) once the client has `after` or `capMs` passed. */
+export interface AnswerPart {
+  delayMs: number;
+  bytes: string;
+  waitFor?: { tag: string; seen: string; capMs: number };
+}
+
 export interface AnswerPlan {
-  /** Written in order, each after its delay. */
-  parts: Array<{ delayMs: number; bytes: string }>;
+  /** Written in order. */
+  parts: AnswerPart[];
   /** After the last part: keep the connection, end it (FIN), or end it and read no further (after a 101). */
   after: 'keep' | 'end' | 'stop';
   /** Bytes owed after a HEAD, 204 or 304, written late (see UpstreamBehaviour.late). */
@@ -18,17 +26,10 @@ const REASONS: Record<number, string> = {
   400: 'Bad Request',
   404: 'Not Found',
   409: 'Conflict',
+  429: 'Too Many Requests',
   422: 'Unprocessable Content',
   503: 'Service Unavailable',
 };
-
-/** The body that carries `tag`: a pet (or a page of one), or an Error-shaped body for error statuses. */
-export function taggedBody(status: number, target: string, tag: string, plainError = false): string {
-  if (status >= 400) return plainError ? `backend trouble for ${tag}` : `{"code":"backend_says_no","message":"${tag}","status":${status}}`;
-  // The padding goes last: a Content-Length that lies short cuts into it, never into the tag.
-  const pet = `{"id":1,"name":"${tag}","categoryId":1,"pad":"xxxxxxxxxxxxxxxx"}`;
-  return target.split('?')[0] === '/v1/pets' ? `[${pet}]` : pet;
-}
 
 /** A complete, correctly framed response carrying `tag`: what a buggy backend writes where it should write nothing. */
 export function strayResponse(tag: string): string {
@@ -55,7 +56,7 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     };
   }
   const noBody = method === 'HEAD' || status === 204 || status === 304;
-  const body = status === 204 || status === 304 ? '' : taggedBody(status, target, tag, behaviour.plainErrorBody);
+  const { contentType, fields, body } = answerContent(status, method, target, tag, behaviour);
   // A transfer coding the gateway cannot relay frames the body in chunks, on any status (a 204's or 304's too, where it has no business).
   const coding = behaviour.transferCoding;
   const chunked = (behaviour.framing === 'chunked' || coding !== undefined) && status !== 204 && status !== 304;
@@ -68,7 +69,8 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   }
   const head =
     `HTTP/1.1 ${status} ${REASONS[status] ?? 'Whatever'}\r\n` +
-    (body === '' && !noBody ? '' : `Content-Type: ${status >= 400 && behaviour.plainErrorBody ? 'text/plain' : 'application/json'}\r\n`) +
+    `Content-Type: ${contentType}\r\n` +
+    fields +
     framing +
     `Connection: ${behaviour.connectionClose ? 'close' : 'keep-alive'}\r\n\r\n`;
 
@@ -79,15 +81,25 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     else wire = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
   }
   if (behaviour.closeMidBody) wire = wire.slice(0, Math.floor(wire.length / 2));
+  // A slow body is cut just after its tag, inside the body: never between the answer and the bytes that follow it in its write.
+  const tagEnd = body.indexOf(tag) + tag.length;
+  const split = behaviour.trickleMs !== undefined && !noBody && tagEnd < body.length ? wire.indexOf(tag) + tag.length : -1;
   if (behaviour.extraSameWrite && !behaviour.closeMidBody) wire += strayResponse(tag);
 
-  const parts =
+  const parts: AnswerPart[] =
     behaviour.bodyDelayMs > 0 && wire !== ''
       ? [
           { delayMs: behaviour.headDelayMs, bytes: interim + head },
           { delayMs: behaviour.bodyDelayMs, bytes: wire },
         ]
       : [{ delayMs: behaviour.headDelayMs, bytes: interim + head + wire }];
+  // A slow body: its last part cut there, the rest written once the client has the first part (or at the cap).
+  if (split >= tag.length && behaviour.trickleMs !== undefined) {
+    const last = parts.pop()!;
+    const cut = last.bytes.length - wire.length + split;
+    const seen = body.slice(0, tagEnd);
+    parts.push({ ...last, bytes: last.bytes.slice(0, cut) }, { delayMs: 0, bytes: last.bytes.slice(cut), waitFor: { tag, seen, capMs: behaviour.trickleMs } });
+  }
   const ends = behaviour.closeMidBody || behaviour.connectionClose;
   return {
     parts,

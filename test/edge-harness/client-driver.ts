@@ -22,6 +22,8 @@ export interface DriveOptions {
    * the close) after its last write or answer. Generous: upstream totalTimeout plus a wide margin.
    */
   progressDeadlineMs: number;
+  /** Told everything received so far after each read. */
+  onReceived?: (received: string) => void;
 }
 
 export interface DrivenClient {
@@ -79,6 +81,7 @@ export function driveClient(script: ClientScript, options: DriveOptions): Driven
   let lastFinals = 0;
   socket.on('data', (chunk: Buffer) => {
     received += chunk.toString('latin1');
+    options.onReceived?.(received);
     const now = finals();
     if (now > lastFinals) {
       lastFinals = now;

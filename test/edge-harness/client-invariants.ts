@@ -4,7 +4,7 @@ import { parseReceived, type ReceivedResponse } from './response-parser.ts';
 import { PLAIN_ANSWER, TAG_PATTERN, type ClientScript, type EdgeCase, type SentRequest } from './script.ts';
 import type { Violation } from './violations.ts';
 
-function isErrorBody(response: ReceivedResponse): boolean {
+export function isErrorBody(response: ReceivedResponse): boolean {
   if (!/^application\/json\b/.test(response.headers['content-type'] ?? '')) return false;
   try {
     const body = JSON.parse(response.body) as { code?: unknown; message?: unknown; status?: unknown };
@@ -14,7 +14,7 @@ function isErrorBody(response: ReceivedResponse): boolean {
   }
 }
 
-const closesConnection = (response: ReceivedResponse) => /\bclose\b/i.test(response.headers.connection ?? '');
+export const closesConnection = (response: ReceivedResponse) => /\bclose\b/i.test(response.headers.connection ?? '');
 
 /**
  * Whether a relayed answer to `request` may legitimately be cut (its head relayed, the connection then

@@ -7,7 +7,9 @@ const USAGE = `usage: npm run fuzz -- [--runs N] [--seed S] [--minutes M]
 
 Runs the edge harness's property on generated cases (hostile clients and upstreams against a gateway and
 a private redis-server it starts), prints what it covered, and on a failure the shrunk counterexample,
-saved under test/fixtures/edge/ (npm test replays it from there); exits 1 then.
+saved under test/fixtures/edge/ (npm test replays it from there); exits 1 then. Each case picks how the
+gateway checks the upstream's answers against the interface document (off, report, enforce); a report
+case runs beside an off twin, whose clients' answers it is compared with.
 
 options:
   --runs N      cases to generate, at most (default 100)

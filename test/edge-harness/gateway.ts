@@ -11,6 +11,7 @@ import { systemClock } from '../../src/time/clock.ts';
 import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import { startRedis } from '../../support/start-redis.ts';
 import { HARNESS_ORIGIN } from './client-requests.ts';
+import { type HarnessDocument, writeListPetsWithoutDefault } from './documents.ts';
 import type { GatewaySettings } from './script.ts';
 
 const PEPPER = 'edge-harness-pepper-0001';
@@ -20,10 +21,14 @@ const hashKey = createKeyHasher(PEPPER);
 export interface HarnessEnvironment {
   redisUrl: string;
   keys: string[];
+  /** Where each interface document a case may serve is; the project's is the configuration's own. */
+  documents: Readonly<Record<Exclude<HarnessDocument, 'v1'>, string>>;
   close(): Promise<void>;
 }
 
-export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: GatewaySettings): GatewayConfig {
+export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: GatewaySettings, documents?: HarnessEnvironment['documents']): GatewayConfig {
+  const document = settings.document === undefined || settings.document === 'v1' ? undefined : documents?.[settings.document];
+  if (settings.document !== undefined && settings.document !== 'v1' && document === undefined) throw new Error(`no ${settings.document} document`);
   return loadConfig(
     { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: upstreamUrl, GATEWAY_ENVIRONMENT: 'production' },
     {
@@ -39,6 +44,9 @@ export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: G
       rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
       cors: { allowedOrigins: { production: [HARNESS_ORIGIN] } },
       shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 },
+      // Report checks every answer (sample 1), so that each one's check runs beside its relay.
+      ...(settings.contractMode === undefined ? {} : { contractResponses: { production: { mode: settings.contractMode, sample: 1 } } }),
+      ...(document === undefined ? {} : { contract: document }),
     },
   );
 }
@@ -51,7 +59,16 @@ export async function startEnvironment(keyCount: number): Promise<HarnessEnviron
   const keys: string[] = [];
   for (let i = 0; i < keyCount; i++) keys.push((await admin.create({ consumer: `edge-client-${i}`, environments: ['production'] })).key);
   client.disconnect();
-  return { redisUrl: redis.url, keys, close: () => redis.stop() };
+  const withoutDefault = writeListPetsWithoutDefault();
+  return {
+    redisUrl: redis.url,
+    keys,
+    documents: { 'listPets-without-default': withoutDefault.path },
+    close: async () => {
+      withoutDefault.remove();
+      await redis.stop();
+    },
+  };
 }
 
 export interface CaseGateway {

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { planAnswer } from './answer-bytes.ts';
 import { parseRequest, type ParsedRequest } from './request-parser.ts';
 import { PLAIN_ANSWER, type UpstreamBehaviour } from './script.ts';
+import type { RestWritten, Sightings } from './sightings.ts';
 
 export interface UpstreamConnection {
   /** Every byte received, latin1. */
@@ -17,11 +18,14 @@ export interface HostileUpstream {
   port: number;
   baseUrl: string;
   connections: UpstreamConnection[];
+  /** By tag: for each slow body whose rest was written, whether its client had the first part by then. */
+  rests: Map<string, RestWritten>;
   close(): Promise<void>;
 }
 
-export async function startHostileUpstream(behaviours: Readonly<Record<string, UpstreamBehaviour>>): Promise<HostileUpstream> {
+export async function startHostileUpstream(behaviours: Readonly<Record<string, UpstreamBehaviour>>, sightings: Sightings): Promise<HostileUpstream> {
   const connections: UpstreamConnection[] = [];
+  const rests = new Map<string, RestWritten>();
   const sockets = new Set<Socket>();
 
   const server = createServer((socket) => {
@@ -53,6 +57,11 @@ export async function startHostileUpstream(behaviours: Readonly<Record<string, U
         const plan = planAnswer(request.method, request.target, tag, behaviours[tag] ?? PLAIN_ANSWER);
         for (const part of plan.parts) {
           if (part.delayMs > 0) await sleep(part.delayMs);
+          if (part.waitFor !== undefined && !socket.destroyed) {
+            const { tag: waited, seen, capMs } = part.waitFor;
+            const how = await sightings.until(waited, seen, capMs);
+            if (!socket.destroyed) rests.set(waited, how);
+          }
           if (socket.destroyed) break;
           socket.write(part.bytes);
         }
@@ -96,6 +105,7 @@ export async function startHostileUpstream(behaviours: Readonly<Record<string, U
     port,
     baseUrl: `http://127.0.0.1:${port}/v1`,
     connections,
+    rests,
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -1,4 +1,5 @@
 // The byte script of one harness case: what each client writes and how the upstream answers each request. Saved as a fixture.
+import type { HarnessDocument } from './documents.ts';
 
 /**
  * Written in place of the client's API key in a piece's bytes; the runner puts the key of the client's
@@ -59,7 +60,10 @@ export interface ClientScript {
  * error statuses), since only status, framing headers and body are relayed.
  */
 export interface UpstreamBehaviour {
-  /** 2xx success, 204/304 without body, 4xx/5xx with an Error-shaped body; never 500 (the gateway relays it, and 500 is forbidden). */
+  /**
+   * 2xx success, 204/304 without body, 4xx/5xx with an Error-shaped body (unless `offContract` or `plainErrorBody` says
+   * otherwise); never 500 (the gateway relays it, and 500 is forbidden).
+   */
   status: number;
   /** Error statuses only: a body that is not Error-shaped (the gateway wraps it). */
   plainErrorBody?: boolean;
@@ -91,13 +95,53 @@ export interface UpstreamBehaviour {
    */
   late: boolean;
   lateMs: number;
+  /**
+   * A slow body: written in two parts, up to and including the tag, then the rest once the client has the first part or after
+   * this long, whichever is first (below the idle timeout, so a gateway that holds the answer is not timed out for it).
+   */
+  trickleMs?: number;
+  /** How the answer departs from the interface document (see contract-bodies.ts); absent: the on-contract tagged answer. */
+  offContract?: OffContractKind;
+  /**
+   * What the interface document says of the answer as the upstream writes it, known from how it was generated (never by asking
+   * the gateway's checker): `on`; `off-head`, its head already breaks it (media type, a required header); `off-body`, its body
+   * does (shape, not JSON, a cut the Content-Length hides). Absent in fixtures written before the gateway checked answers.
+   */
+  contract?: ContractVerdict;
 }
+
+/** Every way the harness's upstream answers off the interface document; each one is off it whatever else the answer does. */
+export const OFF_CONTRACT_KINDS = [
+  // Success statuses: a body that is not the operation's Pet or Pets.
+  'missing-category',
+  'id-as-string',
+  'status-outside-enum',
+  'extra-nesting',
+  'error-shaped',
+  // Error statuses: a Pet where an Error belongs, an Error whose status is not the answer's.
+  'pet-shaped-error',
+  'error-status-mismatch',
+  // Any status with a body: a media type the document does not declare, or JSON declared and something else sent.
+  'html',
+  'not-json',
+  // 429 only: without the Retry-After the document requires.
+  'no-retry-after',
+] as const;
+export type OffContractKind = (typeof OFF_CONTRACT_KINDS)[number];
+export type ContractVerdict = 'on' | 'off-head' | 'off-body';
+
+/** How the gateway checks the backend's answers (config `contractResponses`); `report` checks every one (sample 1). */
+export type ContractMode = 'off' | 'report' | 'enforce';
 
 /** Gateway settings that vary per case. */
 export interface GatewaySettings {
   maxSockets: number;
   timeoutMs: number;
   totalTimeoutMs: number;
+  /** Absent in fixtures written before the gateway checked answers: the configuration's default (report, 5 % sampled). */
+  contractMode?: ContractMode;
+  /** The interface document served (documents.ts); absent: the project's. */
+  document?: HarnessDocument;
 }
 
 export interface EdgeCase {
@@ -121,4 +165,5 @@ export const PLAIN_ANSWER: UpstreamBehaviour = {
   extraSameWrite: false,
   late: false,
   lateMs: 0,
+  contract: 'on',
 };

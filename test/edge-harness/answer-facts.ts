@@ -1,0 +1,42 @@
+// What the harness knows of an upstream answer from its generated behaviour alone: how far it got, where it went, in words.
+import type { UpstreamConnection } from './hostile-upstream.ts';
+import type { EdgeCase, UpstreamBehaviour } from './script.ts';
+
+/**
+ * How far the upstream's answer got, as generated: whether the gateway can have its head, and its whole body. An interim answer
+ * the request did not ask for (100, 103) may be refused by the gateway's HTTP client as no response at all (502 bad_gateway).
+ */
+export function reach(behaviour: UpstreamBehaviour, timeoutMs: number): { head: boolean; body: boolean } {
+  const head = behaviour.headDelayMs <= timeoutMs && !behaviour.upgrade && behaviour.transferCoding === undefined && behaviour.interim.length === 0;
+  return { head, body: head && !behaviour.closeMidBody && behaviour.lie !== 'longer' && behaviour.bodyDelayMs <= timeoutMs };
+}
+
+/** Any stall lets a total timeout expire for answers queued behind it: a gateway Error may then stand in for any answer. */
+export function stallsIn(edgeCase: EdgeCase): boolean {
+  const { timeoutMs } = edgeCase.gateway;
+  return Object.values(edgeCase.upstream).some((b) => b.headDelayMs > timeoutMs || b.bodyDelayMs > timeoutMs);
+}
+
+/** Where each tag the upstream received went: its connection, and whether a later request followed it there. */
+export function upstreamPlaces(connections: readonly UpstreamConnection[]): Map<string, { connection: number; followed: boolean }> {
+  const places = new Map<string, { connection: number; followed: boolean }>();
+  connections.forEach((connection, c) => {
+    connection.requests.forEach((request, r) => {
+      const tag = request.headers['x-request-id'];
+      if (tag !== undefined) places.set(tag, { connection: c, followed: r < connection.requests.length - 1 });
+    });
+  });
+  return places;
+}
+
+/** The behaviour in a few words, for a violation's message. */
+export function describe(behaviour: UpstreamBehaviour): string {
+  const parts = [`${behaviour.status}`, behaviour.contract ?? 'contract unknown', ...(behaviour.offContract ? [behaviour.offContract] : [])];
+  if (behaviour.headDelayMs > 0) parts.push(`head after ${behaviour.headDelayMs} ms`);
+  if (behaviour.bodyDelayMs > 0) parts.push(`body after ${behaviour.bodyDelayMs} ms`);
+  if (behaviour.closeMidBody) parts.push('cut mid-body');
+  if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
+  if (behaviour.framing === 'chunked') parts.push('chunked');
+  if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
+  return parts.join(', ');
+}
