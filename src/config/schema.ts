@@ -197,7 +197,7 @@ export const configSchema = z
      */
     contractResponses: z
       .object({
-        production: contractResponseChecks('report', 0.05),
+        production: contractResponseChecks('report', 0.02),
         staging: contractResponseChecks('enforce', 1),
         maxBodyBytes: z.coerce.number().int().positive().max(16_777_216).default(262_144),
       })

@@ -35,7 +35,7 @@ export function checkContract(
   rests: ReadonlyMap<string, RestWritten>,
 ): Violation[] {
   const mode = edgeCase.gateway.contractMode;
-  // A fixture from before the gateway checked answers: its gateway samples 5 % under report, so nothing is known per answer.
+  // A fixture from before the gateway checked answers: its gateway samples production's default share under report, so nothing is known per answer.
   if (mode === undefined) return [];
   const violations: Violation[] = [];
   const places = upstreamPlaces(connections);

@@ -62,8 +62,8 @@ beforeAll(async () => {
     // As the Downward API sets them in the pod (deploy/kubernetes/base/deployment.yaml).
     GATEWAY_CPU_REQUEST_MILLICORES: '1000',
     GATEWAY_MEMORY_LIMIT_BYTES: String(512 * 1024 ** 2),
-    // Report (production's mode), but every answer checked rather than production's 5% sample: the contract
-    // drift panel draws no line for an operation with no checked answer in the window, and 15 s of a 5%
+    // Report (production's mode), but every answer checked rather than production's 2% sample: the contract
+    // drift panel draws no line for an operation with no checked answer in the window, and 15 s of a 2%
     // sample may hold none.
     CONTRACT_RESPONSES_SAMPLE: '1',
   });

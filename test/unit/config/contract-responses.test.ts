@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
 
 describe('contractResponses', () => {
-  it('enforces in staging and reports a 5% sample in production by default', () => {
+  it('enforces in staging and reports a 2% sample in production by default', () => {
     expect(loadConfig({}).contractResponses).toEqual({
-      production: { mode: 'report', sample: 0.05 },
+      production: { mode: 'report', sample: 0.02 },
       staging: { mode: 'enforce', sample: 1 },
       maxBodyBytes: 262_144,
     });
