@@ -1,7 +1,7 @@
 // Whether an answer keeps the document's promise for its operation: its status, its headers, its media type, its body.
 // What a violation says names where and which rule, never a value of the body (it may carry personal data).
 import type { ErrorObject } from 'ajv';
-import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses } from './declared-responses.ts';
+import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses, mediaTypeOf } from './declared-responses.ts';
 import { parseJsonBody } from './strict-json.ts';
 
 /** Every way an answer can break the document; a closed set, the violations counter's `kind` label. */
@@ -77,11 +77,6 @@ export function checkAnswerBody({ declared, content }: BodyRule, status: number,
     return { kind: 'error_status_mismatch', response: declared.key, pointer: '/status', keyword: 'const' };
   }
   return undefined;
-}
-
-/** `type/subtype` of a Content-Type value, lower case, without parameters. */
-function mediaTypeOf(contentType: string): string {
-  return contentType.split(';', 1)[0]!.trim().toLowerCase();
 }
 
 /** The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. */

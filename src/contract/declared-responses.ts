@@ -30,6 +30,11 @@ export interface DeclaredResponses {
 type Json = Record<string, unknown>;
 
 const RANGE_KEY = /^([1-5])XX$/;
+
+/** `type/subtype` of a Content-Type value, lower case, without parameters. */
+export function mediaTypeOf(contentType: string): string {
+  return contentType.split(';', 1)[0]!.trim().toLowerCase();
+}
 const ERROR_SCHEMA = '#/components/schemas/Error';
 
 function isJsonMediaType(mediaType: string): boolean {
@@ -43,31 +48,45 @@ export function compileDeclaredResponses(
   resolveRef: ResolveRef,
   compileSchema: (schema: unknown) => ValidateFunction,
 ): DeclaredResponses {
-  const byStatus = new Map<number, DeclaredResponse>();
-  const byRange: Array<DeclaredResponse | undefined> = [];
-  let otherwise: DeclaredResponse | undefined;
+  const declared: Array<[string, DeclaredResponse]> = [];
   if (responses !== undefined) {
     for (const [key, value] of Object.entries(resolveRef(responses, where))) {
       const at = `${where}.${key}`;
       const response = resolveRef(value, at);
-      const declared: DeclaredResponse = {
+      declared.push([
         key,
-        content: compileContent(response.content, `${at}.content`, resolveRef, compileSchema),
-        requiredHeaders: requiredHeaders(response.headers, `${at}.headers`, resolveRef),
-      };
-      const range = RANGE_KEY.exec(key);
-      if (key === 'default') otherwise = declared;
-      else if (range) byRange[Number(range[1])] = declared;
-      else byStatus.set(Number(key), declared);
+        {
+          key,
+          content: compileContent(response.content, `${at}.content`, resolveRef, compileSchema),
+          requiredHeaders: requiredHeaders(response.headers, `${at}.headers`, resolveRef),
+        },
+      ]);
     }
   }
-  return { for: (status) => byStatus.get(status) ?? byRange[Math.trunc(status / 100)] ?? otherwise };
+  return { for: byResponseKey(declared) };
+}
+
+/**
+ * What is kept per response key (`200`, `4XX`, `default`), found for a status as OpenAPI says: its own key, then its range, then
+ * `default`; undefined when none covers it. One Map lookup and one array read a status.
+ */
+export function byResponseKey<T>(entries: Iterable<readonly [string, T]>): (status: number) => T | undefined {
+  const byStatus = new Map<number, T>();
+  const byRange: Array<T | undefined> = [];
+  let otherwise: T | undefined;
+  for (const [key, value] of entries) {
+    const range = RANGE_KEY.exec(key);
+    if (key === 'default') otherwise = value;
+    else if (range) byRange[Number(range[1])] = value;
+    else byStatus.set(Number(key), value);
+  }
+  return (status) => byStatus.get(status) ?? byRange[Math.trunc(status / 100)] ?? otherwise;
 }
 
 function compileContent(content: unknown, where: string, resolveRef: ResolveRef, compileSchema: (schema: unknown) => ValidateFunction): DeclaredContent[] {
   if (content === undefined) return [];
   return Object.entries(resolveRef(content, where)).map(([mediaType, value]) => {
-    const type = mediaType.split(';', 1)[0]!.trim().toLowerCase();
+    const type = mediaTypeOf(mediaType);
     const schema = (value as Json | null)?.schema;
     const json = isJsonMediaType(type) && schema !== undefined;
     return {

@@ -26,7 +26,12 @@ export function matchRoute(contract: Contract, path: string, method: string): Ro
   if (match?.kind !== 'path') return undefined;
   const operation = operationFor(match.byMethod, method);
   if (operation) return { operation, pathParams: match.pathParams };
-  const allowed = allowedMethods(match.byMethod).join(', ');
+  return methodNotAllowed(method, match.byMethod);
+}
+
+/** The 405 of `method` at a path that serves `byMethod`, naming what is allowed there (Allow). */
+export function methodNotAllowed(method: string, byMethod: ReadonlyMap<string, Operation>): GatewayError {
+  const allowed = allowedMethods(byMethod).join(', ');
   return new GatewayError('method_not_allowed', `${method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
 }
 

@@ -5,6 +5,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { announcesBody, expectsContinue } from '../http/framing.ts';
 import { routeOf, type Operation, type ParameterSpec, type RequestBodySpec } from './operations.ts';
 import { describeNonCanonicalInteger, findNonCanonicalInteger } from './integer-spelling.ts';
+import { mediaTypeOf } from './declared-responses.ts';
 import { describeSchemaError } from './schema-validator.ts';
 import { parseJsonBody } from './strict-json.ts';
 
@@ -65,7 +66,7 @@ function checkDeclaredSize(req: Request, maxBodyBytes: number): void {
 
 export function checkMediaType(req: Request, spec: RequestBodySpec): void {
   const declared = req.headers['content-type'];
-  const mediaType = declared === undefined ? undefined : declared.split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = declared === undefined ? undefined : mediaTypeOf(declared);
   if (!mediaType || !spec.mediaTypes.includes(mediaType)) {
     throw new GatewayError('unsupported_media_type', `Request body must be sent as ${spec.mediaTypes.join(' or ')}`);
   }

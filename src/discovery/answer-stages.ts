@@ -2,9 +2,8 @@
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { API_CATALOG_PATH } from '../contract/gateway-answers.ts';
-import { allowedMethods, operationFor } from '../contract/match-operation.ts';
+import { methodNotAllowed, operationFor } from '../contract/match-operation.ts';
 import type { Operation } from '../contract/operations.ts';
-import { GatewayError } from '../errors/gateway-error.ts';
 
 /** RFC 9727 §3: where the catalog is, on the catalog's and the documents' answers (and no other: their Link fields are the operations'). */
 export const API_CATALOG_LINK = `<${API_CATALOG_PATH}>; rel="api-catalog"`;
@@ -59,12 +58,6 @@ function send(req: Request, res: Response, { contentType, body, etag }: Represen
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
-/** The 405 of another method at a gateway answer's path, naming what is allowed there. */
-function methodNotAllowed(method: string, operation: Operation): GatewayError {
-  const allowed = allowedMethods(new Map([[operation.method, operation]])).join(', ');
-  return new GatewayError('method_not_allowed', `${method} is not allowed here; allowed: ${allowed}`, { headers: { Allow: allowed } });
-}
-
 export interface ApiCatalogAnswerOptions {
   /** The operation that declares the catalog (`x-gateway-answer: api-catalog`): what the request's record names, so metrics count it. */
   operation: Operation;
@@ -80,7 +73,7 @@ export function createApiCatalogAnswer({ operation, catalog }: ApiCatalogAnswerO
   return function answerApiCatalog(req, res, next) {
     const record = res.locals.gateway;
     if (record.path !== operation.route) return next();
-    if (operationFor(byMethod, req.method) === undefined) throw methodNotAllowed(req.method, operation);
+    if (operationFor(byMethod, req.method) === undefined) throw methodNotAllowed(req.method, byMethod);
     record.route = { operation, pathParams: {} };
     send(req, res, catalog, true);
   };
@@ -100,10 +93,11 @@ export interface InterfaceDocumentAnswerOptions {
  * give first: the path is public, so the refusal tells a caller without a key nothing it could not read in the document.
  */
 export function createInterfaceDocumentAnswer({ operation, document, catalogLinked }: InterfaceDocumentAnswerOptions): RequestHandler {
+  const byMethod = new Map([[operation.method, operation]]);
   return function answerInterfaceDocument(req, res, next) {
     const record = res.locals.gateway;
     if (record.route?.operation === operation) return send(req, res, document, catalogLinked);
-    if (record.path === operation.route) throw record.routeRefusal ?? methodNotAllowed(req.method, operation);
+    if (record.path === operation.route) throw record.routeRefusal ?? methodNotAllowed(req.method, byMethod);
     next();
   };
 }

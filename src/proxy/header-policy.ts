@@ -1,4 +1,5 @@
 // Which headers cross the gateway, per operation and direction: compiled once at start-up into sets the request path looks up.
+import { byResponseKey } from '../contract/declared-responses.ts';
 import type { Operation } from '../contract/operations.ts';
 import { GATEWAY_OWNED_RESPONSE } from '../http/header-names.ts';
 import type { RelayPolicy } from './upstream-response.ts';
@@ -84,9 +85,6 @@ export interface OperationHeaderPolicy {
   relay: RelayPolicy;
 }
 
-/** The `N` of an `NXX` response key, for statuses 100 to 599. */
-const RANGE_KEY = /^([1-5])XX$/;
-
 /**
  * Compiles an operation's header policy. Every set is built here, once: the request path does one Set
  * lookup per header, and finds the set for a status with one Map lookup.
@@ -97,22 +95,14 @@ export function compileHeaderPolicy(operation: Operation, extensions: HeaderList
 
   const always = [...STANDARD_RELAYED, ...extensions.relayToClient];
   const relayed = (declared: readonly string[]): ReadonlySet<string> => new Set([...always, ...declared.filter((name) => !GATEWAY_OWNED_RESPONSE.has(name))]);
-  const byStatus = new Map<number, ReadonlySet<string>>();
-  const byRange: Array<ReadonlySet<string> | undefined> = [];
-  // The document's `default` covers every status it names no other way; without one, the standard set alone.
-  let otherwise = relayed([]);
-  for (const [key, names] of operation.responseHeaders) {
-    const range = RANGE_KEY.exec(key);
-    if (key === 'default') otherwise = relayed(names);
-    else if (range) byRange[Number(range[1])] = relayed(names);
-    else byStatus.set(Number(key), relayed(names));
-  }
+  const declared = byResponseKey([...operation.responseHeaders].map(([key, names]) => [key, relayed(names)] as const));
+  // A status the document covers no way (no `default`): the standard set alone.
+  const undeclared = relayed([]);
 
   return {
     forwarded,
     relay: {
-      // OpenAPI: a status's own response first, then its range (4XX), then default.
-      relayedFor: (status) => byStatus.get(status) ?? byRange[Math.trunc(status / 100)] ?? otherwise,
+      relayedFor: (status) => declared(status) ?? undeclared,
       secret: undefined,
     },
   };
