@@ -104,6 +104,8 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
       keyId: record.id,
       name: record.consumer,
       ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+      ...(record.quotaPerDay === undefined ? {} : { quotaPerDay: record.quotaPerDay }),
+      ...(record.quotaPerMonth === undefined ? {} : { quotaPerMonth: record.quotaPerMonth }),
       ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn }),
     };
     next();

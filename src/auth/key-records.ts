@@ -59,16 +59,27 @@ export function toHashFields(record: KeyRecord): Record<string, string> {
     revoked: record.revoked ? '1' : '0',
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: String(record.rateLimitPerMinute) }),
+    ...(record.quotaPerDay === undefined ? {} : { quotaPerDay: String(record.quotaPerDay) }),
+    ...(record.quotaPerMonth === undefined ? {} : { quotaPerMonth: String(record.quotaPerMonth) }),
     ...(record.optedIn === undefined || record.optedIn.length === 0 ? {} : { optedIn: record.optedIn.join(',') }),
     ...(record.rotatedTo === undefined ? {} : { rotatedTo: record.rotatedTo }),
   };
+}
+
+/** A stored count (a limit, a quota) that reads back as a positive integer; anything else is as if unset. */
+function positiveCount(field: string | undefined): number | undefined {
+  if (field === undefined) return undefined;
+  const value = Number(field);
+  return Number.isSafeInteger(value) && value > 0 ? value : undefined;
 }
 
 /** A record that does not read back whole is treated as absent: authentication then refuses the key. */
 export function fromHashFields(fields: Record<string, string>): KeyRecord | undefined {
   if (!fields.id || !fields.consumer || !fields.createdAt || fields.revoked === undefined) return undefined;
   const environments = (fields.environments ?? '').split(',').filter((value): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value));
-  const limit = fields.rateLimitPerMinute === undefined ? undefined : Number(fields.rateLimitPerMinute);
+  const limit = positiveCount(fields.rateLimitPerMinute);
+  const perDay = positiveCount(fields.quotaPerDay);
+  const perMonth = positiveCount(fields.quotaPerMonth);
   // Unknown markers are dropped: opting in can only widen access to what the gateway knows.
   const optedIn = (fields.optedIn ?? '').split(',').filter((value): value is StabilityMarker => (STABILITY_MARKERS as readonly string[]).includes(value));
   return {
@@ -78,7 +89,9 @@ export function fromHashFields(fields: Record<string, string>): KeyRecord | unde
     createdAt: fields.createdAt,
     revoked: fields.revoked === '1',
     ...(fields.expiresAt ? { expiresAt: fields.expiresAt } : {}),
-    ...(limit !== undefined && Number.isInteger(limit) && limit > 0 ? { rateLimitPerMinute: limit } : {}),
+    ...(limit === undefined ? {} : { rateLimitPerMinute: limit }),
+    ...(perDay === undefined ? {} : { quotaPerDay: perDay }),
+    ...(perMonth === undefined ? {} : { quotaPerMonth: perMonth }),
     ...(optedIn.length > 0 ? { optedIn } : {}),
     ...(fields.rotatedTo ? { rotatedTo: fields.rotatedTo } : {}),
   };

@@ -13,6 +13,10 @@ export interface KeyRecord {
   revoked: boolean;
   /** Per-key override of the rate limit, requests per minute. */
   rateLimitPerMinute?: number;
+  /** Requests admitted per UTC calendar day, across replicas; none: no daily quota. */
+  quotaPerDay?: number;
+  /** Requests admitted per UTC calendar month, across replicas; none: no monthly quota. */
+  quotaPerMonth?: number;
   /** Stability markers this key opted in to: where config says `opt-in`, only such keys call those operations. */
   optedIn?: readonly StabilityMarker[];
   /** The id of the key this one was rotated to: a key is rotated once (src/auth/key-rotation.ts). */
@@ -24,6 +28,8 @@ export interface Consumer {
   keyId: string;
   name: string;
   rateLimitPerMinute?: number;
+  quotaPerDay?: number;
+  quotaPerMonth?: number;
   optedIn?: readonly StabilityMarker[];
 }
 

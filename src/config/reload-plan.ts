@@ -20,6 +20,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'rateLimit.mode',
   'rateLimit.syncMs',
   'deprecationReport',
+  'usage',
   'shutdown',
   'resources',
 ];

@@ -241,6 +241,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Each consumer's daily calls per operation (admitted, refused by quota or rate limit): counted in each process, added up in Redis in batches. */
+    usage: z
+      .object({
+        /** Days of usage kept in Redis; older days expire. */
+        retentionDays: z.coerce.number().int().positive().max(3660).default(400),
+        /** How often each process writes its usage counts to Redis; a crash loses at most this long's counts. */
+        flushIntervalMs: positiveMs.default(5000),
+      })
+      .strict()
+      .prefault({}),
     shutdown: z
       .object({
         gracePeriodMs: positiveMs.default(20_000),
@@ -319,6 +329,8 @@ export const configSchema = z
         mode: z.enum(['exact', 'local-first']).default('exact'),
         /** local-first: how often local counts are synchronised with Redis. */
         syncMs: positiveMs.default(250),
+        /** Also write X-RateLimit-Limit, -Remaining and -Reset, for clients written for other gateways (the RateLimit fields are always written). */
+        legacyHeaders: z.stringbool().default(false),
         /** Requests per window per key and operation, by environment; `default` for operations not listed. */
         limits: z
           .object({

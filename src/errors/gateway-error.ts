@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   expectation_failed: 417,
   rate_limited: 429,
+  /** The key's daily or monthly quota is used up (Retry-After at the period's end). */
+  quota_exceeded: 429,
   header_fields_too_large: 431,
   internal_error: 500,
   bad_gateway: 502,

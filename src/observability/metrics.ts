@@ -8,6 +8,7 @@ import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
 import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
+import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
 import { boundCounter, type BoundCounter } from '../forks/bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
@@ -118,6 +119,8 @@ export interface GatewayMetrics {
   /** A marked operation refused 403 stability_not_allowed (denied here, or the key did not opt in). */
   stabilityRefused(operation: string, stability: StabilityMarker): void;
   rateLimited(operation: string): void;
+  /** A request refused 429 quota_exceeded: the key's daily or monthly quota is used up. */
+  quotaRefused(operation: string, period: QuotaPeriod): void;
   rateLimitStoreError(): void;
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
@@ -221,6 +224,11 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     ['reason'],
   );
   const rateLimited = counter('rate_limited_total', 'Requests refused with 429 by the per-key rate limit, by operation.', ['operation']);
+  const quotaRefusals = counter(
+    'quota_refused_total',
+    "Requests refused with 429 quota_exceeded because the key's quota for the period (day or month, UTC) is used up, by operation.",
+    ['operation', 'period'],
+  );
   const rateLimitStoreErrors = counter('rate_limit_store_errors_total', 'Rate-limit counter updates that failed (Redis unreachable or slow).', []);
   const rateLimitPassed = counter(
     'rate_limit_passed_total',
@@ -312,6 +320,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   // not empty, and `absent()` or "No data" then means the gateway is not scraped, not that all is well.
   for (const operation of options.operations ?? []) {
     rateLimited.inc({ operation, environment }, 0);
+    for (const period of QUOTA_PERIODS) quotaRefusals.inc({ operation, period, environment }, 0);
     for (const kind of UPSTREAM_FAILURE_KINDS) upstreamErrors.inc({ operation, kind, environment }, 0);
     droppedHeaders.inc({ operation, environment }, 0);
     for (const upstream_status of REFUSED_IDENTITY_STATUSES) refusedIdentity.inc({ operation, upstream_status, environment }, 0);
@@ -424,6 +433,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),
     keyCacheCleared: (reason) => keyCacheClears.inc({ reason, environment }),
     rateLimited: (operation) => rateLimited.inc({ operation, environment }),
+    quotaRefused: (operation, period) => quotaRefusals.inc({ operation, period, environment }),
     deprecatedRefused: (operation, reason) => deprecatedRefusals.inc({ operation, reason, environment }),
     stabilityRefused: (operation, stability) => stabilityRefusals.inc({ operation, stability, environment }),
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),

@@ -28,7 +28,7 @@ export interface RateLimitOptions {
 }
 
 /** How the rate-limit stage's decision went: a decision, or a failure that made none. */
-export type RateLimitOutcome = 'allowed' | 'limited' | 'store_unavailable' | 'failed';
+export type RateLimitOutcome = 'allowed' | 'limited' | 'quota_exceeded' | 'store_unavailable' | 'failed';
 
 /** What the rate-limit stage decided, and when (monotonic milliseconds; 0: not yet), on the request record: tracing reads them at completion. */
 export interface RateLimitFacts {

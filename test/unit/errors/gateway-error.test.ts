@@ -7,6 +7,7 @@ function retryable(error: GatewayError): boolean {
   switch (error.code) {
     case 'request_timeout':
     case 'rate_limited':
+    case 'quota_exceeded':
     case 'service_unavailable':
     case 'upstream_unavailable':
     case 'gateway_timeout':

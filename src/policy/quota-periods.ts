@@ -1,0 +1,25 @@
+// The calendar periods quotas are counted over: the UTC day and the UTC month, named and bounded the same on every replica.
+
+export const QUOTA_PERIODS = ['day', 'month'] as const;
+export type QuotaPeriod = (typeof QUOTA_PERIODS)[number];
+
+/** One period as counted: its name in counter keys (`2026-11-26`, `2026-11`) and when it ends (ms since the epoch). */
+export interface PeriodSpan {
+  name: string;
+  startsAt: number;
+  endsAt: number;
+}
+
+const twoDigits = (value: number): string => (value < 10 ? `0${value}` : String(value));
+
+/** The period of `period` kind that holds the instant `now` (ms since the epoch), in UTC. */
+export function periodAt(period: QuotaPeriod, now: number): PeriodSpan {
+  const at = new Date(now);
+  const year = at.getUTCFullYear();
+  const month = at.getUTCMonth();
+  if (period === 'month') {
+    return { name: `${year}-${twoDigits(month + 1)}`, startsAt: Date.UTC(year, month, 1), endsAt: Date.UTC(year, month + 1, 1) };
+  }
+  const day = at.getUTCDate();
+  return { name: `${year}-${twoDigits(month + 1)}-${twoDigits(day)}`, startsAt: Date.UTC(year, month, day), endsAt: Date.UTC(year, month, day + 1) };
+}
