@@ -78,6 +78,7 @@ export function createRecord(req: IncomingMessage, startTrace: (req: IncomingMes
     rateLimitWaitedForRedis: false,
     rateLimitStoreError: undefined,
     onStoreError: undefined,
+    quota: undefined,
     exchangeStartMs: 0,
     exchangeEndMs: 0,
     exchangeMethod: '',

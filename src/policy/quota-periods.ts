@@ -12,6 +12,21 @@ export interface PeriodSpan {
 
 const twoDigits = (value: number): string => (value < 10 ? `0${value}` : String(value));
 
+/** One quota of a key as a request found it: admitted ones included, `used` counts this request. */
+export interface QuotaUse {
+  limit: number;
+  used: number;
+  /** When the period ends: Retry-After on a refusal, the reset in the RateLimit fields. */
+  endsAt: number;
+}
+
+/** What the key's quotas said of a request (on the request record); `refused`: the period whose quota refused it. */
+export interface QuotaReading {
+  day?: QuotaUse;
+  month?: QuotaUse;
+  refused?: QuotaPeriod;
+}
+
 /** The period of `period` kind that holds the instant `now` (ms since the epoch), in UTC. */
 export function periodAt(period: QuotaPeriod, now: number): PeriodSpan {
   const at = new Date(now);

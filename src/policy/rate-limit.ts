@@ -6,6 +6,7 @@ import { callerOf } from '../auth/key-store.ts';
 import { routeOf } from '../contract/operations.ts';
 import { monotonicMs } from '../time/monotonic.ts';
 import { RateLimitFields } from '../forks/rate-limit-fields.ts';
+import type { QuotaReading } from './quota-periods.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
@@ -40,6 +41,8 @@ export interface RateLimitFacts {
   /** The name of the store's error, when it could not count, and what the policy did then. */
   rateLimitStoreError: string | undefined;
   onStoreError: 'allow' | 'deny' | undefined;
+  /** The key's quotas as counted with this request; undefined when the key has none or the request was not counted. */
+  quota: QuotaReading | undefined;
 }
 
 /** A store that sends a Redis command for every hit before answering (exact): traced as a CLIENT `redis` span. */
