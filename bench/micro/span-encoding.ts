@@ -55,6 +55,7 @@ function request() {
     rateLimitWaitedForRedis: true,
     rateLimitStoreError: undefined,
     onStoreError: undefined,
+    quota: undefined,
     exchangeStartMs: at + 0.04,
     exchangeEndMs: at + 0.05,
     exchangeMethod: 'GET',
