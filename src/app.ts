@@ -5,7 +5,6 @@
 // the stages of the version its path is under (listed below, in order), or a 404; the app's router runs all of that
 // as its one layer (at the end).
 import express, { type Express, type RequestHandler } from 'express';
-import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { KeyHasher } from './auth/key-hash.ts';
 import type { KeyStore } from './auth/key-store.ts';
@@ -24,7 +23,7 @@ import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
 import { createCorsHeaders, createPreflight, type CompiledCors } from './policy/cors.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
-import { createRateLimit } from './policy/rate-limit.ts';
+import { createRateLimit, type QuotaCountingStore } from './policy/rate-limit.ts';
 import { reportStoreFailures } from './policy/rate-limit-store-failure.ts';
 import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
 import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
@@ -45,7 +44,7 @@ export interface AppDependencies {
   versions: readonly ServedVersion[];
   keyStore: KeyStore;
   /** Where rate-limit hits are counted; each process alone when absent. */
-  rateLimitStore?: RateLimitStore;
+  rateLimitStore?: QuotaCountingStore;
   hashKey: KeyHasher;
   clock: Clock;
   /** Brownouts of deprecated operations, scheduled and set by operators. */
@@ -81,6 +80,9 @@ export function createApp(deps: AppDependencies): Express {
     onStoreError: config.rateLimit.onStoreError,
     ...(deps.rateLimitStore ? { store: deps.rateLimitStore } : {}),
     onLimited: deps.metrics.rateLimited,
+    onQuotaRefused: deps.metrics.quotaRefused,
+    clock,
+    legacyHeaders: config.rateLimit.legacyHeaders,
     onStoreUnavailable: reportStoreFailures({
       logger,
       clock,

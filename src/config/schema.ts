@@ -330,7 +330,7 @@ export const configSchema = z
         /** local-first: how often local counts are synchronised with Redis. */
         syncMs: positiveMs.default(250),
         /** Also write X-RateLimit-Limit, -Remaining and -Reset, for clients written for other gateways (the RateLimit fields are always written). */
-        legacyHeaders: z.stringbool().default(false),
+        legacyHeaders: z.union([z.boolean(), z.stringbool()]).default(false),
         /** Requests per window per key and operation, by environment; `default` for operations not listed. */
         limits: z
           .object({

@@ -28,7 +28,7 @@ export class RateLimitFields {
   write(res: Response, info: RateLimitInfo, name: string): void {
     if (res.headersSent) return;
     res.setHeader('RateLimit', `"${name}"; r=${info.remaining}; t=${this.#resetSeconds(info)}`);
-    res.setHeader('RateLimit-Policy', `"${name}"; q=${info.limit}; w=${this.#windowSeconds}; pk=:${this.#partitionKey(info.key)}:`);
+    res.setHeader('RateLimit-Policy', `"${name}"; q=${info.limit}; w=${this.#windowSeconds}; pk=:${this.partitionKey(info.key)}:`);
   }
 
   /** Retry-After on a refusal: the seconds until the window resets. */
@@ -43,8 +43,11 @@ export class RateLimitFields {
     return Math.max(0, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000));
   }
 
-  /** The library's partition key: the first 12 hex digits of the counter key's SHA-256, in base64 (never the API key: the counter key is key id and operation). */
-  #partitionKey(key: string): string {
+  /**
+   * The library's partition key: the first 12 hex digits of the counter key's SHA-256, in base64 (never the API key:
+   * the counter key is key id and operation). Also the quotas' policies', made the same way from the key id.
+   */
+  partitionKey(key: string): string {
     let partitionKey = this.#partitionKeys.get(key);
     if (partitionKey === undefined) {
       partitionKey = Buffer.from(hash('sha256', key, 'hex').slice(0, 12)).toString('base64');

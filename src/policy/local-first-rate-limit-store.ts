@@ -3,10 +3,15 @@ import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
+import { QuotaDesk, windowEndWithQuota, type CountsQuotas } from './limiter-channel.ts';
+import { QuotaTallies } from './quota-tallies.ts';
+import { QUOTA_COUNTER_GRACE_MS } from './redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface LocalFirstRateLimitStoreOptions {
   prefix: string;
+  /** Of the quota counters: the exact store's, so a change of mode keeps the counts; `prefix` + `quota:` when absent. */
+  quotaPrefix?: string;
   clock: Clock;
   /** How often local hits are sent to Redis and the replicas' total read back. */
   syncMs: number;
@@ -45,10 +50,14 @@ interface Counter {
  * with one replica, or after a pause, counts are exact (docs/performance.md, "Scale"). Without Redis every replica
  * counts alone (up to N × the limit). A synchronisation whose reply is lost after Redis applied it is sent again,
  * counting twice: the error is towards refusing early, never letting through. rateLimit.mode `exact` stays available.
+ * Quotas are counted the same way, per key and period, and bounded the same: across N replicas a key may pass its
+ * quota by up to (N − 1) × its rate at each replica × 2 × syncMs.
  */
-export class LocalFirstRateLimitStore implements Store {
+export class LocalFirstRateLimitStore implements Store, CountsQuotas {
   readonly prefix: string;
   readonly localKeys = false;
+  readonly quotas = new QuotaDesk();
+  readonly #quotaTallies: QuotaTallies;
   readonly #redis: RedisWithAdd;
   readonly #clock: Clock;
   readonly #onError: LocalFirstRateLimitStoreOptions['onError'];
@@ -62,6 +71,7 @@ export class LocalFirstRateLimitStore implements Store {
     if (!('rateLimitAdd' in redis)) redis.defineCommand('rateLimitAdd', { numberOfKeys: 1, lua: ADD });
     this.#redis = redis as RedisWithAdd;
     this.prefix = options.prefix;
+    this.#quotaTallies = new QuotaTallies(options.quotaPrefix ?? `${options.prefix}quota:`);
     this.#clock = options.clock;
     this.#onError = options.onError;
     this.#observe = options.observe;
@@ -84,9 +94,14 @@ export class LocalFirstRateLimitStore implements Store {
   }
 
   increment(key: string): ClientRateLimitInfo {
-    const counter = this.#counterFor(key, this.#clock.now());
+    const now = this.#clock.now();
+    const counter = this.#counterFor(key, now);
     counter.pending++;
-    return { totalHits: counter.synced + counter.pending, resetTime: new Date(counter.windowStart + this.#windowMs) };
+    const totalHits = counter.synced + counter.pending;
+    const windowEndsAt = counter.windowStart + this.#windowMs;
+    const spec = this.quotas.specFor(key);
+    if (spec === undefined) return { totalHits, resetTime: new Date(windowEndsAt) };
+    return { totalHits, resetTime: windowEndWithQuota(windowEndsAt, this.#quotaTallies.take(spec, totalHits, now)) };
   }
 
   /** Only for skipSuccessfulRequests/skipFailedRequests, which the gateway does not use: a sent hit cannot be taken back. */
@@ -115,11 +130,12 @@ export class LocalFirstRateLimitStore implements Store {
       }
       if (counter.pending > 0) batch.push([key, counter, counter.pending]);
     }
-    if (batch.length === 0) return;
+    const quotaBatch = this.#quotaTallies.unsent(now, QUOTA_COUNTER_GRACE_MS);
+    if (batch.length === 0 && quotaBatch.length === 0) return;
     let failure: unknown;
     // One script per key (INCRBY and PEXPIRE, so no key lacks an expiry), all sent at once (in a cluster, each to its node).
-    await Promise.all(
-      batch.map(async ([key, counter, hits]) => {
+    await Promise.all([
+      ...batch.map(async ([key, counter, hits]) => {
         const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
         try {
           // Kept a window past its end for a replica whose clock lags; relative, whatever Redis's own clock says.
@@ -132,7 +148,17 @@ export class LocalFirstRateLimitStore implements Store {
           failure = error;
         }
       }),
-    );
+      ...quotaBatch.map(async ([redisKey, tally, hits]) => {
+        try {
+          const ttlMs = String(tally.endsAt - now + QUOTA_COUNTER_GRACE_MS);
+          const total = await timed(this.#observe, () => this.#redis.rateLimitAdd(redisKey, String(hits), ttlMs));
+          tally.pending = Math.max(0, tally.pending - hits);
+          tally.synced = total;
+        } catch (error) {
+          failure = error;
+        }
+      }),
+    ]);
     // One report per failed synchronisation, however many keys it carried.
     if (failure !== undefined) this.#onError?.(new RateLimitStoreUnavailableError('Redis could not take the rate-limit counts', { cause: failure }));
   }

@@ -1,6 +1,5 @@
 // The composition root: one gateway built from its configuration and the parts that differ (stores), for start, demo and tests.
 import type { RequestListener } from 'node:http';
-import type { Store as RateLimitStore } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import type { AdminAppOptions, ReadinessCheck } from '../admin/admin-app.ts';
@@ -21,6 +20,7 @@ import { registerTraceExportMetrics } from '../observability/trace-export-metric
 import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
+import type { QuotaCountingStore } from '../policy/rate-limit.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
@@ -35,7 +35,7 @@ import { createReload, type ReloadOutcome } from './reload.ts';
 export interface Stores {
   keyStore: KeyStore;
   /** Shared rate-limit counters; absent, each process counts alone (the demo). */
-  rateLimitStore?: RateLimitStore;
+  rateLimitStore?: QuotaCountingStore;
   /** Readiness checks of the stores' dependencies (Redis): in /readyz and dependency_up. */
   checks: readonly ReadinessCheck[];
   /** What this replica must have done before it is ready that is not a dependency's health (the pepper verified): in /readyz only. */

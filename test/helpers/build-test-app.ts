@@ -1,13 +1,13 @@
 // Builds the real gateway pipeline for tests: memory key store, fixed clock, silent or captured logs.
 import { Writable } from 'node:stream';
 import type { RequestListener } from 'node:http';
-import type { Store as RateLimitStore } from 'express-rate-limit';
 import { generateApiKey, generateKeyId } from '../../src/auth/api-key.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
 import type { KeyRecord, KeyStore } from '../../src/auth/key-store.ts';
 import { MemoryKeyStore } from '../../src/auth/memory-key-store.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
+import type { QuotaCountingStore } from '../../src/policy/rate-limit.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';
@@ -26,7 +26,7 @@ export interface TestGatewayOptions {
   overrides?: Record<string, unknown>;
   keyStore?: KeyStore;
   /** Where rate-limit hits are counted; each process alone (in memory) when absent. */
-  rateLimitStore?: RateLimitStore;
+  rateLimitStore?: QuotaCountingStore;
   /** Who called, asserted upstream (from `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
   /** What a reload reads: the overrides then in force (laid over the file as at start, with the same env). */

@@ -3,13 +3,15 @@ import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { QuotaDesk, type CountsQuotas } from '../../src/policy/limiter-channel.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 
 /** express-rate-limit's Store, as the Redis store is while Redis is away. */
-class UnreachableStore implements Store {
+class UnreachableStore implements Store, CountsQuotas {
+  readonly quotas = new QuotaDesk();
   increment(): Promise<ClientRateLimitInfo> {
     return Promise.reject(
       new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED 127.0.0.1:6390') }),

@@ -7,6 +7,7 @@ import { createAdminApp } from '../../src/admin/admin-app.ts';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
 import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
 import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
+import { QuotaDesk } from '../../src/policy/limiter-channel.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
@@ -388,6 +389,7 @@ describe('child spans of the stages', () => {
   it.each(['allow', 'deny'] as const)('a rate-limit store that cannot count (onStoreError %s): the span says store_unavailable', async (onStoreError) => {
     receiver = await startOtlpReceiver();
     const rateLimitStore = {
+      quotas: new QuotaDesk(),
       increment: () => Promise.reject(new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits')),
       decrement: () => undefined,
       resetKey: () => undefined,

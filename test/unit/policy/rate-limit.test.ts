@@ -6,11 +6,14 @@ import type { Operation } from '../../../src/contract/operations.ts';
 import { GatewayError } from '../../../src/errors/gateway-error.ts';
 import type { IncomingMessage } from 'node:http';
 import { createRecord } from '../../../src/pipeline/request-record.ts';
+import { QuotaDesk, type CountsQuotas } from '../../../src/policy/limiter-channel.ts';
 import { createRateLimit, type RateLimitOptions } from '../../../src/policy/rate-limit.ts';
 import { RateLimitStoreUnavailableError } from '../../../src/policy/rate-limit-store-failure.ts';
+import { fixedClock } from '../../../src/time/clock.ts';
 
 /** express-rate-limit's Store, counting in memory until it is told to fail. */
-class FakeStore implements Store {
+class FakeStore implements Store, CountsQuotas {
+  readonly quotas = new QuotaDesk();
   hits = 0;
   failure: Error | undefined;
   initFailure: Error | undefined;
@@ -32,13 +35,14 @@ class FakeStore implements Store {
 const storeDown = () => new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED') });
 
 /** A limiter over `store`, with what it reports kept. */
-function limiterOver(store: Store, options: Partial<RateLimitOptions> = {}) {
+function limiterOver(store: Store & CountsQuotas, options: Partial<RateLimitOptions> = {}) {
   const reported = { unavailable: [] as RateLimitStoreUnavailableError[], passed: 0 };
   const limiter = createRateLimit({
     windowMs: 60_000,
     limits: { default: 3 },
     store,
     onStoreError: 'allow',
+    clock: fixedClock(Date.parse('2030-01-01T00:00:00Z')),
     onStoreUnavailable: (failure) => reported.unavailable.push(failure),
     onPassedUnlimited: () => reported.passed++,
     ...options,
