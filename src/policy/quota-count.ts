@@ -64,7 +64,13 @@ export function admittedOf(hits: number, windowTotal: number, windowLimit: numbe
  * refuse names the period whose end it must wait for (the month when both are used up: the day's end would not do).
  * One over the window's limit is the rate limit's refusal: its reading shows the quotas as they stand.
  */
-export function readingAt(position: number, admitted: number, withinWindow: boolean, counters: readonly QuotaCounter[], usedBefore: readonly number[]): QuotaReading {
+export function readingAt(
+  position: number,
+  admitted: number,
+  withinWindow: boolean,
+  counters: readonly QuotaCounter[],
+  usedBefore: readonly number[],
+): QuotaReading {
   const reading: QuotaReading = {};
   const isAdmitted = position < admitted;
   for (const [index, counter] of counters.entries()) {

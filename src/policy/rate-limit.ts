@@ -161,7 +161,12 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
           const use = quota![refusedBy]!;
           writeQuotaRetryAfter(res, use, clock.now());
           options.onQuotaRefused?.(operation, refusedBy);
-          next(new GatewayError('quota_exceeded', `The ${refusedBy}'s quota of ${use.limit} requests for this API key is used up; retry after the time in Retry-After`));
+          next(
+            new GatewayError(
+              'quota_exceeded',
+              `The ${refusedBy}'s quota of ${use.limit} requests for this API key is used up; retry after the time in Retry-After`,
+            ),
+          );
           return;
         }
       }

@@ -95,7 +95,12 @@ export function createRedisStores(
             policy: config.rateLimit.onStoreError,
           }),
         })
-      : new RedisRateLimitStore(redis, { prefix: `${config.redis.keyPrefix}rate:`, quotaPrefix: `${config.redis.keyPrefix}quota:`, clock, ...observe('rate_limit_increment') });
+      : new RedisRateLimitStore(redis, {
+          prefix: `${config.redis.keyPrefix}rate:`,
+          quotaPrefix: `${config.redis.keyPrefix}quota:`,
+          clock,
+          ...observe('rate_limit_increment'),
+        });
   // Started once Redis first answers: until then createRedisClient's one line says why, not each follower's failures.
   let followers: { keyEvents: ReturnType<typeof followKeyEvents>; pepper: ReturnType<typeof watchPepper>; brownouts?: BrownoutFollower } | undefined;
   const startFollowers = () => {
