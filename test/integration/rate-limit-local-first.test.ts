@@ -1,5 +1,7 @@
 // Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RateLimitInfo } from 'express-rate-limit';
+import { quotaReadingOf } from '../../src/policy/limiter-channel.ts';
 import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -102,6 +104,48 @@ describe('local-first rate limiting', () => {
     expect(await redis.client.get(`test:rate:key_d:listPets:${WINDOW_START}`)).toBe('3');
     // Checked once Redis is back, so that a failure here leaves it running for the next test.
     expect(errors[0]).toBeInstanceOf(RateLimitStoreUnavailableError);
+  });
+});
+
+describe('local-first quotas', () => {
+  const SPEC = { keyId: 'key_q', windowLimit: 100, perDay: 3 };
+
+  /** One request of key_q with its quota spec left, as the stage leaves it: its quota reading. */
+  function counted(store: LocalFirstRateLimitStore) {
+    store.quotas.leave('key_q:listPets', SPEC);
+    return quotaReadingOf({ limit: 100, used: 0, remaining: 0, key: 'key_q:listPets', ...store.increment('key_q:listPets') } as RateLimitInfo);
+  }
+
+  it('refuses past the quota in process, before any synchronisation', async () => {
+    const store = await replica(fixedClock(WINDOW_START + 1000));
+    const readings = [1, 2, 3, 4].map(() => counted(store));
+    expect(readings.map((reading) => reading?.refused)).toEqual([undefined, undefined, undefined, 'day']);
+  });
+
+  it("sends the admitted calls to the quota's counter, which every replica adds to", async () => {
+    const clock = fixedClock(WINDOW_START + 1000);
+    const [a, b] = [await replica(clock), await replica(clock)];
+    counted(a);
+    counted(a);
+    await a.sync();
+    counted(b);
+    await b.sync();
+    expect(await redis.client.get('test:rate:quota:{key_q}:day:2026-11-21')).toBe('3');
+  });
+
+  it("learns the other replica's calls at its next synchronisation: over by at most what they admitted meanwhile", async () => {
+    const clock = fixedClock(WINDOW_START + 1000);
+    const [a, b] = [await replica(clock), await replica(clock)];
+    counted(a);
+    counted(a);
+    await a.sync();
+    counted(b);
+    await b.sync();
+    // a still counts 2 of 3: it admits one more (the bound), and learns the total of 4 when it sends it.
+    expect(counted(a)?.refused).toBeUndefined();
+    await a.sync();
+    expect(await redis.client.get('test:rate:quota:{key_q}:day:2026-11-21')).toBe('4');
+    expect(counted(a)?.refused).toBe('day');
   });
 });
 
