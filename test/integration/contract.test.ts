@@ -21,8 +21,9 @@ interface Target {
   close(): Promise<void>;
 }
 
+/** Every target writes the legacy X-RateLimit-* fields, which the document declares as an operator's opt-in. */
 async function start(options: TestGatewayOptions): Promise<Target> {
-  const gateway = buildTestGateway(options);
+  const gateway = buildTestGateway({ ...options, overrides: { ...options.overrides, rateLimit: { legacyHeaders: true } } });
   const server = await listen(gateway.app);
   return {
     gateway,
@@ -126,6 +127,17 @@ const createPet = (target: Target, options: SendOptions = {}) =>
   send(target, 'POST', '/v1/pets', { body: JSON.stringify({ name: 'Nibbles', categoryId: 4, status: 'available' }), ...options });
 const getPet = (target: Target, options?: SendOptions, id = '1') => send(target, 'GET', `/v1/pets/${id}`, options);
 
+/** Written with RateLimit, on a request the limiter counted. */
+const LEGACY_RATE_LIMIT_FIELDS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+
+/** A key with a quota of one call a day: its second call, to any operation, is refused. */
+async function overQuota(call: (options: SendOptions) => Promise<RawResponse>): Promise<RawResponse> {
+  const key = served.gateway.addKey({ quotaPerDay: 1 });
+  const first = await call({ key });
+  expect(first.status).toBeLessThan(300);
+  return call({ key });
+}
+
 /** A key allowed one request per minute per operation: its second request is refused. */
 async function overLimit(call: (options: SendOptions) => Promise<RawResponse>): Promise<RawResponse> {
   const key = served.gateway.addKey({ rateLimitPerMinute: 1 });
@@ -152,6 +164,7 @@ const CASES: readonly ProvokedCase[] = [
   { operation: 'listPets', declared: 401, why: 'no API key', send: () => listPets(served, { key: null }) },
   { operation: 'listPets', declared: 401, why: 'a revoked API key', send: () => listPets(served, { key: revokedKey() }) },
   { operation: 'listPets', declared: 429, why: "the key's rate limit used up", send: () => overLimit((options) => listPets(served, options)) },
+  { operation: 'listPets', declared: 429, why: "the key's daily quota used up", send: () => overQuota((options) => listPets(served, options)) },
   { operation: 'listPets', declared: 502, why: 'the backend refuses connections', send: () => listPets(refused) },
   { operation: 'listPets', declared: 502, why: "the backend refuses the gateway's identity (401)", send: () => listPets(refusing) },
   { operation: 'listPets', declared: 503, why: 'the circuit breaker is open', send: () => listPets(circuitOpen) },
@@ -160,14 +173,14 @@ const CASES: readonly ProvokedCase[] = [
     declared: 503,
     why: 'API keys cannot be checked',
     send: () => listPets(keysDown),
-    absent: ['ratelimit', 'ratelimit-policy'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS],
   },
   {
     operation: 'listPets',
     declared: 503,
     why: 'the gateway is at capacity',
     send: () => listPets(crowded),
-    absent: ['ratelimit', 'ratelimit-policy'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS],
   },
   { operation: 'listPets', declared: 504, why: 'the backend does not answer in time', send: () => listPets(silent) },
   { operation: 'listPets', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => listPets(failing) },
@@ -187,14 +200,14 @@ const CASES: readonly ProvokedCase[] = [
     declared: 503,
     why: 'API keys cannot be checked',
     send: () => createPet(keysDown),
-    absent: ['ratelimit', 'ratelimit-policy'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS],
   },
   {
     operation: 'createPet',
     declared: 503,
     why: 'the gateway is at capacity',
     send: () => createPet(crowded),
-    absent: ['ratelimit', 'ratelimit-policy'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS],
   },
   { operation: 'createPet', declared: 504, why: 'the backend does not answer in time', send: () => createPet(silent) },
   { operation: 'createPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => createPet(failing) },
@@ -217,14 +230,14 @@ const CASES: readonly ProvokedCase[] = [
     declared: 503,
     why: 'API keys cannot be checked',
     send: () => getPet(keysDown),
-    absent: ['ratelimit', 'ratelimit-policy'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS],
   },
   {
     operation: 'getPet',
     declared: 503,
     why: 'the gateway is at capacity (refused before the operation is known)',
     send: () => getPet(crowded),
-    absent: ['ratelimit', 'ratelimit-policy', 'deprecation', 'sunset', 'link'],
+    absent: ['ratelimit', 'ratelimit-policy', ...LEGACY_RATE_LIMIT_FIELDS, 'deprecation', 'sunset', 'link'],
   },
   { operation: 'getPet', declared: 504, why: 'the backend does not answer in time', send: () => getPet(silent) },
   { operation: 'getPet', declared: 'default', status: 500, why: 'the backend fails with a body that is not an Error', send: () => getPet(failing) },
