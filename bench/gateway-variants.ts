@@ -3,7 +3,8 @@
 // bench/instructions.ts (instructions counted under callgrind).
 //   a variant: off | traced | floor, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
 //   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128;
-//   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend.
+//   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend;
+//   the setting BENCH_KEY=quota makes the variant's requests carry a key with a daily and a monthly quota.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,8 @@ export interface Bench {
   workDir: string;
   /** The API key every request carries. */
   key: string;
+  /** The key a variant's requests carry: `key`, or one with quotas under BENCH_KEY=quota. */
+  keyFor(variant: Variant): string;
   sinkPort: number;
   launch(variant: Variant, options: LaunchOptions): Promise<RunningVariant>;
   /** Stops processes (SIGTERM: the gateway drains and exits, and --cpu-prof writes its profile). */
@@ -164,17 +167,25 @@ export async function startBench(): Promise<Bench> {
       LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_DELAY_MS: '0',
     };
-    const { key } = await new KeyAdmin(admin, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } }).create({
-      consumer: 'bench',
+    const keys = new KeyAdmin(admin, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } });
+    const { key } = await keys.create({ consumer: 'bench', environments: ['production'], rateLimitPerMinute: 1_000_000_000 });
+    // Quotas no run reaches: the cost of counting them, never a refusal.
+    const quota = 1_000_000_000_000;
+    const { key: quotaKey } = await keys.create({
+      consumer: 'bench-quota',
       environments: ['production'],
       rateLimitPerMinute: 1_000_000_000,
+      quotaPerDay: quota,
+      quotaPerMonth: quota,
     });
     admin.disconnect();
+    const keyFor = (variant: Variant) => (variant.extra.BENCH_KEY === 'quota' ? quotaKey : key);
     const flags = START_ARGS.slice(0, -1);
 
     return {
       workDir,
       key,
+      keyFor,
       sinkPort: sink.port,
       async launch(variant, options) {
         if (variant.floor) {
@@ -183,7 +194,7 @@ export async function startBench(): Promise<Bench> {
           const child = start(options.name, command, args, { ...process.env, ...variant.extra }, options.cpu);
           const { port } = await portOf(options.name, child, options.startMs);
           const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-          await wrk(url, key, options.warmS, options.connections, options.wrkTimeoutS);
+          await wrk(url, keyFor(variant), options.warmS, options.connections, options.wrkTimeoutS);
           await sleep(1000);
           return { child, url };
         }
@@ -203,7 +214,7 @@ export async function startBench(): Promise<Bench> {
         // Listening comes before the Redis connections: a request before readiness is refused (503).
         await waitUntilReady({ adminPort: adminPort! }, options.startMs);
         const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-        await wrk(url, key, options.warmS, options.connections, options.wrkTimeoutS);
+        await wrk(url, keyFor(variant), options.warmS, options.connections, options.wrkTimeoutS);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);
         return { child, url };

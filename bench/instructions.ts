@@ -88,10 +88,10 @@ try {
   const counts = variants.map(() => ({ steady: [] as number[], compiler: [] as number[], gc: [] as number[], parts: new Map<string, number>(), requests: 0 }));
   for (let round = 1; round <= ROUNDS; round++) {
     const rounds = await Promise.all(
-      running.map(async ({ child, url }) => {
+      running.map(async ({ child, url }, index) => {
         control(child.pid!, '-z');
         control(child.pid!, '-i', 'on');
-        const requests = await wrk(url, bench.key, DURATION_S, CONNECTIONS, WRK_TIMEOUT_S);
+        const requests = await wrk(url, bench.keyFor(variants[index]!), DURATION_S, CONNECTIONS, WRK_TIMEOUT_S);
         control(child.pid!, '-i', 'off');
         // The responses' last callbacks run before the dump.
         await sleep(500);
