@@ -2,6 +2,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import type { RateLimitInfo } from 'express-rate-limit';
+import { quotaReadingOf } from '../../src/policy/limiter-channel.ts';
 import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -70,6 +72,34 @@ describe('exact rate limiting', () => {
     // The reset is the clock's now plus the TTL Redis reported.
     expect(first!.resetTime!.getTime() - NOW).toBeGreaterThan(WINDOW_MS - 5000);
     expect(first!.resetTime!.getTime() - NOW).toBeLessThanOrEqual(WINDOW_MS);
+  });
+
+  it('counts a turn of a key with quotas, window and quotas, with one command, each request told its own quota', async () => {
+    const store = await replica();
+    store.quotas.leave('key_q:listPets', { keyId: 'key_q', windowLimit: 100, perDay: 3, perMonth: 50 });
+    const infos = await Promise.all([1, 2, 3, 4].map(() => store.increment('key_q:listPets')));
+    expect(infos.map((info) => info.totalHits)).toEqual([1, 2, 3, 4]);
+    const readings = infos.map((info) => quotaReadingOf({ limit: 100, used: 0, remaining: 0, key: 'key_q:listPets', ...info } as RateLimitInfo));
+    expect(readings.map((reading) => [reading?.day?.used, reading?.month?.used, reading?.refused])).toEqual([
+      [1, 1, undefined],
+      [2, 2, undefined],
+      [3, 3, undefined],
+      [3, 3, 'day'],
+    ]);
+    expect((await callsOf('evalsha')) + (await callsOf('eval'))).toBe(1);
+    expect(await redis.client.get('test:rate:quota:{key_q}:day:2026-11-22')).toBe('3');
+    expect(await redis.client.get('test:rate:quota:{key_q}:month:2026-11')).toBe('3');
+    expect(await redis.client.get('test:rate:{key_q}:listPets')).toBe('4');
+  });
+
+  it('keeps a quota counter a day past its period, by the gateway clock', async () => {
+    const store = await replica();
+    store.quotas.leave('key_q:listPets', { keyId: 'key_q', windowLimit: 100, perDay: 3 });
+    await store.increment('key_q:listPets');
+    const ttl = await redis.client.pttl('test:rate:quota:{key_q}:day:2026-11-22');
+    // 12:00 UTC: twelve hours to midnight, and the day of grace.
+    expect(ttl).toBeGreaterThan(36 * 3_600_000 - 5000);
+    expect(ttl).toBeLessThanOrEqual(36 * 3_600_000);
   });
 
   it('gives the requests of two replicas in the same instant distinct counts', async () => {
