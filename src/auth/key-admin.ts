@@ -83,6 +83,8 @@ export class KeyAdmin implements KeyOperations {
       revoked: false,
       ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
       ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
+      ...(input.quotaPerDay === undefined ? {} : { quotaPerDay: input.quotaPerDay }),
+      ...(input.quotaPerMonth === undefined ? {} : { quotaPerMonth: input.quotaPerMonth }),
       ...(input.optedIn === undefined || input.optedIn.length === 0 ? {} : { optedIn: [...new Set(input.optedIn)] }),
     };
     return { key, keyHash: this.#hashKey(key), record };

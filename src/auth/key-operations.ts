@@ -28,6 +28,8 @@ export interface NewKey {
   environments: readonly Environment[];
   expiresAt?: string;
   rateLimitPerMinute?: number;
+  quotaPerDay?: number;
+  quotaPerMonth?: number;
   /** Stability markers the key opts in to (served where config says `opt-in`). */
   optedIn?: readonly StabilityMarker[];
 }

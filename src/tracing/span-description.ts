@@ -132,7 +132,7 @@ export function describeSpans(request: RequestSpans, sink: SpanSink): void {
     }
     const { rateLimitHigh, rateLimitLow, rateLimitStartMs, rateLimitEndMs } = request;
     sink.begin(request, 'rate_limit', SpanKind.INTERNAL, rateLimitHigh, rateLimitLow, serverHigh, serverLow, rateLimitStartMs, endOf(rateLimitEndMs, request));
-    if (outcome === 'allowed' || outcome === 'limited' || outcome === 'store_unavailable') sink.attribute(KEYS.decision, outcome);
+    if (outcome !== undefined && outcome !== 'failed') sink.attribute(KEYS.decision, outcome);
     if (request.onStoreError !== undefined) sink.attribute(KEYS.onStoreError, request.onStoreError);
     sink.end(outcome === 'store_unavailable' ? COUNT_UNAVAILABLE : outcome === 'failed' ? ERROR : UNSET);
   }

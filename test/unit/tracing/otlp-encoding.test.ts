@@ -300,7 +300,7 @@ const shape: fc.Arbitrary<Shape> = fc.record(
     rateLimit: fc.record(
       {
         countsInRedis: fc.boolean(),
-        outcome: fc.constantFrom<RateLimitOutcome>('allowed', 'limited', 'store_unavailable', 'failed'),
+        outcome: fc.constantFrom<RateLimitOutcome>('allowed', 'limited', 'quota_exceeded', 'store_unavailable', 'failed'),
         onStoreError: fc.constantFrom('allow' as const, 'deny' as const),
       },
       { requiredKeys: ['countsInRedis', 'outcome'] },
