@@ -68,6 +68,7 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       end: offset,
       ...(built.trace ? { trace: built.trace } : {}),
       ...(built.allowOrigin ? { allowOrigin: built.allowOrigin } : {}),
+      ...(built.segments.some((segment) => segment.afterContinues) ? { waitsForContinue: true as const } : {}),
     });
   });
   // After a request asking for Connection: close, nothing more is read: no garbage then.

@@ -27,6 +27,20 @@ function mayBeCut(edgeCase: EdgeCase, request: SentRequest): boolean {
   return behaviour.closeMidBody || behaviour.lie === 'longer' || stalls;
 }
 
+/**
+ * A final refusal in place of the 100 Continue a request waited for (RFC 9110, 10.1.1): the gateway's own Error,
+ * naming the request by its X-Request-Id, and the connection closed, since the client may send the body anyway.
+ */
+function refusedInsteadOfContinue(request: SentRequest | undefined, response: ReceivedResponse): boolean {
+  return (
+    request?.waitsForContinue === true &&
+    response.status >= 400 &&
+    isErrorBody(response) &&
+    closesConnection(response) &&
+    response.headers['x-request-id'] === request.tag
+  );
+}
+
 function snippet(response: ReceivedResponse): string {
   return `${response.status} ${JSON.stringify(response.body.slice(0, 120))}`;
 }
@@ -36,6 +50,8 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
   const violations: Violation[] = [];
   const flag = (invariant: Violation['invariant'], detail: string) => violations.push({ invariant, client: index, detail });
   const whole = script.requests.filter((request) => request.end <= outcome.written);
+  // The first request not sent whole may have been refused before its body was invited: answered all the same.
+  const invited = script.requests[whole.length];
   const scriptLength = script.pieces.reduce((sum, piece) => sum + piece.bytes.length, 0);
   const garbageSent = script.garbage && outcome.written === scriptLength;
   const closed = outcome.end !== 'done';
@@ -43,7 +59,7 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
   const ownerOf = new Map(edgeCase.clients.flatMap((client, c) => client.requests.map((request) => [request.tag, c] as const)));
 
   stream.responses.forEach((response, i) => {
-    const request = whole[i];
+    const request = whole[i] ?? (i === whole.length && refusedInsteadOfContinue(invited, response) ? invited : undefined);
     if (response.status === 500) flag('e', `answer #${i} is a 500: ${snippet(response)}`);
     if (response.status === 101) flag('b', `answer #${i} is a 101 to a request that asked for no upgrade`);
     for (const [tag] of response.body.matchAll(TAG_PATTERN)) {

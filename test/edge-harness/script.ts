@@ -41,6 +41,11 @@ export interface SentRequest {
   trace?: { traceId: string; sampled: boolean };
   /** The Access-Control-Allow-Origin every complete answer must carry (it came from the allowed origin); absent: none. */
   allowOrigin?: string;
+  /**
+   * Its body is written only once a 100 Continue invites it (Expect: 100-continue). A refusal in its place (its key
+   * over a quota, say) answers the request without its body, and closes the connection: the body may still come.
+   */
+  waitsForContinue?: true;
 }
 
 export interface ClientScript {
