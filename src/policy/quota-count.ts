@@ -11,13 +11,16 @@ export interface QuotaSpec {
   perMonth?: number;
 }
 
-/** The caller's quotas as a spec, or undefined when its key has none (the request path then does nothing more than before). */
-export function quotaSpecOf(caller: Consumer, windowLimit: number): QuotaSpec | undefined {
+/**
+ * The caller's quotas as a spec, or undefined when its key has none: the request path then does nothing more than
+ * before (`windowLimit` is asked only of a key with quotas).
+ */
+export function quotaSpecOf(caller: Consumer, windowLimit: () => number): QuotaSpec | undefined {
   const { quotaPerDay, quotaPerMonth } = caller;
   if (quotaPerDay === undefined && quotaPerMonth === undefined) return undefined;
   return {
     keyId: caller.keyId,
-    windowLimit,
+    windowLimit: windowLimit(),
     ...(quotaPerDay === undefined ? {} : { perDay: quotaPerDay }),
     ...(quotaPerMonth === undefined ? {} : { perMonth: quotaPerMonth }),
   };

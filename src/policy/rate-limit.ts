@@ -116,7 +116,7 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
       const caller = callerOf(res.locals.gateway);
       const counterKey = `${caller.keyId}:${routeOf(res.locals.gateway).operation.id}`;
       // Left for the store, which the library asks with the key alone; a key without quotas leaves nothing.
-      const spec = quotaSpecOf(caller, windowLimit(res));
+      const spec = quotaSpecOf(caller, () => windowLimit(res));
       if (spec !== undefined) store.quotas.leave(counterKey, spec);
       return counterKey;
     },

@@ -20,6 +20,7 @@ import { registerTraceExportMetrics } from '../observability/trace-export-metric
 import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
+import { InProcessRateLimitStore } from '../policy/in-process-rate-limit-store.ts';
 import type { QuotaCountingStore } from '../policy/rate-limit.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
@@ -146,10 +147,12 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     metrics,
   });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
-  const { keyStore, rateLimitStore, checks, conditions = [] } = stores;
+  const { keyStore, checks, conditions = [] } = stores;
+  // Without shared counters, one in-process store for every pipeline generation: a reload keeps the day's quotas.
+  const rateLimitStore = stores.rateLimitStore ?? new InProcessRateLimitStore(parts.clock);
   const shared: PipelineShared = {
     keyStore,
-    ...(rateLimitStore ? { rateLimitStore } : {}),
+    rateLimitStore,
     hashKey: parts.hashKey,
     clock: parts.clock,
     brownouts,

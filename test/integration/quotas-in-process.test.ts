@@ -56,6 +56,14 @@ describe('quotas without Redis', () => {
     }
   });
 
+  it("keep counting the day's quota across a configuration reload", async () => {
+    const key = gateway.addKey({ quotaPerDay: 2 });
+    expect((await list(key)).status).toBe(200);
+    expect((await gateway.reload()).result).toBe('success');
+    expect((await list(key)).status).toBe(200);
+    expect((await list(key)).status).toBe(429);
+  });
+
   it('count quota refusals by operation and period', async () => {
     const key = gateway.addKey({ quotaPerMonth: 1 });
     await list(key);

@@ -28,11 +28,11 @@ describe('periodAt', () => {
 
 describe('quotaSpecOf', () => {
   it('is undefined for a caller without a quota', () => {
-    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme' }, 600)).toBeUndefined();
+    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme' }, () => 600)).toBeUndefined();
   });
 
   it("carries the caller's quotas and the request's window limit", () => {
-    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme', quotaPerMonth: 9 }, 600)).toEqual({ keyId: 'key_a', windowLimit: 600, perMonth: 9 });
+    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme', quotaPerMonth: 9 }, () => 600)).toEqual({ keyId: 'key_a', windowLimit: 600, perMonth: 9 });
   });
 });
 
