@@ -77,6 +77,8 @@ export interface Bench {
   launch(variant: Variant, options: LaunchOptions): Promise<RunningVariant>;
   /** Stops processes (SIGTERM: the gateway drains and exits, and --cpu-prof writes its profile). */
   stop(children: readonly ChildProcess[], waitMs?: number): Promise<void>;
+  /** Commands the bench's redis-server has run so far (INFO commandstats, the commands scripts call included). */
+  redisCommands(): Promise<number>;
   /** Kills what is still running and removes the work directory. */
   close(): void;
 }
@@ -178,7 +180,6 @@ export async function startBench(): Promise<Bench> {
       quotaPerDay: quota,
       quotaPerMonth: quota,
     });
-    admin.disconnect();
     const keyFor = (variant: Variant) => (variant.extra.BENCH_KEY === 'quota' ? quotaKey : key);
     const flags = START_ARGS.slice(0, -1);
 
@@ -187,6 +188,10 @@ export async function startBench(): Promise<Bench> {
       key,
       keyFor,
       sinkPort: sink.port,
+      async redisCommands() {
+        const stats = await admin.info('commandstats');
+        return [...stats.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+      },
       async launch(variant, options) {
         if (variant.floor) {
           const node = [process.execPath, ...(options.nodeFlags ?? []), variant.entry, `http://127.0.0.1:${backend.port}`, '0'];
@@ -225,6 +230,7 @@ export async function startBench(): Promise<Bench> {
         await Promise.race([Promise.all(exits), sleep(waitMs)]);
       },
       close() {
+        admin.disconnect();
         killAll();
         rmSync(workDir, { recursive: true, force: true });
       },
