@@ -1,4 +1,4 @@
-// What operators do with keys: create, list, show, revoke, rotate, set a rate limit. Behind the CLI and the admin API alike.
+// What operators do with keys: create, list, show, revoke, rotate, set a rate limit or quotas. Behind the CLI and the admin API alike.
 import type { RedisClient } from '../redis/connect.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
@@ -9,6 +9,7 @@ import { publishKeyEvent } from './key-events.ts';
 import type { PepperedKeyHasher } from './key-hash.ts';
 import { readKeyPage, type KeyPage, type PageRequest } from './key-listing.ts';
 import type { IssuedKey, KeyOperations, NewKey, RotatedKey } from './key-operations.ts';
+import { checkQuota, quotaFields, type QuotaChange } from './key-quota.ts';
 import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint } from './pepper-fingerprint.ts';
 import { fromHashFields, keyLayout, orderMember, toHashFields, type KeyEvent, type KeyLayout } from './key-records.ts';
 import { rotateOnce } from './key-rotation.ts';
@@ -17,6 +18,7 @@ import type { KeyRecord } from './key-store.ts';
 export { KeyAdminError, type KeyAdminRefusal } from './key-admin-error.ts';
 export type { KeyPage, PageRequest } from './key-listing.ts';
 export type { IssuedKey, KeyOperations, NewKey, RotatedKey } from './key-operations.ts';
+export type { QuotaChange } from './key-quota.ts';
 
 export interface KeyAdminOptions {
   keyPrefix: string;
@@ -52,6 +54,8 @@ export class KeyAdmin implements KeyOperations {
     const problem = consumerNameProblem(input.consumer);
     if (problem !== undefined) throw new KeyAdminError('invalid', problem);
     if (input.environments.length === 0) throw new KeyAdminError('invalid', 'a key needs at least one environment');
+    if (input.quotaPerDay !== undefined) checkQuota('quotaPerDay', input.quotaPerDay);
+    if (input.quotaPerMonth !== undefined) checkQuota('quotaPerMonth', input.quotaPerMonth);
     if (input.expiresAt === undefined) return this.#issue(input);
     const expiresAt = Date.parse(input.expiresAt);
     if (!(expiresAt > this.#clock.now())) throw new KeyAdminError('invalid', 'expiresAt must be a date-time in the future');
@@ -121,8 +125,14 @@ export class KeyAdmin implements KeyOperations {
     return this.#update(id, { optedIn: [...new Set(markers)].join(',') }, 'changed');
   }
 
+  /** Sets, removes or leaves each quota (QuotaChange); every gateway sees it within a second. */
+  async setQuota(id: string, change: QuotaChange): Promise<KeyRecord> {
+    const { set, removed } = quotaFields(change);
+    return this.#update(id, set, 'changed', removed);
+  }
+
   /**
-   * A new secret for the same consumer and grants. The old key is revoked at once, or expires after the overlap (or
+   * A new secret for the same consumer and grants (quotas included). The old key is revoked at once, or expires after the overlap (or
    * its own expiry, if earlier). A key is rotated once: another rotation is refused, naming the successor.
    */
   async rotate(id: string, overlapSeconds = 0): Promise<RotatedKey> {
@@ -179,17 +189,24 @@ export class KeyAdmin implements KeyOperations {
     if (stored !== null && stored !== mine) this.#options.onPepperMismatch?.(describePepperMismatch(stored, mine));
   }
 
-  async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed'): Promise<KeyRecord> {
+  /** Writes `fields` and removes `removed` from the record; an empty `fields` writes nothing (HSET takes one pair at least). */
+  async #update(id: string, fields: Record<string, string>, event: 'revoked' | 'changed', removed: readonly string[] = []): Promise<KeyRecord> {
     const { keyHash } = await this.#find(id);
     await this.#notePepper();
     // The record and the epoch move together (one slot, one transaction): a replica that sees the epoch reads the change.
-    const replies = await this.#redis.multi().hset(this.#layout.record(keyHash), fields).incr(this.#layout.eventsEpoch).exec();
-    // A transaction's commands fail one by one (no rollback): the change holds only if both did.
+    const writes = Object.keys(fields).length > 0;
+    const transaction = this.#redis.multi();
+    if (writes) transaction.hset(this.#layout.record(keyHash), fields);
+    if (removed.length > 0) transaction.hdel(this.#layout.record(keyHash), ...removed);
+    const replies = await transaction.incr(this.#layout.eventsEpoch).exec();
+    // A transaction's commands fail one by one (no rollback): the change holds only if every one did.
     const discarded = new Error('the key change was not applied (transaction discarded)');
-    const [written, counted] = [replies?.[0] ?? [discarded], replies?.[1] ?? [discarded, undefined]];
-    if (written[0]) throw written[0];
-    if (counted[0]) throw counted[0];
-    const epoch = counted[1];
+    const commands = (writes ? 1 : 0) + (removed.length > 0 ? 1 : 0) + 1;
+    for (let index = 0; index < commands; index++) {
+      const [failed] = replies?.[index] ?? [discarded];
+      if (failed) throw failed;
+    }
+    const epoch = replies![commands - 1]![1];
     await publishKeyEvent(this.#redis, this.#prefix, { type: event, keyHash, epoch: Number(epoch) });
     return (await this.#find(id)).record;
   }

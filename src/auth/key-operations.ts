@@ -1,6 +1,7 @@
 // The key operations as the CLI and the admin API see them: done on Redis (KeyAdmin) or asked of a gateway (src/cli/admin-client.ts).
 import type { Environment, StabilityMarker } from '../config/schema.ts';
 import type { KeyPage, PageRequest } from './key-listing.ts';
+import type { QuotaChange } from './key-quota.ts';
 import type { KeyRecord } from './key-store.ts';
 
 /** The key operations, done on Redis (KeyAdmin) or asked of a gateway's admin API (src/cli/admin-client.ts). */
@@ -14,6 +15,8 @@ export interface KeyOperations {
   revoke(id: string): Promise<KeyRecord>;
   setRateLimit(id: string, perMinute: number): Promise<KeyRecord>;
   setOptIn(id: string, markers: readonly StabilityMarker[]): Promise<KeyRecord>;
+  /** Sets (a number), removes (null) or leaves (absent) each quota; a change naming neither is refused 'invalid'. */
+  setQuota(id: string, change: QuotaChange): Promise<KeyRecord>;
   rotate(id: string, overlapSeconds?: number): Promise<RotatedKey>;
 }
 
@@ -28,7 +31,9 @@ export interface NewKey {
   environments: readonly Environment[];
   expiresAt?: string;
   rateLimitPerMinute?: number;
+  /** Requests admitted per UTC day; a positive safe integer. */
   quotaPerDay?: number;
+  /** Requests admitted per UTC month; a positive safe integer. */
   quotaPerMonth?: number;
   /** Stability markers the key opts in to (served where config says `opt-in`). */
   optedIn?: readonly StabilityMarker[];

@@ -11,18 +11,18 @@ export type RotationOutcome =
   | { outcome: 'gone' };
 
 /** The fields a successor copies from the old record, in the order the script reads them. */
-const GRANTS = ['environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn'] as const;
+const GRANTS = ['environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn', 'quotaPerDay', 'quotaPerMonth'] as const;
 
 // KEYS: the old record, the new record, the new id's key hash, the id set, the ordered index, the events epoch.
 // ARGV: the new id, the new key hash, its index member, the overlap's end ('' revokes at once), the new record's pairs.
 // One script, as WATCH would need a connection of its own: the grants copied are the old record's as they stand.
 // Every key carries {keys}: one slot. Expiries compare as text: all written by toISOString (UTC, fixed width).
 const ROTATE_SCRIPT = `
-local state = redis.call('HMGET', KEYS[1], 'id', 'revoked', 'rotatedTo', 'environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn')
+local state = redis.call('HMGET', KEYS[1], 'id', 'revoked', 'rotatedTo', 'environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn', 'quotaPerDay', 'quotaPerMonth')
 if not state[1] then return {'gone'} end
 if state[3] then return {'already_rotated', state[3]} end
 if state[2] == '1' then return {'revoked'} end
-local names = {'environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn'}
+local names = {'environments', 'expiresAt', 'rateLimitPerMinute', 'optedIn', 'quotaPerDay', 'quotaPerMonth'}
 local new = {}
 for i = 5, #ARGV do new[#new + 1] = ARGV[i] end
 local grants = {}

@@ -94,3 +94,32 @@ describe('the successor', () => {
     expect(await admin.show(record.id)).toEqual(rotated.previous);
   });
 });
+
+describe('quotas', () => {
+  it('are the successor’s as the old key’s stood, both kept by it', async () => {
+    const { record } = await admin.create({ consumer: 'quoted-rotation', environments: ['staging'], quotaPerDay: 100, quotaPerMonth: 2000 });
+    await admin.setQuota(record.id, { perDay: 150 });
+    const rotated = await admin.rotate(record.id, 60);
+    const expected = {
+      id: rotated.issued.record.id,
+      consumer: 'quoted-rotation',
+      environments: ['staging'],
+      createdAt: at(0),
+      revoked: false,
+      quotaPerDay: 150,
+      quotaPerMonth: 2000,
+    };
+    expect(rotated.issued.record).toEqual(expected);
+    expect(await admin.show(rotated.issued.record.id)).toEqual(expected);
+    expect(rotated.previous).toMatchObject({ quotaPerDay: 150, quotaPerMonth: 2000, rotatedTo: expected.id });
+  });
+
+  it('removed before the script runs are not copied', async () => {
+    const { record } = await admin.create({ consumer: 'unquoted-rotation', environments: ['staging'], quotaPerDay: 100, quotaPerMonth: 2000 });
+    await admin.setQuota(record.id, { perDay: null });
+    const rotated = await admin.rotate(record.id);
+    expect(rotated.issued.record).not.toHaveProperty('quotaPerDay');
+    expect(rotated.issued.record.quotaPerMonth).toBe(2000);
+    expect(await admin.show(rotated.issued.record.id)).toEqual(rotated.issued.record);
+  });
+});
