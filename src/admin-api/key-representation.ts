@@ -14,6 +14,8 @@ export interface ApiKey {
   revoked: boolean;
   expiresAt?: string;
   rateLimitPerMinute?: number;
+  quotaPerDay?: number;
+  quotaPerMonth?: number;
   optIn?: readonly StabilityMarker[];
   rotatedTo?: string;
 }
@@ -36,6 +38,8 @@ export function toApiKey(record: KeyRecord): ApiKey {
     revoked: record.revoked,
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+    ...(record.quotaPerDay === undefined ? {} : { quotaPerDay: record.quotaPerDay }),
+    ...(record.quotaPerMonth === undefined ? {} : { quotaPerMonth: record.quotaPerMonth }),
     ...(record.optedIn === undefined ? {} : { optIn: record.optedIn }),
     ...(record.rotatedTo === undefined ? {} : { rotatedTo: record.rotatedTo }),
   };
@@ -51,6 +55,8 @@ export function fromApiKey(key: AnsweredKey): KeyRecord {
     revoked: key.revoked,
     ...(key.expiresAt === undefined ? {} : { expiresAt: key.expiresAt }),
     ...(key.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: key.rateLimitPerMinute }),
+    ...(key.quotaPerDay === undefined ? {} : { quotaPerDay: key.quotaPerDay }),
+    ...(key.quotaPerMonth === undefined ? {} : { quotaPerMonth: key.quotaPerMonth }),
     ...(key.optIn === undefined ? {} : { optedIn: key.optIn }),
     ...(key.rotatedTo === undefined ? {} : { rotatedTo: key.rotatedTo }),
   };

@@ -1,5 +1,5 @@
 // What each operation of the admin document does, on the cores the CLI uses too, and how their refusals are answered.
-import { KeyAdminError, type KeyAdminRefusal, type KeyOperations } from '../auth/key-admin.ts';
+import { KeyAdminError, type KeyAdminRefusal, type KeyOperations, type QuotaChange } from '../auth/key-admin.ts';
 import type { Environment, StabilityMarker } from '../config/schema.ts';
 import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError, RETRY_SOON, type ErrorCode } from '../errors/gateway-error.ts';
@@ -55,6 +55,8 @@ interface NewKeyBody {
   environments?: Environment[];
   expiresAt?: string;
   rateLimitPerMinute?: number;
+  quotaPerDay?: number;
+  quotaPerMonth?: number;
   optIn?: StabilityMarker[];
 }
 
@@ -97,6 +99,8 @@ export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
         environments: body.environments ?? defaultEnvironments(),
         ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
         ...(body.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: body.rateLimitPerMinute }),
+        ...(body.quotaPerDay === undefined ? {} : { quotaPerDay: body.quotaPerDay }),
+        ...(body.quotaPerMonth === undefined ? {} : { quotaPerMonth: body.quotaPerMonth }),
         ...(body.optIn === undefined ? {} : { optedIn: body.optIn }),
       });
       return { status: 201, body: toApiIssuedKey(issued), createdKeyId: issued.record.id };
@@ -127,6 +131,11 @@ export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
       status: 200,
       body: toApiKey(await keys.setOptIn(id(input), (input.body as { stabilities: StabilityMarker[] }).stabilities)),
     }),
+  },
+  setKeyQuota: {
+    action: 'set_quota',
+    // The body is the document's `Quota` (null removes a quota), which is the core's QuotaChange as it stands.
+    run: async ({ keys }, input) => ({ status: 200, body: toApiKey(await keys.setQuota(id(input), input.body as QuotaChange)) }),
   },
   listBrownouts: { run: async ({ brownouts }) => ({ status: 200, body: await brownouts.list() }) },
   startBrownout: {

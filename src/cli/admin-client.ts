@@ -8,7 +8,7 @@ import {
   type AnsweredKey,
   type AnsweredRotatedKey,
 } from '../admin-api/key-representation.ts';
-import type { IssuedKey, KeyOperations, KeyPage, NewKey, PageRequest, RotatedKey } from '../auth/key-admin.ts';
+import type { IssuedKey, KeyOperations, KeyPage, NewKey, PageRequest, QuotaChange, RotatedKey } from '../auth/key-admin.ts';
 import type { KeyRecord } from '../auth/key-store.ts';
 import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
@@ -126,6 +126,8 @@ export function remoteKeys(client: AdminClient): KeyOperations {
         ...(input.environments.length === 0 ? {} : { environments: input.environments }),
         ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
         ...(input.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: input.rateLimitPerMinute }),
+        ...(input.quotaPerDay === undefined ? {} : { quotaPerDay: input.quotaPerDay }),
+        ...(input.quotaPerMonth === undefined ? {} : { quotaPerMonth: input.quotaPerMonth }),
         ...(input.optedIn === undefined ? {} : { optIn: input.optedIn }),
       };
       return fromApiIssuedKey(await client.call<AnsweredIssuedKey>('POST', '/admin/keys', body));
@@ -157,6 +159,8 @@ export function remoteKeys(client: AdminClient): KeyOperations {
     setRateLimit: async (id: string, perMinute: number) => fromApiKey(await client.call<AnsweredKey>('PUT', keyPath(id, '/rate-limit'), { perMinute })),
     setOptIn: async (id: string, markers: readonly StabilityMarker[]) =>
       fromApiKey(await client.call<AnsweredKey>('PUT', keyPath(id, '/opt-in'), { stabilities: [...new Set(markers)] })),
+    // JSON keeps null (remove) and drops undefined (leave): the body says what the change says.
+    setQuota: async (id: string, change: QuotaChange) => fromApiKey(await client.call<AnsweredKey>('PUT', keyPath(id, '/quota'), change)),
     rotate: async (id: string, overlapSeconds = 0): Promise<RotatedKey> =>
       fromApiRotatedKey(await client.call<AnsweredRotatedKey>('POST', keyPath(id, '/rotate'), { overlapSeconds })),
   };

@@ -8,6 +8,7 @@ export const ADMIN_ACTIONS = [
   'rotate_key',
   'set_rate_limit',
   'set_opt_in',
+  'set_quota',
   'start_brownout',
   'stop_brownout',
   'reload_config',

@@ -96,6 +96,7 @@ type OperationId =
   | 'rotateKey'
   | 'setKeyRateLimit'
   | 'setKeyOptIn'
+  | 'setKeyQuota'
   | 'listBrownouts'
   | 'startBrownout'
   | 'stopBrownout'
@@ -110,6 +111,7 @@ const OPERATIONS: Readonly<Record<OperationId, Call>> = {
   rotateKey: (target, options) => send(target, 'POST', `/admin/keys/${keyId}/rotate`, { body: '{"overlapSeconds":60}', ...options }),
   setKeyRateLimit: (target, options) => send(target, 'PUT', `/admin/keys/${keyId}/rate-limit`, { body: '{"perMinute":100}', ...options }),
   setKeyOptIn: (target, options) => send(target, 'PUT', `/admin/keys/${keyId}/opt-in`, { body: '{"stabilities":["beta"]}', ...options }),
+  setKeyQuota: (target, options) => send(target, 'PUT', `/admin/keys/${keyId}/quota`, { body: '{"perDay":1000,"perMonth":null}', ...options }),
   listBrownouts: (target, options) => send(target, 'GET', '/admin/brownouts', options),
   startBrownout: (target, options) => send(target, 'POST', '/admin/brownouts/getPet', { body: '{"minutes":1}', ...options }),
   stopBrownout: (target, options) => send(target, 'DELETE', '/admin/brownouts/getPet', options),
@@ -123,7 +125,7 @@ const EVERY_OPERATION: ProvokedCase[] = Object.entries(OPERATIONS).flatMap(([ope
   { operation, declared: 503, why: 'Redis is down', send: () => call(redisDown) },
 ]);
 
-const { createKey, getKey, revokeKey, rotateKey, setKeyRateLimit, setKeyOptIn, startBrownout, stopBrownout } = OPERATIONS;
+const { createKey, getKey, revokeKey, rotateKey, setKeyRateLimit, setKeyOptIn, setKeyQuota, startBrownout, stopBrownout } = OPERATIONS;
 
 /** In order: the brownout is started before it is stopped, and stopped before stopping again is refused. */
 const CASES: readonly ProvokedCase[] = [
@@ -160,6 +162,15 @@ const CASES: readonly ProvokedCase[] = [
     send: () => send(served, 'PUT', '/admin/keys/key_unknown00000/opt-in', { body: '{"stabilities":[]}' }),
   },
   { operation: 'setKeyOptIn', declared: 415, why: 'a text body', send: () => setKeyOptIn(served, { contentType: 'text/plain' }) },
+  { operation: 'setKeyQuota', declared: 200, why: 'a daily quota set, the monthly removed', send: () => setKeyQuota(served) },
+  { operation: 'setKeyQuota', declared: 400, why: 'neither quota named', send: () => setKeyQuota(served, { body: '{}' }) },
+  {
+    operation: 'setKeyQuota',
+    declared: 404,
+    why: 'an unknown id',
+    send: () => send(served, 'PUT', '/admin/keys/key_unknown00000/quota', { body: '{"perDay":1}' }),
+  },
+  { operation: 'setKeyQuota', declared: 415, why: 'a text body', send: () => setKeyQuota(served, { contentType: 'text/plain' }) },
   { operation: 'startBrownout', declared: 201, why: 'a deprecated operation', send: () => startBrownout(served) },
   { operation: 'listBrownouts', declared: 200, why: 'the brownout started', send: () => OPERATIONS.listBrownouts(served) },
   { operation: 'startBrownout', declared: 400, why: 'no minutes', send: () => startBrownout(served, { body: '{}' }) },
