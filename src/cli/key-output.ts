@@ -13,6 +13,8 @@ export function describe(record: KeyRecord): string {
     `  created:       ${printable(record.createdAt)}`,
     `  expires:       ${record.expiresAt === undefined ? 'never' : printable(record.expiresAt)}`,
     `  rate limit:    ${record.rateLimitPerMinute === undefined ? 'environment default' : `${record.rateLimitPerMinute}/min`}`,
+    ...(record.quotaPerDay === undefined ? [] : [`  daily quota:   ${record.quotaPerDay} per UTC day`]),
+    ...(record.quotaPerMonth === undefined ? [] : [`  monthly quota: ${record.quotaPerMonth} per UTC month`]),
     ...(record.optedIn === undefined ? [] : [`  opted in to:   ${record.optedIn.join(', ')}`]),
     ...(record.rotatedTo === undefined ? [] : [`  rotated to:    ${printable(record.rotatedTo)}`]),
   ].join('\n');

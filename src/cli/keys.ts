@@ -19,6 +19,19 @@ function positiveInteger(value: string): number {
   return parsed;
 }
 
+/** A quota's new value: a count, or `none` to remove it (not null here: commander takes a parser's null for no value). */
+function quotaOrNone(value: string): number | 'none' {
+  if (value === 'none') return value;
+  try {
+    return positiveInteger(value);
+  } catch {
+    throw new InvalidArgumentError('must be a positive integer, or none to remove the quota');
+  }
+}
+
+/** A set-quota flag as the key operations take it: absent leaves the quota, null removes it. */
+const quotaChange = (value: number | 'none' | undefined): number | null | undefined => (value === 'none' ? null : value);
+
 function futureInstant(value: string): string {
   const at = Date.parse(value);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at)) throw new InvalidArgumentError('must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z');
@@ -115,6 +128,8 @@ program
   )
   .option('--expires-at <iso>', 'when the key stops working', futureInstant)
   .option('--rate-limit-per-minute <n>', "this key's own rate limit", positiveInteger)
+  .option('--quota-per-day <n>', 'requests the key is admitted per UTC day, across gateways (default: no quota)', positiveInteger)
+  .option('--quota-per-month <n>', 'requests the key is admitted per UTC month, across gateways (default: no quota)', positiveInteger)
   .addOption(new Option('--opt-in <marker>', 'call operations marked experimental or beta where config says opt-in; repeat for both').argParser(collectMarker))
   .option('--json', 'print one JSON line {"id", "key", ...}')
   .action(async function create(
@@ -125,6 +140,8 @@ program
       environment?: Environment[];
       expiresAt?: string;
       rateLimitPerMinute?: number;
+      quotaPerDay?: number;
+      quotaPerMonth?: number;
       optIn?: StabilityMarker[];
       json?: boolean;
     },
@@ -139,6 +156,8 @@ program
           environments,
           ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
           ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+          ...(options.quotaPerDay === undefined ? {} : { quotaPerDay: options.quotaPerDay }),
+          ...(options.quotaPerMonth === undefined ? {} : { quotaPerMonth: options.quotaPerMonth }),
           ...(options.optIn === undefined ? {} : { optedIn: options.optIn }),
         }),
       { hashes: true },
@@ -204,6 +223,21 @@ program
   .option('--json', 'print JSON')
   .action(async (id: string, markers: StabilityMarker[], options: { json?: boolean }) => {
     printRecord(await withAdmin((admin) => admin.setOptIn(id, markers)), options.json === true);
+  });
+
+program
+  .command('set-quota')
+  .description("set, change or remove a key's quotas (requests per UTC day, per UTC month); every gateway sees it within a second")
+  .argument('<id>')
+  .option('--per-day <n>', 'requests per UTC day; none removes the daily quota', quotaOrNone)
+  .option('--per-month <n>', 'requests per UTC month; none removes the monthly quota', quotaOrNone)
+  .option('--json', 'print JSON')
+  .action(async function setQuota(this: Command, id: string, options: { perDay?: number | 'none'; perMonth?: number | 'none'; json?: boolean }) {
+    const [perDay, perMonth] = [quotaChange(options.perDay), quotaChange(options.perMonth)];
+    // A flag left out leaves that quota as it is; with neither there is nothing to change.
+    if (perDay === undefined && perMonth === undefined) this.error('error: give --per-day, --per-month or both (none removes a quota)');
+    const change = { ...(perDay === undefined ? {} : { perDay }), ...(perMonth === undefined ? {} : { perMonth }) };
+    printRecord(await withAdmin((admin) => admin.setQuota(id, change)), options.json === true);
   });
 
 try {
