@@ -6,6 +6,7 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { ADMIN_TOKEN, adminRequest, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 
@@ -134,6 +135,59 @@ describe('PUT /admin/keys/{id}/quota', () => {
     const answer = await admin(`/admin/keys/${id}/quota`, { method: 'POST', body: { perDay: 1 } });
     expect(answer.status).toBe(405);
     expect(answer.headers.allow).toBe('PUT');
+  });
+});
+
+describe('the request path', () => {
+  async function call(key: string): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+    const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
+  }
+
+  /** A key created with a daily quota of 2 and called until it is refused. */
+  async function keyPastItsQuota(consumer: string): Promise<{ id: string; key: string }> {
+    const created = await admin('/admin/keys', { method: 'POST', body: { consumer, quotaPerDay: 2 } });
+    const { id, key } = created.body as { id: string; key: string };
+    expect((await call(key)).status).toBe(200);
+    expect((await call(key)).status).toBe(200);
+    expect((await call(key)).status).toBe(429);
+    return { id, key };
+  }
+
+  it('refuses a key past the quota it was created with 429 quota_exceeded until midnight UTC', async () => {
+    const created = await admin('/admin/keys', { method: 'POST', body: { consumer: 'metered', quotaPerDay: 1 } });
+    const { key } = created.body as { key: string };
+    expect((await call(key)).status).toBe(200);
+    const midnight = new Date(TEST_NOW);
+    midnight.setUTCHours(24, 0, 0, 0);
+    expect(await call(key)).toEqual({
+      status: 429,
+      retryAfter: String((midnight.getTime() - TEST_NOW) / 1000),
+      body: { code: 'quota_exceeded', message: "The day's quota of 1 requests for this API key is used up; retry after the time in Retry-After", status: 429 },
+    });
+  });
+
+  it('admits the key again within a second of its quota being raised', async () => {
+    const { id, key } = await keyPastItsQuota('raised');
+    expect((await setQuota(id, { perDay: 10 })).status).toBe(200);
+    await waitFor(async () => (await call(key)).status === 200, 1000, 10);
+  });
+
+  it('refuses the key within a second of its quota being lowered below its calls', async () => {
+    const created = await admin('/admin/keys', { method: 'POST', body: { consumer: 'lowered', quotaPerDay: 100 } });
+    const { id, key } = created.body as { id: string; key: string };
+    for (let calls = 0; calls < 3; calls++) expect((await call(key)).status).toBe(200);
+    expect((await setQuota(id, { perDay: 3 })).status).toBe(200);
+    await waitFor(async () => (await call(key)).status === 429, 1000, 10);
+  });
+
+  // Fails today: the rate-limit stage leaves a key's quota spec for the store only when the key has quotas
+  // (src/policy/rate-limit.ts, QuotaDesk in limiter-channel.ts) and never takes one away, so a replica that
+  // served the key with quotas keeps counting it against the removed ones. Drop `.fails` once that is fixed.
+  it.fails('admits the key again within a second of its quotas being removed', async () => {
+    const { id, key } = await keyPastItsQuota('unmetered');
+    expect((await setQuota(id, { perDay: null })).status).toBe(200);
+    await waitFor(async () => (await call(key)).status === 200, 1000, 10);
   });
 });
 
