@@ -19,8 +19,15 @@ const HELD_SPECS = 10_000;
 export class QuotaDesk {
   #specs = new Map<string, QuotaSpec>();
 
-  /** Before the library asks the store: the spec the next increments of `counterKey` count with (the latest one wins: one key, one spec). */
-  leave(counterKey: string, spec: QuotaSpec): void {
+  /**
+   * Before the library asks the store: the spec the next increments of `counterKey` count with (the latest one
+   * wins: one key, one spec); none, for a key without quotas, takes back a spec left before its quotas were removed.
+   */
+  leave(counterKey: string, spec: QuotaSpec | undefined): void {
+    if (spec === undefined) {
+      if (this.#specs.size > 0) this.#specs.delete(counterKey);
+      return;
+    }
     if (this.#specs.size >= HELD_SPECS && !this.#specs.has(counterKey)) this.#specs = new Map();
     this.#specs.set(counterKey, spec);
   }

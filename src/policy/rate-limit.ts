@@ -115,9 +115,11 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
     keyGenerator: (_req, res) => {
       const caller = callerOf(res.locals.gateway);
       const counterKey = `${caller.keyId}:${routeOf(res.locals.gateway).operation.id}`;
-      // Left for the store, which the library asks with the key alone; a key without quotas leaves nothing.
-      const spec = quotaSpecOf(caller, () => windowLimit(res));
-      if (spec !== undefined) store.quotas.leave(counterKey, spec);
+      // Left for the store, which the library asks with the key alone; a key without quotas leaves none.
+      store.quotas.leave(
+        counterKey,
+        quotaSpecOf(caller, () => windowLimit(res)),
+      );
       return counterKey;
     },
     // The draft-8 RateLimit fields are written by `fields` (below), as the library writes them: the library

@@ -181,10 +181,7 @@ describe('the request path', () => {
     await waitFor(async () => (await call(key)).status === 429, 1000, 10);
   });
 
-  // Fails today: the rate-limit stage leaves a key's quota spec for the store only when the key has quotas
-  // (src/policy/rate-limit.ts, QuotaDesk in limiter-channel.ts) and never takes one away, so a replica that
-  // served the key with quotas keeps counting it against the removed ones. Drop `.fails` once that is fixed.
-  it.fails('admits the key again within a second of its quotas being removed', async () => {
+  it('admits the key again within a second of its quotas being removed', async () => {
     const { id, key } = await keyPastItsQuota('unmetered');
     expect((await setQuota(id, { perDay: null })).status).toBe(200);
     await waitFor(async () => (await call(key)).status === 200, 1000, 10);

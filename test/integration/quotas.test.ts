@@ -1,6 +1,5 @@
 // Quotas per day and per month, counted exactly across two gateways on one real Redis, on a clock the test moves.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { keyLayout } from '../../src/auth/key-records.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -45,18 +44,9 @@ beforeEach(async () => {
   clock.set(NOW);
 });
 
-/** A production key with these quotas (written on its record as the admin API writes them). */
+/** A production key with these quotas. */
 async function keyWith(quotas: { quotaPerDay?: number; quotaPerMonth?: number; rateLimitPerMinute?: number }): Promise<{ id: string; key: string }> {
-  const { rateLimitPerMinute, ...onRecord } = quotas;
-  const { key, record } = await replicas[0]!.admin.create({
-    consumer: 'partner',
-    environments: ['production'],
-    ...(rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute }),
-  });
-  const layout = keyLayout('petstore-gateway:');
-  const keyHash = await redis.client.get(layout.byId(record.id));
-  const fields = Object.fromEntries(Object.entries(onRecord).map(([name, value]) => [name, String(value)]));
-  if (Object.keys(fields).length > 0) await redis.client.hset(layout.record(keyHash!), fields);
+  const { key, record } = await replicas[0]!.admin.create({ consumer: 'partner', environments: ['production'], ...quotas });
   return { id: record.id, key };
 }
 

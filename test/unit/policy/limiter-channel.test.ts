@@ -73,6 +73,13 @@ describe('the quota desk', () => {
     expect(new QuotaDesk().specFor('key_a:listPets')).toBeUndefined();
   });
 
+  it('gives nothing once a key without quotas came by (its quotas removed)', () => {
+    const desk = new QuotaDesk();
+    desk.leave('key_a:listPets', { keyId: 'key_a', windowLimit: 10, perDay: 1 });
+    desk.leave('key_a:listPets', undefined);
+    expect(desk.specFor('key_a:listPets')).toBeUndefined();
+  });
+
   it('gives the latest spec left under a key', () => {
     const desk = new QuotaDesk();
     desk.leave('key_a:listPets', { keyId: 'key_a', windowLimit: 10, perDay: 1 });
