@@ -67,6 +67,18 @@ describe('one limit across replicas', () => {
   });
 });
 
+describe('one quota across replica processes', () => {
+  it('two replicas together admit exactly a daily quota, then refuse quota_exceeded until midnight UTC', async () => {
+    const created = await runKeysCli(['create', '--name', 'partner', '--environment', 'production', '--quota-per-day', '7', '--json'], env);
+    const { key } = JSON.parse(created.stdout) as { key: string };
+    expect(Object.fromEntries(await burst(replicas.slice(0, 2), key, 12))).toEqual({ 200: 7, 429: 5 });
+    const refused = await fetch(`http://127.0.0.1:${replicas[1]!.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+    const untilMidnight = Math.ceil((Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000);
+    expect(((await refused.json()) as { code: string }).code).toBe('quota_exceeded');
+    expect(Math.abs(Number(refused.headers.get('retry-after')) - untilMidnight)).toBeLessThanOrEqual(2);
+  });
+});
+
 describe('windows and store failures, in process', () => {
   async function inProcessGateway(
     overrides: Record<string, unknown>,
