@@ -1,19 +1,9 @@
 // Backs up the key store (export) and restores it (import): records and hashes, never a secret, a page at a time.
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
-import {
-  EXPORT_FORMAT,
-  EXPORT_VERSION,
-  ExportLineError,
-  exportedLine,
-  parseHeader,
-  parseKeyLine,
-  type ExportedKey,
-  type ExportHeader,
-} from './key-backup-format.ts';
+import { EXPORT_FORMAT, EXPORT_VERSION, exportedLine, type ExportedKey, type ExportHeader } from './key-backup-format.ts';
 import { KeyAdminError } from './key-admin-error.ts';
+import { readExport } from './key-backup-file.ts';
 import { readKeyPage } from './key-listing.ts';
 import { fromHashFields, keyLayout, orderMember, toHashFields, type KeyEvent, type KeyLayout } from './key-records.ts';
 import { claimPepperFingerprint, describePepperMismatch, readPepperFingerprint } from './pepper-fingerprint.ts';
@@ -90,60 +80,6 @@ interface Planned {
   /** What Redis held before, when it differs in creation instant (its index member is replaced). */
   staleMember?: string;
   keptRevoked: boolean;
-}
-
-/** Reads the file's lines with their numbers, a line at a time (bounded memory whatever the file's size). */
-async function* numberedLines(file: string): AsyncGenerator<[number, string]> {
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Number.POSITIVE_INFINITY });
-  let number = 0;
-  for await (const line of lines) {
-    number += 1;
-    if (number > 1 && line === '') continue;
-    yield [number, line];
-  }
-}
-
-/** The header, then the keys in batches; every line checked, the count too, duplicates refused. */
-async function* readExport(file: string, onHeader: (header: ExportHeader) => void): AsyncGenerator<Array<[number, ExportedKey]>> {
-  const at = (number: number, error: unknown): never => {
-    if (error instanceof ExportLineError) throw new KeyAdminError('invalid', `${file}, line ${number}: ${error.message}; nothing was written`);
-    throw error;
-  };
-  let header: ExportHeader | undefined;
-  let batch: Array<[number, ExportedKey]> = [];
-  const ids = new Set<string>();
-  const hashes = new Set<string>();
-  let last = 0;
-  for await (const [number, text] of numberedLines(file)) {
-    last = number;
-    if (header === undefined) {
-      try {
-        header = parseHeader(text);
-      } catch (error) {
-        at(number, error);
-      }
-      onHeader(header!);
-      continue;
-    }
-    let key: ExportedKey;
-    try {
-      key = parseKeyLine(text);
-      if (ids.has(key.id)) throw new ExportLineError(`key ${key.id} appears twice`);
-      if (hashes.has(key.keyHash)) throw new ExportLineError('this keyHash appears twice');
-    } catch (error) {
-      return at(number, error);
-    }
-    ids.add(key.id);
-    hashes.add(key.keyHash);
-    batch.push([number, key]);
-    if (batch.length === BATCH) {
-      yield batch;
-      batch = [];
-    }
-  }
-  if (header === undefined) throw new KeyAdminError('invalid', `${file} is empty; nothing was written`);
-  if (batch.length > 0) yield batch;
-  if (ids.size !== header.keys) at(last, new ExportLineError(`the header announces ${header.keys} keys but the file holds ${ids.size} (cut short?)`));
 }
 
 /** Compares each key with what Redis holds; an id or hash already taken by another key is refused (the file cannot win that). */
@@ -232,7 +168,7 @@ export async function importKeys(redis: RedisClient, file: string, options: Impo
   const layout = keyLayout(options.keyPrefix);
   const summary: ImportSummary = { created: 0, changed: 0, unchanged: 0, keptRevoked: 0, dryRun: options.dryRun };
   let header: ExportHeader | undefined;
-  for await (const batch of readExport(file, (read) => (header = read))) {
+  for await (const batch of readExport(file, BATCH, (read) => (header = read))) {
     for (const each of await plan(redis, layout, batch)) {
       summary[each.outcome] += 1;
       if (each.keptRevoked) summary.keptRevoked += 1;
@@ -240,6 +176,6 @@ export async function importKeys(redis: RedisClient, file: string, options: Impo
   }
   await checkPepper(redis, header!, options);
   if (options.dryRun) return summary;
-  for await (const batch of readExport(file, () => undefined)) await write(redis, layout, await plan(redis, layout, batch));
+  for await (const batch of readExport(file, BATCH, () => undefined)) await write(redis, layout, await plan(redis, layout, batch));
   return summary;
 }

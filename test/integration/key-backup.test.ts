@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 
@@ -172,15 +173,16 @@ describe('keys import', () => {
 
 describe('a gateway on the restored Redis', () => {
   let gateway: RedisGateway;
+  let fresh: PrivateRedis;
   beforeAll(async () => {
-    const fresh = await startRedis();
-    target = fresh;
-    expect((await keysCli(fresh, 'import', file)).code).toBe(0);
+    // Running before the import, as after an emptied Redis: it has cached the keys' absence.
+    fresh = await startRedis();
     const config = loadConfig({ PORT: '0', ADMIN_PORT: '0', REDIS_URL: fresh.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'staging' });
     gateway = await startRedisGateway(config, { pepper: PEPPER });
   });
   afterAll(async () => {
     await gateway?.close();
+    await fresh?.stop();
   });
 
   const status = async (key: string) => {
@@ -189,8 +191,13 @@ describe('a gateway on the restored Redis', () => {
     return res.status;
   };
 
-  it.each(['plain', 'quota', 'expiring'] as const)('serves the %s key with its old secret', async (name) => {
-    expect(await status(keys[name].key)).toBe(200);
+  it('refuses every key before the import, then serves them with their old secrets, without a restart', async () => {
+    expect(await status(keys.plain.key)).toBe(401);
+    expect((await keysCli(fresh, 'import', file)).code).toBe(0);
+    // The import's changed events evict the cached absence (the epoch check, every second, would too).
+    await waitFor(async () => (await status(keys.plain.key)) === 200, 3000, 50);
+    expect(await status(keys.quota.key)).toBe(200);
+    expect(await status(keys.expiring.key)).toBe(200);
   });
 
   it('refuses the revoked key', async () => {
