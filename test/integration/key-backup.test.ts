@@ -9,6 +9,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
+import { startCluster, type PrivateCluster } from '../../support/start-cluster.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 
@@ -202,5 +203,24 @@ describe('a gateway on the restored Redis', () => {
 
   it('refuses the revoked key', async () => {
     expect(await status(keys.revoked.key)).toBe(401);
+  });
+});
+
+describe('a Redis Cluster (every key name in one slot)', () => {
+  let cluster: PrivateCluster;
+  beforeAll(async () => {
+    cluster = await startCluster();
+  }, 30_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('restores the file, and exports the same keys back', async () => {
+    const env = { REDIS_CLUSTER_NODES: cluster.nodes, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' };
+    const imported = await runKeysCli(['import', file], env);
+    expect(imported).toMatchObject({ code: 0, stdout: 'created 4, changed 0, unchanged 0\n', stderr: '' });
+    const exported = await runKeysCli(['export'], env);
+    const withoutInstant = (text: string) => text.replace(/"exportedAt":"[^"]+"/, '');
+    expect(withoutInstant(exported.stdout)).toBe(withoutInstant(readFileSync(file, 'utf8')));
   });
 });
