@@ -24,9 +24,22 @@ export class ExportLineError extends Error {
   override name = 'ExportLineError';
 }
 
-/** Fields in the order they are written, so a diff of two exports reads field by field. */
+/** Fields always in the documented order (docs/reference.md), so two exports diff line by line. */
 export function exportedLine(keyHash: string, record: KeyRecord): string {
-  const line: ExportedKey = { keyHash, ...record };
+  const line: ExportedKey = {
+    keyHash,
+    id: record.id,
+    consumer: record.consumer,
+    environments: record.environments,
+    createdAt: record.createdAt,
+    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    revoked: record.revoked,
+    ...(record.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: record.rateLimitPerMinute }),
+    ...(record.quotaPerDay === undefined ? {} : { quotaPerDay: record.quotaPerDay }),
+    ...(record.quotaPerMonth === undefined ? {} : { quotaPerMonth: record.quotaPerMonth }),
+    ...(record.optedIn === undefined ? {} : { optedIn: record.optedIn }),
+    ...(record.rotatedTo === undefined ? {} : { rotatedTo: record.rotatedTo }),
+  };
   return JSON.stringify(line);
 }
 

@@ -21,6 +21,23 @@ const line = (change: Record<string, unknown>) => JSON.stringify({ ...JSON.parse
 const HEADER = { format: 'petstore-gateway-keys', version: 1, pepperFingerprint: 'hmac-sha256:00', exportedAt: '2026-11-26T21:00:00.000Z', keys: 1 };
 
 describe('parseKeyLine', () => {
+  it('writes the fields in the documented order', () => {
+    expect(Object.keys(JSON.parse(exportedLine(HASH, RECORD)) as object)).toEqual([
+      'keyHash',
+      'id',
+      'consumer',
+      'environments',
+      'createdAt',
+      'expiresAt',
+      'revoked',
+      'rateLimitPerMinute',
+      'quotaPerDay',
+      'quotaPerMonth',
+      'optedIn',
+      'rotatedTo',
+    ]);
+  });
+
   it('reads back what exportedLine wrote, every field', () => {
     expect(parseKeyLine(exportedLine(HASH, RECORD))).toEqual({ keyHash: HASH, ...RECORD });
   });
