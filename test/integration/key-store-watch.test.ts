@@ -2,11 +2,15 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { watchKeyStore, type KeyStoreWatch } from '../../src/auth/key-store-watch.ts';
+import { pepperFingerprint } from '../../src/auth/pepper-fingerprint.ts';
+import { watchPepper } from '../../src/auth/pepper-watch.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 
 const PREFIX = 'watch-test:';
 const IDS = `${PREFIX}{keys}:key-ids`;
 const FINGERPRINT = `${PREFIX}{keys}:pepper-fingerprint`;
+const PEPPER = 'key-store-watch-pepper-000001';
 
 let redis: PrivateRedis;
 let watch: KeyStoreWatch;
@@ -97,5 +101,29 @@ describe('watchKeyStore', () => {
     await watch.check();
     await redis.restart();
     expect({ counts, emptied }).toEqual({ counts: [2], emptied: 0 });
+  });
+});
+
+describe('the pepper watch after the store was emptied', () => {
+  it('stays ready and records no fingerprint in the emptied Redis (the import records it)', async () => {
+    await holdKeys();
+    await redis.client.set(FINGERPRINT, pepperFingerprint(PEPPER));
+    const answers: boolean[] = [];
+    const pepper = watchPepper(redis.client, {
+      keyPrefix: PREFIX,
+      fingerprint: pepperFingerprint(PEPPER),
+      logger: pino({ level: 'silent' }),
+      retryMs: 20,
+      recheckMs: 20,
+      onChecked: (matches) => answers.push(matches),
+    });
+    watch = { check: async () => undefined, close: () => pepper.close() };
+    await waitFor(async () => answers.length > 0);
+    await redis.client.flushall();
+    const before = answers.length;
+    await waitFor(async () => answers.length >= before + 2);
+    expect(await redis.client.exists(FINGERPRINT)).toBe(0);
+    expect(answers.slice(before)).not.toContain(false);
+    expect(await pepper.readiness.check()).toBe(true);
   });
 });
