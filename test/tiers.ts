@@ -18,6 +18,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/deprecation-replicas.test.ts',
   'test/integration/identity-gateway.test.ts',
   'test/integration/identity-key-cli.test.ts',
+  'test/integration/key-backup.test.ts',
   'test/integration/keys-cli.test.ts',
   'test/integration/lifecycle.test.ts',
   'test/integration/pepper-fingerprint.test.ts',

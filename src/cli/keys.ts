@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../config/load-config.ts';
 import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker } from '../config/schema.ts';
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
+import { addKeyBackupCommands } from './key-backup-commands.ts';
 import { describe, printIssued, printKeyList, printRecord } from './key-output.ts';
 import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
@@ -239,6 +240,9 @@ program
     const change = { ...(perDay === undefined ? {} : { perDay }), ...(perMonth === undefined ? {} : { perMonth }) };
     printRecord(await withAdmin((admin) => admin.setQuota(id, change)), options.json === true);
   });
+
+// Backup and restore: export, import (src/cli/key-backup-commands.ts).
+addKeyBackupCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -131,6 +131,10 @@ export interface GatewayMetrics {
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
   pepperChecked(matches: boolean): void;
+  /** How many keys the key store held at the last check (src/auth/key-store-watch.ts). */
+  keyStoreChecked(keys: number): void;
+  /** The key store was seen emptied after holding keys. */
+  keyStoreEmptied(): void;
   /** A change made through the admin API, or a failed authentication to it (`authenticate`). */
   adminAction(action: AdminAction, result: AdminResult): void;
   /** The deprecated operations and sunsets of the documents a reload put in force. */
@@ -296,6 +300,14 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     "Whether the API keys' pepper fingerprint in Redis matched this gateway's pepper at the last check (1) or not (0: keys are refused 401 or, before verification, the replica is not ready).",
     [],
   );
+  // Absent until the first check, like the pepper gauge; the counter is 0 from the start, so its first emptying is an increase.
+  const keyStoreKeys = gauge('key_store_keys', 'API keys in the key store (the key id set in Redis) at the last check.', []);
+  const keyStoreEmptied = counter(
+    'key_store_emptied_total',
+    'Times this replica saw the key store emptied after it held keys (Redis restarted without persistence, a flush): every key is then refused 401.',
+    [],
+  );
+  keyStoreEmptied.inc({ environment }, 0);
   const circuitOpen = gauge('upstream_circuit_open', 'Whether the circuit breaker in front of the upstream is open or half-open (1) or closed (0).', []);
   circuitOpen.set({ environment }, 0);
   new Gauge({
@@ -442,6 +454,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     adminConnectionEvicted: () => adminConnectionsEvicted.inc({ environment }),
     deprecationsChanged: describeDeprecations,
     pepperChecked: (matches) => pepperMatches.set({ environment }, matches ? 1 : 0),
+    keyStoreChecked: (keys) => keyStoreKeys.set({ environment }, keys),
+    keyStoreEmptied: () => keyStoreEmptied.inc({ environment }),
     adminAction: (action, result) => adminActions.inc({ action, result, environment }),
     configReload: (result) => {
       configReloads.inc({ result, environment });

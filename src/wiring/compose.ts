@@ -266,6 +266,8 @@ export async function composeRedisGateway(
         onRateLimitStoreError: metrics.rateLimitStoreError,
         pepperFingerprint: parts.hashKey.pepperFingerprint,
         onPepperChecked: metrics.pepperChecked,
+        onKeyStoreChecked: metrics.keyStoreChecked,
+        onKeyStoreEmptied: metrics.keyStoreEmptied,
         redisCommand: metrics.redisCommand,
       });
       return {

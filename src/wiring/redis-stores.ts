@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
 import { followKeyEvents, type KeyEventsOptions } from '../auth/key-events.ts';
+import { watchKeyStore } from '../auth/key-store-watch.ts';
 import { watchPepper } from '../auth/pepper-watch.ts';
 import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -21,6 +22,9 @@ const BROWNOUT_RESYNC_MS = 5000;
 
 /** The key-events epoch is read this often: a key change whose announcement a replica lost reaches it within this. */
 const KEY_EVENTS_CHECK_MS = 1000;
+
+/** The key count is read this often: an emptied key store is logged and counted within it. */
+const KEY_STORE_CHECK_MS = 5000;
 
 /** An unverified pepper (Redis away, or a mismatch being fixed) is checked again this often. */
 const PEPPER_RETRY_MS = 2000;
@@ -65,6 +69,9 @@ export function createRedisStores(
     pepperFingerprint: string;
     /** Told at every check whether Redis's fingerprint matches (the pepper gauge). */
     onPepperChecked?: (matches: boolean) => void;
+    /** Told the key count at every check, and each emptying seen (the key store metrics). */
+    onKeyStoreChecked?: (keys: number) => void;
+    onKeyStoreEmptied?: () => void;
     /** The observer of each kind of command the stores send (the Redis command metrics). */
     redisCommand?: (kind: RedisCommandKind) => RedisCommandObserver;
   },
@@ -102,7 +109,14 @@ export function createRedisStores(
           ...observe('rate_limit_increment'),
         });
   // Started once Redis first answers: until then createRedisClient's one line says why, not each follower's failures.
-  let followers: { keyEvents: ReturnType<typeof followKeyEvents>; pepper: ReturnType<typeof watchPepper>; brownouts?: BrownoutFollower } | undefined;
+  let followers:
+    | {
+        keyEvents: ReturnType<typeof followKeyEvents>;
+        pepper: ReturnType<typeof watchPepper>;
+        keyStore: ReturnType<typeof watchKeyStore>;
+        brownouts?: BrownoutFollower;
+      }
+    | undefined;
   const startFollowers = () => {
     followers = {
       keyEvents: followKeyEvents({
@@ -122,6 +136,14 @@ export function createRedisStores(
         retryMs: PEPPER_RETRY_MS,
         recheckMs: PEPPER_RECHECK_MS,
         ...(options.onPepperChecked ? { onChecked: options.onPepperChecked } : {}),
+      }),
+      // The pepper watch never claims an empty Redis, so an emptied store is not re-claimed by a gateway: this says it was emptied.
+      keyStore: watchKeyStore(redis, {
+        keyPrefix: config.redis.keyPrefix,
+        logger,
+        checkMs: KEY_STORE_CHECK_MS,
+        ...(options.onKeyStoreChecked ? { onChecked: options.onKeyStoreChecked } : {}),
+        ...(options.onKeyStoreEmptied ? { onEmptied: options.onKeyStoreEmptied } : {}),
       }),
       ...(options.brownouts
         ? {
@@ -155,6 +177,7 @@ export function createRedisStores(
       followers?.keyEvents.close();
       followers?.brownouts?.close();
       followers?.pepper.close();
+      followers?.keyStore.close();
       if (rateLimitStore instanceof LocalFirstRateLimitStore) await rateLimitStore.close();
       redis.disconnect();
       subscriber.disconnect();
