@@ -51,9 +51,10 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
     return matched;
   }
 
-  function answer(res: Response, { status, body, headers }: RouteAnswer): void {
+  function answer(res: Response, { status, body, text, headers }: RouteAnswer): void {
     if (headers) res.set(headers);
-    if (body === undefined) res.status(status).end();
+    if (text !== undefined) res.status(status).type(text.contentType).send(text.body);
+    else if (body === undefined) res.status(status).end();
     else res.status(status).json(body);
   }
 
@@ -74,7 +75,8 @@ export function createAdminApi(options: AdminApiOptions): RequestHandler {
       if (pathParams.id !== undefined) audit.keyId = pathParams.id;
       if (pathParams.operationId !== undefined) audit.operation = pathParams.operationId;
       const body = await readAdminBody(req, operation, pathParams, MAX_BODY_BYTES);
-      const done = await adminRoute.run(operations, { params: pathParams, query: queryOf(req), body });
+      const preferred = (types: readonly string[]) => req.accepts([...types]) || types[0]!;
+      const done = await adminRoute.run(operations, { params: pathParams, query: queryOf(req), body, preferred });
       if (done.createdKeyId !== undefined) audit[audit.keyId === undefined ? 'keyId' : 'newKeyId'] = done.createdKeyId;
       if (action) record(action, done.status);
       answer(res, done);

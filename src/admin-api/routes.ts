@@ -5,6 +5,7 @@ import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError, RETRY_SOON, type ErrorCode } from '../errors/gateway-error.ts';
 import type { AdminAction } from '../observability/admin-actions.ts';
 import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
+import { checkUsageQuery, toUsageCsv, type UsageQuery, type UsageRow } from '../observability/usage-report.ts';
 import { BrownoutAdminError, type BrownoutAdminRefusal, type BrownoutOperations } from '../policy/brownout-admin.ts';
 import { toApiIssuedKey, toApiKey, toApiRotatedKey } from './key-representation.ts';
 
@@ -16,6 +17,8 @@ export interface AdminOperations {
   deprecations: () => Promise<readonly DeprecatedCallRow[]>;
   /** Where a key created without `environments` is valid: the gateway's own environment, as the CLI's default. */
   defaultEnvironments: () => readonly Environment[];
+  /** Usage per consumer across replicas (GET /admin/usage), and the days it is kept (the longest range asked). */
+  usage: { retentionDays: number; read(query: UsageQuery): Promise<UsageRow[]> };
   /** The reload SIGHUP runs (src/wiring/reload.ts): re-read, check, then serve the configuration, or keep the running one. */
   reload: () => Promise<ReloadAnswer>;
 }
@@ -31,11 +34,16 @@ export interface RouteInput {
   query: URLSearchParams;
   /** Validated against the operation's request body schema (or undefined where it takes none, or none was sent). */
   body: unknown;
+  /** The media type of `types` the request's Accept prefers; the first when it names none of them. */
+  preferred(types: readonly string[]): string;
 }
 
 export interface RouteAnswer {
   status: 200 | 201 | 204;
+  /** Answered as JSON. */
   body?: unknown;
+  /** Answered as it is, in its media type, in place of a JSON body (a report as CSV). */
+  text?: { contentType: string; body: string };
   /** Headers the operation's answer carries besides the admin API's own (`Link` on a page of keys). */
   headers?: Readonly<Record<string, string>>;
   /** The key a change created (create, rotate), for the audit line. */
@@ -84,6 +92,15 @@ async function listKeys({ keys }: AdminOperations, { query }: RouteInput): Promi
   if (page.next === undefined) return { status: 200, body };
   const next = new URLSearchParams({ cursor: page.next, ...(limit === null ? {} : { limit }) });
   return { status: 200, body, headers: { Link: `<${KEYS_PATH}?${next}>; rel="next"` } };
+}
+
+/** Usage by day or month, as JSON rows or CSV (Accept: text/csv); a query the store cannot answer is refused 400 first. */
+async function getUsage({ usage }: AdminOperations, { query, preferred }: RouteInput): Promise<RouteAnswer> {
+  const asked = Object.fromEntries(['from', 'to', 'keyId', 'granularity'].flatMap((name) => (query.has(name) ? [[name, query.get(name)!]] : [])));
+  const rows = await usage.read(checkUsageQuery(asked, usage.retentionDays));
+  if (preferred(['application/json', 'text/csv']) === 'text/csv')
+    return { status: 200, text: { contentType: 'text/csv; charset=utf-8', body: toUsageCsv(rows) } };
+  return { status: 200, body: rows };
 }
 
 /** By operationId of config/admin.openapi.yaml: the API checks at construction that each has one. */
@@ -150,6 +167,7 @@ export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
     },
   },
   getDeprecationReport: { run: async ({ deprecations }) => ({ status: 200, body: await deprecations() }) },
+  getUsage: { run: getUsage },
   reloadConfig: {
     action: 'reload_config',
     async run({ reload }) {

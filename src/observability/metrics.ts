@@ -131,6 +131,8 @@ export interface GatewayMetrics {
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
   pepperChecked(matches: boolean): void;
+  /** How many keys are at or past 80% of a quota in the current UTC day and month, across replicas (read at each usage flush). */
+  quotaNearLimit(counts: Readonly<Record<QuotaPeriod, number>>): void;
   /** How many keys the key store held at the last check (src/auth/key-store-watch.ts). */
   keyStoreChecked(keys: number): void;
   /** The key store was seen emptied after holding keys. */
@@ -295,6 +297,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   );
   lastReloadOk.set({ environment }, 1);
   // Absent until the first check: a replica that never reached Redis has not said either way.
+  const quotaNearLimit = gauge(
+    'quota_consumers_near_limit',
+    'API keys that used at least 80% of their quota for the current UTC period (day or month), across replicas, as of the last usage flush.',
+    ['period'],
+  );
+  for (const period of QUOTA_PERIODS) quotaNearLimit.set({ period, environment }, 0);
   const pepperMatches = gauge(
     'pepper_fingerprint_matches',
     "Whether the API keys' pepper fingerprint in Redis matched this gateway's pepper at the last check (1) or not (0: keys are refused 401 or, before verification, the replica is not ready).",
@@ -453,6 +461,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     shed: () => shed.inc({ environment }),
     adminConnectionEvicted: () => adminConnectionsEvicted.inc({ environment }),
     deprecationsChanged: describeDeprecations,
+    quotaNearLimit: (counts) => {
+      for (const period of QUOTA_PERIODS) quotaNearLimit.set({ period, environment }, counts[period]);
+    },
     pepperChecked: (matches) => pepperMatches.set({ environment }, matches ? 1 : 0),
     keyStoreChecked: (keys) => keyStoreKeys.set({ environment }, keys),
     keyStoreEmptied: () => keyStoreEmptied.inc({ environment }),

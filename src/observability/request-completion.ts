@@ -18,6 +18,8 @@ export function createRequestCompletion(
   environment: string,
   tracing: Tracing,
   onDeprecatedCall?: DeprecatedCallHook,
+  /** Told of every request, to count what the rate-limit stage decided of it (usage per consumer). */
+  onCounted?: (record: RequestRecord) => void,
 ): RequestCompletion {
   const logRequest = createAccessLog(logger, environment);
   return function completeRequest(req, res, record, shed) {
@@ -46,6 +48,7 @@ export function createRequestCompletion(
       metrics.deprecatedCall(operation.id, record.caller.keyId, record.caller.name);
       onDeprecatedCall?.(operation.id, record.caller.keyId, record.caller.name);
     }
+    if (record.rateLimitOutcome !== undefined) onCounted?.(record);
     if (record.trace.spans !== undefined) {
       tracing.end(record, {
         statusCode,

@@ -59,6 +59,7 @@ export function gatewayAdminApi(
   deps: {
     tokens: AdminTokenSource;
     deprecations: AdminOperations['deprecations'];
+    usage: AdminOperations['usage'];
     reload: AdminOperations['reload'];
     clock: Clock;
     logger: Logger;
@@ -77,7 +78,7 @@ export function gatewayAdminApi(
     onAction: deps.metrics.adminAction,
   });
   const api = createAdminApi({
-    operations: { ...admin, deprecations: deps.deprecations, defaultEnvironments: () => [config.environment], reload: deps.reload },
+    operations: { ...admin, deprecations: deps.deprecations, usage: deps.usage, defaultEnvironments: () => [config.environment], reload: deps.reload },
     tokens: deps.tokens.current,
     authentication,
     logger: deps.logger,

@@ -14,6 +14,8 @@ import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { cacheDeprecationReport } from '../observability/cached-deprecation-report.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
+import { createUsageRecorder, MemoryUsageStore, type UsageStore } from '../observability/usage.ts';
+import { readUsageReport } from '../observability/usage-report.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../observability/open-metrics.ts';
 import { createRequestCompletion } from '../observability/request-completion.ts';
 import { registerTraceExportMetrics } from '../observability/trace-export-metrics.ts';
@@ -43,6 +45,8 @@ export interface Stores {
   conditions?: readonly ReadinessCheck[];
   /** Where the deprecation report's counts add up across replicas; absent, this process alone (in memory). */
   deprecatedCalls?: DeprecatedCallStore;
+  /** Where usage per consumer adds up across replicas; absent, this process alone (in memory). */
+  usage?: UsageStore;
   /** What the admin API changes keys and brownouts with (in Redis); absent, the gateway has no admin API. */
   admin?: StoreAdmin;
   close?: () => Promise<void> | void;
@@ -132,6 +136,15 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     flushIntervalMs: config.deprecationReport.flushIntervalMs,
     logger,
   });
+  const usageStore = stores.usage ?? new MemoryUsageStore();
+  // Counted at completion and written in batches, like the deprecated calls: usage costs the request path no round trip.
+  const usage = createUsageRecorder({
+    store: usageStore,
+    clock: parts.clock,
+    flushIntervalMs: config.usage.flushIntervalMs,
+    onNearLimit: metrics.quotaNearLimit,
+    logger,
+  });
   // Read at most once a flush interval, whoever asks (the report's counts move no faster): a caller cannot make Redis read it per request.
   const deprecationReport = cacheDeprecationReport(() => readDeprecationReport(deprecatedCallStore, brownouts.operations), {
     maxAgeMs: config.deprecationReport.flushIntervalMs,
@@ -141,6 +154,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const adminApi = gatewayAdminApi(config, stores.admin, {
     tokens: adminTokens,
     deprecations: deprecationReport,
+    usage: { retentionDays: config.usage.retentionDays, read: (query) => readUsageReport(usageStore, query) },
     reload: () => reload(),
     clock: parts.clock,
     logger,
@@ -191,7 +205,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     onShed: metrics.shed,
     shedAnswerHeaders: (req, res) => live.current.announceCors?.(req, res),
     tracing,
-    onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record),
+    onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record, usage.record),
   });
   metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
 
@@ -201,6 +215,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       await live.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
+      await usage.close();
       // Every request's span has ended: what is queued is sent (within the exporter's timeout).
       await tracing.shutdown();
       await stores.close?.();
@@ -276,6 +291,7 @@ export async function composeRedisGateway(
         keyStore: redis.keyStore,
         rateLimitStore: redis.rateLimitStore,
         deprecatedCalls: redis.deprecatedCalls,
+        usage: redis.usage,
         checks: [redis.readiness],
         conditions: [redis.pepper],
         close: redis.close,

@@ -9,6 +9,7 @@ import { RedisKeyStore } from '../auth/redis-key-store.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { Clock } from '../time/clock.ts';
 import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call-store.ts';
+import { RedisUsageStore } from '../observability/redis-usage-store.ts';
 import { followBrownouts, type BrownoutFollower } from '../policy/brownout-events.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
 import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
@@ -36,6 +37,8 @@ export interface RedisStores {
   rateLimitStore: RedisRateLimitStore | LocalFirstRateLimitStore;
   /** Where every replica's deprecated-call counts add up (the deprecation report). */
   deprecatedCalls: RedisDeprecatedCallStore;
+  /** Where every replica's usage counts add up (GET /admin/usage, npm run keys -- usage). */
+  usage: RedisUsageStore;
   /** Keeps the board's operator brownouts up to date; absent when no board was given, or until Redis first answers. */
   readonly brownouts: BrownoutFollower | undefined;
   /**
@@ -164,6 +167,12 @@ export function createRedisStores(
     keyStore,
     rateLimitStore,
     deprecatedCalls: new RedisDeprecatedCallStore(redis, config.redis.keyPrefix, options.redisCommand?.('report_flush')),
+    usage: new RedisUsageStore(redis, {
+      keyPrefix: config.redis.keyPrefix,
+      clock,
+      retentionDays: config.usage.retentionDays,
+      ...observe('report_flush'),
+    }),
     get brownouts() {
       return followers?.brownouts;
     },

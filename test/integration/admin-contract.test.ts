@@ -100,7 +100,8 @@ type OperationId =
   | 'listBrownouts'
   | 'startBrownout'
   | 'stopBrownout'
-  | 'getDeprecationReport';
+  | 'getDeprecationReport'
+  | 'getUsage';
 
 /** Each operation as a valid request, on a target, with options laid over it. */
 const OPERATIONS: Readonly<Record<OperationId, Call>> = {
@@ -116,6 +117,7 @@ const OPERATIONS: Readonly<Record<OperationId, Call>> = {
   startBrownout: (target, options) => send(target, 'POST', '/admin/brownouts/getPet', { body: '{"minutes":1}', ...options }),
   stopBrownout: (target, options) => send(target, 'DELETE', '/admin/brownouts/getPet', options),
   getDeprecationReport: (target, options) => send(target, 'GET', '/admin/deprecations/report', options),
+  getUsage: (target, options) => send(target, 'GET', '/admin/usage?from=2026-11-01&to=2026-11-30&granularity=month', options),
 };
 
 /** Every operation answers these three the same way. Each 401 comes from an address of its own: its failure counts against it. */
@@ -185,6 +187,8 @@ const CASES: readonly ProvokedCase[] = [
   { operation: 'stopBrownout', declared: 404, why: 'an operation not deprecated', send: () => send(served, 'DELETE', '/admin/brownouts/listPets') },
   { operation: 'stopBrownout', declared: 409, why: 'no brownout in progress', send: () => stopBrownout(served) },
   { operation: 'getDeprecationReport', declared: 200, why: 'the report', send: () => OPERATIONS.getDeprecationReport(served) },
+  { operation: 'getUsage', declared: 200, why: 'a month of usage, as JSON', send: () => OPERATIONS.getUsage(served) },
+  { operation: 'getUsage', declared: 400, why: 'from after to', send: () => send(served, 'GET', '/admin/usage?from=2026-11-30&to=2026-11-01') },
   ...EVERY_OPERATION,
 ];
 
