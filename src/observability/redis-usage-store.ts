@@ -98,7 +98,7 @@ export class RedisUsageStore implements UsageStore {
         'usage could not be read',
       );
       const names = new Map(ids.map((id, index) => [id, ((replies.at(-1) as Array<string | null>)[index] ?? '') as string]));
-      part.forEach(([day, id], index) => counts.push(...countsOf(day, id, names.get(id) ?? '', replies[index] as Record<string, string>)));
+      for (const [index, [day, id]] of part.entries()) counts.push(...countsOf(day, id, names.get(id) ?? '', replies[index] as Record<string, string>));
     }
     return counts;
   }
