@@ -10,6 +10,7 @@ import { ENVIRONMENTS, STABILITY_MARKERS, type Environment, type StabilityMarker
 import { systemClock } from '../time/clock.ts';
 import { ADMIN_TOKEN_FILE_HELP, AdminApiError, type AdminOptions, adminClientFrom, remoteKeys } from './admin-client.ts';
 import { addKeyBackupCommands } from './key-backup-commands.ts';
+import { addUsageCommand } from './usage-command.ts';
 import { describe, printIssued, printKeyList, printRecord } from './key-output.ts';
 import { printable, printableJson } from './printable.ts';
 import { RedisUnreachableError, withToolRedis } from './tool-redis.ts';
@@ -243,6 +244,9 @@ program
 
 // Backup and restore: export, import (src/cli/key-backup-commands.ts).
 addKeyBackupCommands(program);
+
+// Usage per consumer (src/cli/usage-command.ts).
+addUsageCommand(program, () => adminClientFrom(program.opts<AdminOptions>()));
 
 try {
   await program.parseAsync(process.argv);
