@@ -1,6 +1,7 @@
 // Who still calls deprecated operations: counted in process, added to a shared store in batches, read as a report.
 import type { Logger } from 'pino';
 import type { Clock } from '../time/clock.ts';
+import { periodicFlush } from './periodic-flush.ts';
 
 /** One consumer's calls to one deprecated operation; instants in milliseconds since the epoch. */
 export interface DeprecatedCallCount {
@@ -100,7 +101,6 @@ export interface DeprecatedCallRecorder {
 export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOptions): DeprecatedCallRecorder {
   const { store, clock, logger } = options;
   let pending = new Map<string, DeprecatedCallCount>();
-  let flushing: Promise<void> | undefined;
 
   async function write(): Promise<void> {
     if (pending.size === 0) return;
@@ -114,12 +114,7 @@ export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOpti
     }
   }
 
-  const flush = () =>
-    (flushing ??= write().finally(() => {
-      flushing = undefined;
-    }));
-  const timer = setInterval(() => void flush(), options.flushIntervalMs);
-  timer.unref();
+  const { flush, close } = periodicFlush(write, options.flushIntervalMs);
 
   return {
     record(operation, keyId, consumer) {
@@ -136,10 +131,6 @@ export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOpti
       }
     },
     flush,
-    async close() {
-      clearInterval(timer);
-      await flushing;
-      await flush();
-    },
+    close,
   };
 }

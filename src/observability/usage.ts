@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RateLimitFacts } from '../policy/rate-limit.ts';
 import { periodAt, QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
 import type { Clock } from '../time/clock.ts';
+import { periodicFlush } from './periodic-flush.ts';
 
 /** What happened to a counted call (the names of the API's and the CLI's columns: an interface). */
 export const USAGE_OUTCOMES = ['admitted', 'refusedQuota', 'refusedRateLimit'] as const;
@@ -121,7 +122,6 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
   const { store, clock, logger } = options;
   let pending = new Map<string, UsageCount>();
   let nearLimit = new Map<string, Set<string>>();
-  let flushing: Promise<void> | undefined;
 
   function nearLimitNow(now: number): NearLimitKeys {
     const keys = {} as NearLimitKeys;
@@ -157,12 +157,7 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
     keys.add(keyId);
   }
 
-  const flush = () =>
-    (flushing ??= write().finally(() => {
-      flushing = undefined;
-    }));
-  const timer = setInterval(() => void flush(), options.flushIntervalMs);
-  timer.unref();
+  const { flush, close } = periodicFlush(write, options.flushIntervalMs);
 
   return {
     record(call) {
@@ -188,10 +183,6 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
       }
     },
     flush,
-    async close() {
-      clearInterval(timer);
-      await flushing;
-      await flush();
-    },
+    close,
   };
 }

@@ -122,7 +122,8 @@ describe('local-first quotas', () => {
     expect(readings.map((reading) => reading?.refused)).toEqual([undefined, undefined, undefined, 'day']);
   });
 
-  it("sends the admitted calls to the quota's counter, which every replica adds to", async () => {
+  /** Two replicas that admitted three calls of key_q, two on `a` then one on `b`, each synchronised after. */
+  async function threeCallsOnTwoReplicas() {
     const clock = fixedClock(WINDOW_START + 1000);
     const [a, b] = [await replica(clock), await replica(clock)];
     counted(a);
@@ -130,17 +131,16 @@ describe('local-first quotas', () => {
     await a.sync();
     counted(b);
     await b.sync();
+    return a;
+  }
+
+  it("sends the admitted calls to the quota's counter, which every replica adds to", async () => {
+    await threeCallsOnTwoReplicas();
     expect(await redis.client.get('test:rate:quota:{key_q}:day:2026-11-21')).toBe('3');
   });
 
   it("learns the other replica's calls at its next synchronisation: over by at most what they admitted meanwhile", async () => {
-    const clock = fixedClock(WINDOW_START + 1000);
-    const [a, b] = [await replica(clock), await replica(clock)];
-    counted(a);
-    counted(a);
-    await a.sync();
-    counted(b);
-    await b.sync();
+    const a = await threeCallsOnTwoReplicas();
     // a still counts 2 of 3: it admits one more (the bound), and learns the total of 4 when it sends it.
     expect(counted(a)?.refused).toBeUndefined();
     await a.sync();
