@@ -20,6 +20,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/identity-key-cli.test.ts',
   'test/integration/key-backup.test.ts',
   'test/integration/keys-cli.test.ts',
+  'test/integration/keys-cli-quota.test.ts',
   'test/integration/lifecycle.test.ts',
   'test/integration/pepper-fingerprint.test.ts',
   'test/integration/preflight.test.ts',
@@ -30,4 +31,5 @@ export const PROCESSES: readonly string[] = [
   'test/integration/start-up-errors.test.ts',
   'test/integration/supervisor.test.ts',
   'test/integration/tracing-process.test.ts',
+  'test/integration/usage.test.ts',
 ];

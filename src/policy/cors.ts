@@ -19,6 +19,10 @@ export const GATEWAY_EXPOSED: readonly string[] = [
   'X-Request-Id',
   'RateLimit',
   'RateLimit-Policy',
+  // Written only where an operator turned on rateLimit.legacyHeaders; readable wherever they are.
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
   'Retry-After',
   'Deprecation',
   'Sunset',

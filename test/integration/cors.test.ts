@@ -11,7 +11,7 @@ const ALLOWED = 'http://shop.example:3000';
 const OTHER = 'http://elsewhere.example';
 // The gateway's own, then those the document declares: createPet's location, the catalog's and documents' etag.
 const EXPOSED =
-  'Access-Control-Expose-Headers: X-Request-Id, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset, Link, API-Stability, Allow, WWW-Authenticate, location, etag';
+  'Access-Control-Expose-Headers: X-Request-Id, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Deprecation, Sunset, Link, API-Stability, Allow, WWW-Authenticate, location, etag';
 
 type Answer = (req: RecordedRequest, res: ServerResponse) => void;
 const answerWith =

@@ -42,11 +42,13 @@ async function usageFrom(replica: AdminGateway, query: string): Promise<unknown>
   return answer.body;
 }
 
-const DAY_ONE_ROWS = () => [
-  { period: '2030-03-14', keyId: limitedKey.id, consumer: 'limited, "ltd"', operation: 'getPet', admitted: 1, refusedQuota: 0, refusedRateLimit: 0 },
-  { period: '2030-03-14', keyId: limitedKey.id, consumer: 'limited, "ltd"', operation: 'listPets', admitted: 2, refusedQuota: 0, refusedRateLimit: 1 },
-  { period: '2030-03-14', keyId: quotaKey.id, consumer: 'partner', operation: 'listPets', admitted: 3, refusedQuota: 2, refusedRateLimit: 0 },
-];
+/** Day one's rows, by key id (random: either key may come first) and operation. */
+const DAY_ONE_ROWS = () =>
+  [
+    { period: '2030-03-14', keyId: limitedKey.id, consumer: 'limited, "ltd"', operation: 'getPet', admitted: 1, refusedQuota: 0, refusedRateLimit: 0 },
+    { period: '2030-03-14', keyId: limitedKey.id, consumer: 'limited, "ltd"', operation: 'listPets', admitted: 2, refusedQuota: 0, refusedRateLimit: 1 },
+    { period: '2030-03-14', keyId: quotaKey.id, consumer: 'partner', operation: 'listPets', admitted: 3, refusedQuota: 2, refusedRateLimit: 0 },
+  ].sort((a, b) => a.keyId.localeCompare(b.keyId));
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -65,14 +67,14 @@ beforeAll(async () => {
   for (let index = 0; index < 3; index++) await call(replicas[index % 2]!, limitedKey.key);
   await call(replicas[1]!, limitedKey.key, '/v1/pets/1');
   await call(replicas[0]!, null);
-  await waitFor(async () => JSON.stringify(await usageFrom(replicas[0]!, 'from=2030-03-14&to=2030-03-14')) === JSON.stringify(DAY_ONE_ROWS()), 3000, 50);
+  await waitFor(async () => JSON.stringify(await usageFrom(replicas[0]!, 'from=2030-03-14&to=2030-03-14')) === JSON.stringify(DAY_ONE_ROWS()), 10_000, 50);
   // Each replica's next flush reads the near-limit set both wrote to.
-  await waitFor(async () => (await Promise.all(replicas.map(nearLimitGauges))).every((gauges) => gauges.day === 1), 3000, 50);
+  await waitFor(async () => (await Promise.all(replicas.map(nearLimitGauges))).every((gauges) => gauges.day === 1), 10_000, 50);
   nearLimitOnDayOne = await Promise.all(replicas.map(nearLimitGauges));
   // A call on the next day, its own row.
   clock.set(DAY_TWO);
   await call(replicas[1]!, quotaKey.key);
-  await waitFor(async () => ((await usageFrom(replicas[0]!, 'from=2030-03-15&to=2030-03-15')) as unknown[]).length === 1, 3000, 50);
+  await waitFor(async () => ((await usageFrom(replicas[0]!, 'from=2030-03-15&to=2030-03-15')) as unknown[]).length === 1, 10_000, 50);
 });
 afterAll(async () => {
   for (const replica of replicas ?? []) await replica.close();
@@ -111,15 +113,10 @@ describe('usage per consumer', () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(res.body).toBe(
-      [
-        'period,keyId,consumer,operation,admitted,refusedQuota,refusedRateLimit',
-        `2030-03-14,${limitedKey.id},"limited, ""ltd""",getPet,1,0,0`,
-        `2030-03-14,${limitedKey.id},"limited, ""ltd""",listPets,2,0,1`,
-        `2030-03-14,${quotaKey.id},partner,listPets,3,2,0`,
-        '',
-      ].join('\r\n'),
-    );
+    const limited = [`2030-03-14,${limitedKey.id},"limited, ""ltd""",getPet,1,0,0`, `2030-03-14,${limitedKey.id},"limited, ""ltd""",listPets,2,0,1`];
+    const partner = [`2030-03-14,${quotaKey.id},partner,listPets,3,2,0`];
+    const rows = limitedKey.id.localeCompare(quotaKey.id) < 0 ? [...limited, ...partner] : [...partner, ...limited];
+    expect(res.body).toBe(['period,keyId,consumer,operation,admitted,refusedQuota,refusedRateLimit', ...rows, ''].join('\r\n'));
   });
 
   it.each([
@@ -142,7 +139,7 @@ describe('usage per consumer', () => {
   });
 
   it('counts the near-limit keys of the current day only: a new day starts at 0', async () => {
-    await waitFor(async () => (await nearLimitGauges(replicas[0]!)).day === 0, 3000, 50);
+    await waitFor(async () => (await nearLimitGauges(replicas[0]!)).day === 0, 10_000, 50);
   });
 });
 
