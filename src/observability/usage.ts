@@ -37,11 +37,16 @@ export interface UsageStore {
   read(from: string, to: string, keyId?: string): Promise<UsageCount[]>;
 }
 
-/** What the rate-limit stage decided, as usage: undefined for a call it did not count (refused before, or left unlimited by a failing store). */
-export function usageOutcomeOf(facts: Pick<RateLimitFacts, 'rateLimitOutcome'>): UsageOutcome | undefined {
+/**
+ * What the rate-limit stage decided, as usage: undefined for a call it never reached (refused before: 401, 404) or
+ * refused for a failing store (`deny`). One it let through while Redis could not count (`allow`) was served: admitted.
+ */
+export function usageOutcomeOf(facts: Pick<RateLimitFacts, 'rateLimitOutcome' | 'onStoreError'>): UsageOutcome | undefined {
   switch (facts.rateLimitOutcome) {
     case 'allowed':
       return 'admitted';
+    case 'store_unavailable':
+      return facts.onStoreError === 'allow' ? 'admitted' : undefined;
     case 'quota_exceeded':
       return 'refusedQuota';
     case 'limited':
@@ -100,7 +105,7 @@ export interface UsageRecorderOptions {
 }
 
 /** The request's facts usage reads at completion. */
-export interface CountedCall extends Pick<RateLimitFacts, 'rateLimitOutcome' | 'quota'> {
+export interface CountedCall extends Pick<RateLimitFacts, 'rateLimitOutcome' | 'onStoreError' | 'quota'> {
   caller?: { keyId: string; name: string } | undefined;
   route?: { operation: { id: string } } | undefined;
 }

@@ -14,6 +14,7 @@ import { fixedClock } from '../../../src/time/clock.ts';
 
 const call = (rateLimitOutcome: 'allowed' | 'limited' | 'quota_exceeded' | 'store_unavailable' | undefined) => ({
   rateLimitOutcome,
+  onStoreError: undefined,
   quota: undefined,
   caller: { keyId: 'key_a', name: 'acme' },
   route: { operation: { id: 'listPets' } },
@@ -21,13 +22,14 @@ const call = (rateLimitOutcome: 'allowed' | 'limited' | 'quota_exceeded' | 'stor
 
 describe('usageOutcomeOf', () => {
   it.each([
-    ['allowed', 'admitted'],
-    ['quota_exceeded', 'refusedQuota'],
-    ['limited', 'refusedRateLimit'],
-    ['store_unavailable', undefined],
-    [undefined, undefined],
-  ] as const)('counts %s as %s', (outcome, usage) => {
-    expect(usageOutcomeOf({ rateLimitOutcome: outcome })).toBe(usage);
+    ['allowed', undefined, 'admitted'],
+    ['quota_exceeded', undefined, 'refusedQuota'],
+    ['limited', undefined, 'refusedRateLimit'],
+    ['store_unavailable', 'allow', 'admitted'],
+    ['store_unavailable', 'deny', undefined],
+    [undefined, undefined, undefined],
+  ] as const)('counts %s (the store failing: %s) as %s', (outcome, onStoreError, usage) => {
+    expect(usageOutcomeOf({ rateLimitOutcome: outcome, onStoreError })).toBe(usage);
   });
 });
 
