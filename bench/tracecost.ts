@@ -46,7 +46,6 @@ function cpuSeconds(pid: number): number {
 
 const variants = parseVariants(process.argv.slice(2));
 const bench = await startBench();
-const { key } = bench;
 
 try {
   /** One process of a variant, started and warmed; `generation` names its log and profile apart from earlier ones. */
@@ -80,7 +79,7 @@ try {
       const { child, url } = running[at]!;
       const before = cpuSeconds(child.pid!);
       const threadsBefore = threadSeconds(child.pid!);
-      const requests = await wrk(url, key, DURATION_S);
+      const requests = await wrk(url, bench.keyFor(variants[at]!), DURATION_S);
       const used = cpuSeconds(child.pid!) - before;
       gateway.runs.push((used * 1e6) / requests);
       gateway.coreShares.push(used / DURATION_S);

@@ -25,10 +25,14 @@ export class RateLimitFields {
    * RateLimit and RateLimit-Policy, on a request the limiter counted (let through or refused). Set, where the
    * library appends: the one limiter a request passes is the only writer of these fields, so the two agree.
    */
-  write(res: Response, info: RateLimitInfo, name: string): void {
+  write(res: Response, info: RateLimitInfo, name: string, more?: { limits: string; policies: string }): void {
     if (res.headersSent) return;
-    res.setHeader('RateLimit', `"${name}"; r=${info.remaining}; t=${this.#resetSeconds(info)}`);
-    res.setHeader('RateLimit-Policy', `"${name}"; q=${info.limit}; w=${this.#windowSeconds}; pk=:${this.partitionKey(info.key)}:`);
+    const limit = `"${name}"; r=${info.remaining}; t=${this.#resetSeconds(info)}`;
+    const policy = `"${name}"; q=${info.limit}; w=${this.#windowSeconds}; pk=:${this.partitionKey(info.key)}:`;
+    // `more`: further policies' items (the key's quotas), listed after this one's, as draft 8's lists allow.
+    const listed = more !== undefined && more.limits !== '';
+    res.setHeader('RateLimit', listed ? `${limit}, ${more.limits}` : limit);
+    res.setHeader('RateLimit-Policy', listed ? `${policy}, ${more.policies}` : policy);
   }
 
   /** Retry-After on a refusal: the seconds until the window resets. */

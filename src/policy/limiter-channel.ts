@@ -28,7 +28,10 @@ export class QuotaDesk {
       if (this.#specs.size > 0) this.#specs.delete(counterKey);
       return;
     }
-    if (this.#specs.size >= HELD_SPECS && !this.#specs.has(counterKey)) this.#specs = new Map();
+    const held = this.#specs.get(counterKey);
+    // The same quotas as before: the spec held is kept, and what stores made of it (its counters) with it.
+    if (held !== undefined && sameSpec(held, spec)) return;
+    if (this.#specs.size >= HELD_SPECS && held === undefined) this.#specs = new Map();
     this.#specs.set(counterKey, spec);
   }
 
@@ -36,6 +39,10 @@ export class QuotaDesk {
   specFor(counterKey: string): QuotaSpec | undefined {
     return this.#specs.size === 0 ? undefined : this.#specs.get(counterKey);
   }
+}
+
+function sameSpec(a: QuotaSpec, b: QuotaSpec): boolean {
+  return a.windowLimit === b.windowLimit && a.perDay === b.perDay && a.perMonth === b.perMonth && a.keyId === b.keyId;
 }
 
 /** A window's end that carries the quota reading of the one request it was answered to. */

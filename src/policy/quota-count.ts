@@ -1,6 +1,6 @@
 // How a key's quotas decide a batch of its requests: which of them a quota admits, refuses, or leaves to the rate limit.
 import type { Consumer } from '../auth/key-store.ts';
-import { periodAt, QUOTA_PERIODS, type QuotaPeriod, type QuotaReading, type QuotaUse } from './quota-periods.ts';
+import { type PeriodSpan, periodAt, QUOTA_PERIODS, type QuotaPeriod, type QuotaReading, type QuotaUse } from './quota-periods.ts';
 
 /** What a store needs to count a request against its key's quotas, beside the per-window hit it always counts. */
 export interface QuotaSpec {
@@ -35,8 +35,20 @@ export interface QuotaCounter {
   endsAt: number;
 }
 
+/** Each spec's counters, made once a day: a key's spec is kept while its quotas stay (QuotaDesk), so most requests find them here. */
+const countersOfSpec = new WeakMap<QuotaSpec, { day: PeriodSpan; counters: QuotaCounter[] }>();
+
 /** The spec's quotas at `now`, day first. */
 export function quotaCounters(spec: QuotaSpec, now: number): QuotaCounter[] {
+  const day = periodAt('day', now);
+  const known = countersOfSpec.get(spec);
+  if (known !== undefined && known.day === day) return known.counters;
+  const counters = countersAt(spec, now);
+  countersOfSpec.set(spec, { day, counters });
+  return counters;
+}
+
+function countersAt(spec: QuotaSpec, now: number): QuotaCounter[] {
   const counters: QuotaCounter[] = [];
   for (const period of QUOTA_PERIODS) {
     const limit = period === 'day' ? spec.perDay : spec.perMonth;

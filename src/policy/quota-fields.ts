@@ -10,23 +10,22 @@ export const QUOTA_POLICY_NAMES: Readonly<Record<QuotaPeriod, string>> = { day: 
 const secondsUntil = (instant: number, now: number): number => Math.max(0, Math.ceil((instant - now) / 1000));
 
 /**
- * Adds the quotas' items to the RateLimit and RateLimit-Policy lists the window's policy was written in (draft 8
- * makes both fields lists of policies). `partitionKey` is the quotas' (the key's, across operations).
+ * The quotas' items of the RateLimit and RateLimit-Policy lists, written after the window's policy (draft 8 makes both
+ * fields lists of policies). `partitionKey` is the quotas' (the key's, across operations).
  */
-export function appendQuotaFields(res: Response, quota: QuotaReading, partitionKey: string, now: number): void {
-  if (res.headersSent) return;
-  let limits = String(res.getHeader('RateLimit') ?? '');
-  let policies = String(res.getHeader('RateLimit-Policy') ?? '');
+export function quotaFieldItems(quota: QuotaReading, partitionKey: string, now: number): { limits: string; policies: string } {
+  let limits = '';
+  let policies = '';
   for (const period of QUOTA_PERIODS) {
     const use = quota[period];
     if (use === undefined) continue;
-    const { startsAt, endsAt } = periodAt(period, use.endsAt - 1);
+    // The period's length from the span of now (the one the counters used, made once a day), not from the use's end.
+    const { startsAt, endsAt } = periodAt(period, now);
     const name = QUOTA_POLICY_NAMES[period];
     limits += `${limits ? ', ' : ''}"${name}"; r=${Math.max(0, use.limit - use.used)}; t=${secondsUntil(use.endsAt, now)}`;
     policies += `${policies ? ', ' : ''}"${name}"; q=${use.limit}; w=${(endsAt - startsAt) / 1000}; pk=:${partitionKey}:`;
   }
-  res.setHeader('RateLimit', limits);
-  res.setHeader('RateLimit-Policy', policies);
+  return { limits, policies };
 }
 
 /** Retry-After of a quota's refusal: the seconds until its period ends, when the key may call again. */

@@ -27,8 +27,26 @@ export interface QuotaReading {
   refused?: QuotaPeriod;
 }
 
-/** The period of `period` kind that holds the instant `now` (ms since the epoch), in UTC. */
+const DAY_MS = 86_400_000;
+
+/** The last span each kind of period was asked for, by the UTC day it was asked on: asked on every counted request. */
+const lastAsked: Record<QuotaPeriod, { day: number; span: PeriodSpan | undefined }> = {
+  day: { day: Number.NaN, span: undefined },
+  month: { day: Number.NaN, span: undefined },
+};
+
+/** The period of `period` kind that holds the instant `now` (ms since the epoch), in UTC; the same object all day long. */
 export function periodAt(period: QuotaPeriod, now: number): PeriodSpan {
+  const day = Math.floor(now / DAY_MS);
+  const last = lastAsked[period];
+  if (last.day !== day || last.span === undefined) {
+    last.span = spanAt(period, now);
+    last.day = day;
+  }
+  return last.span;
+}
+
+function spanAt(period: QuotaPeriod, now: number): PeriodSpan {
   const at = new Date(now);
   const year = at.getUTCFullYear();
   const month = at.getUTCMonth();

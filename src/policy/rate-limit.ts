@@ -10,7 +10,7 @@ import { RateLimitFields } from '../forks/rate-limit-fields.ts';
 import { InProcessRateLimitStore } from './in-process-rate-limit-store.ts';
 import { quotaReadingOf, type CountsQuotas } from './limiter-channel.ts';
 import { quotaSpecOf } from './quota-count.ts';
-import { appendQuotaFields, writeLegacyFields, writeQuotaRetryAfter } from './quota-fields.ts';
+import { quotaFieldItems, writeLegacyFields, writeQuotaRetryAfter } from './quota-fields.ts';
 import type { QuotaPeriod } from './quota-periods.ts';
 import type { QuotaReading } from './quota-periods.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
@@ -103,9 +103,8 @@ export function createRateLimit(options: RateLimitOptions): RequestHandler {
 
   /** The fields of a counted request: the window's policy, then the quotas' (and the legacy fields, when asked for). */
   function announce(res: Response, info: RateLimitInfo, operation: string): void {
-    fields.write(res, info, operation);
     const quota = (res.locals.gateway as RateLimitFacts).quota;
-    if (quota !== undefined) appendQuotaFields(res, quota, fields.partitionKey(callerOf(res.locals.gateway).keyId), clock.now());
+    fields.write(res, info, operation, quota && quotaFieldItems(quota, fields.partitionKey(callerOf(res.locals.gateway).keyId), clock.now()));
     if (options.legacyHeaders) writeLegacyFields(res, info, quota);
   }
 
