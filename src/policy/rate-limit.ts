@@ -11,8 +11,7 @@ import { InProcessRateLimitStore } from './in-process-rate-limit-store.ts';
 import { quotaReadingOf, type CountsQuotas } from './limiter-channel.ts';
 import { quotaSpecOf } from './quota-count.ts';
 import { quotaFieldItems, writeLegacyFields, writeQuotaRetryAfter } from './quota-fields.ts';
-import type { QuotaPeriod } from './quota-periods.ts';
-import type { QuotaReading } from './quota-periods.ts';
+import type { QuotaPeriod, QuotaReading } from './quota-periods.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 export interface RateLimitOptions {
