@@ -1,6 +1,7 @@
 // Generates whole harness cases: gateway settings, two or three clients with their own keys, and the upstream's answer to each request.
 import fc from 'fast-check';
-import { clientSpec, toClientScript } from './client-generators.ts';
+import type { TransportName } from '../helpers/edge-transport.ts';
+import { clientSpec, tlsClientSpec, toClientScript, type ClientSpec } from './client-generators.ts';
 import { LIST_PETS_DECLARED } from './documents.ts';
 import type { EdgeCase, GatewaySettings, SentRequest, UpstreamBehaviour } from './script.ts';
 import { behaviourSpec, toBehaviour } from './upstream-generators.ts';
@@ -19,19 +20,26 @@ const settings: fc.Arbitrary<GatewaySettings> = fc.record({
 /** Whether `request` is a listPets one (HEAD is served as GET): under the variant document, its statuses but a few are undeclared. */
 const isListPets = (request: SentRequest) => (request.method === 'GET' || request.method === 'HEAD') && request.target.split('?')[0] === '/v1/pets';
 
-export const edgeCase: fc.Arbitrary<EdgeCase> = fc
-  .record({
-    gateway: settings,
-    clients: fc.array(fc.tuple(clientSpec, fc.array(behaviourSpec, { minLength: 4, maxLength: 4 })), { minLength: 2, maxLength: 3 }),
-  })
-  .map(({ gateway, clients }) => {
-    const scripts = clients.map(([spec], index) => toClientScript(spec, index));
-    const upstream: Record<string, UpstreamBehaviour> = {};
-    for (const [c, script] of scripts.entries()) {
-      for (const [r, request] of script.requests.entries()) {
-        const declared = gateway.document === 'listPets-without-default' && isListPets(request) ? LIST_PETS_DECLARED : undefined;
-        upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs, declared);
+/** Cases of clients from `clients`: plain ones for TCP, TLS ones (hostile to TLS itself at times) for TLS. */
+const casesOf = (clients: fc.Arbitrary<ClientSpec>): fc.Arbitrary<EdgeCase> =>
+  fc
+    .record({
+      gateway: settings,
+      clients: fc.array(fc.tuple(clients, fc.array(behaviourSpec, { minLength: 4, maxLength: 4 })), { minLength: 2, maxLength: 3 }),
+    })
+    .map(({ gateway, clients }) => {
+      const scripts = clients.map(([spec], index) => toClientScript(spec, index));
+      const upstream: Record<string, UpstreamBehaviour> = {};
+      for (const [c, script] of scripts.entries()) {
+        for (const [r, request] of script.requests.entries()) {
+          const declared = gateway.document === 'listPets-without-default' && isListPets(request) ? LIST_PETS_DECLARED : undefined;
+          upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs, declared);
+        }
       }
-    }
-    return { gateway, clients: scripts, upstream };
-  });
+      return { gateway, clients: scripts, upstream };
+    });
+
+export const edgeCase: fc.Arbitrary<EdgeCase> = casesOf(clientSpec);
+export const tlsEdgeCase: fc.Arbitrary<EdgeCase> = casesOf(tlsClientSpec);
+
+export const edgeCaseOver = (transport: TransportName): fc.Arbitrary<EdgeCase> => (transport === 'tls' ? tlsEdgeCase : edgeCase);

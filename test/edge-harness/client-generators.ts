@@ -1,7 +1,8 @@
-// Generates client scripts: requests written pipelined, one answer at a time, or trickled in pieces; garbage, CONNECT; early closes.
+// Generates client scripts: requests written pipelined, one answer at a time, or trickled in pieces; garbage, CONNECT; early closes;
+// over TLS, clients that leave with close_notify, a reset or half a record, and hostile TLS clients.
 import fc from 'fast-check';
 import { buildRequest, GARBAGE, LEAVING_KINDS, requestSpec, type RequestSpec, type Segment } from './client-requests.ts';
-import { KEY_PLACEHOLDER, tagOf, type ClientScript, type Piece, type SentRequest } from './script.ts';
+import { KEY_PLACEHOLDER, LEAVE_HOWS, tagOf, type ClientScript, type LeaveHow, type Piece, type SentRequest, type TlsHostility } from './script.ts';
 
 export interface ClientSpec {
   requests: RequestSpec[];
@@ -14,21 +15,64 @@ export interface ClientSpec {
   /** Delays before the writes, in turn. */
   delays: number[];
   earlyClose: { at: number; delayMs: number } | undefined;
+  /** TLS only: how the client leaves, early or in the middle of a request (absent: destroy). */
+  leave?: LeaveHow;
+  /** TLS only: a hostile TLS client, `renegotiate.at` a fraction of its pieces (absent: a well-behaved one). */
+  tls?: TlsHostilitySpec;
 }
+
+export type TlsHostilitySpec = Exclude<TlsHostility, { kind: 'renegotiate' }> | { kind: 'renegotiate'; at: number };
 
 /** `arbitrary` in `percent` % of the cases, undefined otherwise (shrinks towards undefined). */
 function sometimes<T>(percent: number, arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
   return fc.oneof({ weight: 100 - percent, arbitrary: fc.constant(undefined) }, { weight: percent, arbitrary });
 }
 
+const earlyClose = fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), delayMs: fc.integer({ min: 0, max: 20 }) });
+
+/** The plain-HTTP client (the TCP runs' generator, unchanged so that a seed gives the cases it always gave). */
 export const clientSpec: fc.Arbitrary<ClientSpec> = fc.record({
   requests: fc.array(requestSpec, { minLength: 1, maxLength: 4 }),
   garbage: sometimes(20, fc.integer({ min: 0, max: GARBAGE.length - 1 })),
   mode: fc.constantFrom('whole' as const, 'sequential' as const, 'pieces' as const),
   cuts: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
   delays: fc.array(fc.integer({ min: 0, max: 15 }), { maxLength: 4 }),
-  earlyClose: sometimes(15, fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), delayMs: fc.integer({ min: 0, max: 20 }) })),
+  earlyClose: sometimes(15, earlyClose),
 });
+
+const tlsHostility: fc.Arbitrary<TlsHostilitySpec> = fc.oneof(
+  fc.record({
+    kind: fc.constant('handshake-cut' as const),
+    // A byte at least, the whole record at most.
+    at: fc.double({ min: 0.01, max: 1, noNaN: true }),
+    awaitServer: fc.boolean(),
+    leave: fc.constantFrom('end' as const, 'reset' as const),
+  }),
+  fc.record({ kind: fc.constant('plaintext' as const) }),
+  fc.record({ kind: fc.constant('renegotiate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }),
+);
+
+/**
+ * The TLS client: the plain one, leaving early twice as often and in any of the ways a TLS client can (destroy, close_notify, reset,
+ * half a record), and one client in four hostile to TLS itself.
+ */
+export const tlsClientSpec: fc.Arbitrary<ClientSpec> = fc
+  .record({
+    requests: fc.array(requestSpec, { minLength: 1, maxLength: 4 }),
+    garbage: sometimes(20, fc.integer({ min: 0, max: GARBAGE.length - 1 })),
+    mode: fc.constantFrom('whole' as const, 'sequential' as const, 'pieces' as const),
+    cuts: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
+    delays: fc.array(fc.integer({ min: 0, max: 15 }), { maxLength: 4 }),
+    earlyClose: sometimes(30, earlyClose),
+    leave: fc.constantFrom(...LEAVE_HOWS),
+    tls: sometimes(25, tlsHostility),
+  })
+  .map(({ tls, ...spec }) => (tls === undefined ? spec : { ...spec, tls }));
+
+/** The TLS hostility as the script carries it: a renegotiation's point as a piece index. */
+function toHostility(spec: TlsHostilitySpec, pieces: number): TlsHostility {
+  return spec.kind === 'renegotiate' ? { kind: 'renegotiate', afterPieces: Math.min(pieces, Math.floor(spec.at * (pieces + 1))) } : spec;
+}
 
 interface PlacedSegment extends Segment {
   afterFinals?: number;
@@ -116,15 +160,20 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
     });
   }
   const timed: Piece[] = pieces.map((piece, k) => ({ delayMs: spec.delays.length === 0 ? 0 : spec.delays[k % spec.delays.length]!, ...piece }));
+  // A cut handshake never gets to HTTP: no pieces, no requests. A plaintext client runs over TCP, where there are no records to halve.
+  if (spec.tls?.kind === 'handshake-cut') return { key: index, pieces: [], requests: [], garbage: false, tls: spec.tls };
+  const how = spec.tls?.kind === 'plaintext' && spec.leave === 'half-record' ? 'reset' : spec.leave;
+  const withHow = how === undefined || how === 'destroy' ? {} : { how };
   return {
     key: index,
     pieces: timed,
     requests,
     garbage,
     ...(spec.earlyClose
-      ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs } }
+      ? { earlyClose: { pieces: Math.min(timed.length, 1 + Math.floor(spec.earlyClose.at * timed.length)), delayMs: spec.earlyClose.delayMs, ...withHow } }
       : leaving !== -1
-        ? { earlyClose: { pieces: timed.length, delayMs: 0 } }
+        ? { earlyClose: { pieces: timed.length, delayMs: 0, ...withHow } }
         : {}),
+    ...(spec.tls === undefined ? {} : { tls: toHostility(spec.tls, timed.length) }),
   };
 }

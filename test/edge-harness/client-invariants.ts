@@ -54,6 +54,9 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
   const invited = script.requests[whole.length];
   const scriptLength = script.pieces.reduce((sum, piece) => sum + piece.bytes.length, 0);
   const garbageSent = script.garbage && outcome.written === scriptLength;
+  // A client that closed its side (close_notify, or a FIN) with a request begun: its bytes end short of one, as garbage would.
+  const leftMidRequest =
+    script.earlyClose?.how === 'close-notify' && outcome.end === 'client-closed' && script.requests.every((r) => r.end !== outcome.written);
   const closed = outcome.end !== 'done';
   const stream = parseReceived(outcome.received, (i) => script.requests[i]?.method === 'HEAD', closed);
   const ownerOf = new Map(edgeCase.clients.flatMap((client, c) => client.requests.map((request) => [request.tag, c] as const)));
@@ -72,7 +75,7 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
     if (request === undefined) {
       // One final 400 that closes the connection may answer bytes that did not parse, after every complete request.
       const finalRefusal =
-        garbageSent &&
+        (garbageSent || leftMidRequest) &&
         i === whole.length &&
         i === stream.responses.length - 1 &&
         response.status === 400 &&

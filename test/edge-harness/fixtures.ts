@@ -11,8 +11,11 @@ export const FIXTURE_DIR = fileURLToPath(new URL('../fixtures/edge/', import.met
 export interface EdgeFixture {
   /** What the script shows, in a sentence (edited by hand once understood). */
   description: string;
-  /** Where it came from: the run's seed, fast-check's path to the shrunk case, when, and the commit it was run against. */
-  found: { seed: number; path: string | null; at: string; revision?: string };
+  /**
+   * Where it came from: the run's seed, fast-check's path to the shrunk case, when, the commit it was run against, and `tls` when
+   * generated over TLS (replayed over TLS only when it needs TLS, script.ts's needsTls; over both transports otherwise).
+   */
+  found: { seed: number; path: string | null; at: string; revision?: string; transport?: 'tls' };
   /** The violations seen when it was found (for the reader; replay checks the invariants afresh). */
   violations: Violation[];
   case: EdgeCase;

@@ -1,9 +1,10 @@
-// npm run fuzz -- [--runs N] [--seed S] [--minutes M] (--help lists them): runs the edge property, prints what it covered and any shrunk counterexample (shrunk for at most M minutes).
+// npm run fuzz -- [--runs N] [--seed S] [--minutes M] [--tls] (--help lists them): runs the edge property, prints what it covered and any shrunk counterexample (shrunk for at most M minutes).
 import { parseArgs } from 'node:util';
+import { createTlsTransport, TCP } from '../helpers/edge-transport.ts';
 import { startEnvironment } from './gateway.ts';
 import { checkEdgeProperty } from './property.ts';
 
-const USAGE = `usage: npm run fuzz -- [--runs N] [--seed S] [--minutes M]
+const USAGE = `usage: npm run fuzz -- [--runs N] [--seed S] [--minutes M] [--tls]
 
 Runs the edge harness's property on generated cases (hostile clients and upstreams against a gateway and
 a private redis-server it starts), prints what it covered, and on a failure the shrunk counterexample,
@@ -15,6 +16,9 @@ options:
   --runs N      cases to generate, at most (default 100)
   --seed S      the generator's seed, an integer (default: a random one, printed first)
   --minutes M   how long a failing case may be shrunk, at most (default 30)
+  --tls         the clients reach an HTTPS listener over TLS (certificates made for the run), some
+                of them hostile to TLS itself: cut handshakes, plaintext, renegotiation, close_notify,
+                resets and half records
   -h, --help    prints this and exits
 `;
 
@@ -26,6 +30,7 @@ function fuzzArgs() {
         runs: { type: 'string', default: '100' },
         seed: { type: 'string' },
         minutes: { type: 'string', default: '30' },
+        tls: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -47,7 +52,9 @@ if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !(minutes 
   process.exit(2);
 }
 
-console.log(`seed ${seed}, up to ${runs} cases`);
+const tls = values.tls ? createTlsTransport() : undefined;
+const transport = tls ?? TCP;
+console.log(`seed ${seed}, up to ${runs} cases over ${transport.name}`);
 const environment = await startEnvironment(3);
 let failing = 0;
 try {
@@ -55,6 +62,7 @@ try {
     seed,
     numRuns: runs,
     shrinkTimeLimitMs: minutes * 60_000,
+    transport,
     onCase: (violations) => {
       if (violations.length > 0) failing++;
     },
@@ -72,4 +80,5 @@ try {
   } else console.log('no counterexample');
 } finally {
   await environment.close();
+  tls?.remove();
 }

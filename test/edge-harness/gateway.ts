@@ -29,11 +29,18 @@ export interface HarnessEnvironment {
   close(): Promise<void>;
 }
 
-export function harnessConfig(redisUrl: string, upstreamUrl: string, settings: GatewaySettings, documents?: HarnessEnvironment['documents']): GatewayConfig {
+/** `listenerEnv`: the settings that make the public listener HTTPS (EdgeTransport.env()); none for plain HTTP. */
+export function harnessConfig(
+  redisUrl: string,
+  upstreamUrl: string,
+  settings: GatewaySettings,
+  documents?: HarnessEnvironment['documents'],
+  listenerEnv: Record<string, string> = {},
+): GatewayConfig {
   const document = settings.document === undefined || settings.document === 'v1' ? undefined : documents?.[settings.document];
   if (settings.document !== undefined && settings.document !== 'v1' && document === undefined) throw new Error(`no ${settings.document} document`);
   return loadConfig(
-    { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: upstreamUrl, GATEWAY_ENVIRONMENT: 'production' },
+    { PORT: '0', ADMIN_PORT: '0', REDIS_URL: redisUrl, UPSTREAM_URL: upstreamUrl, GATEWAY_ENVIRONMENT: 'production', ...listenerEnv },
     {
       listen: { host: '127.0.0.1', adminHost: '127.0.0.1' },
       upstream: {

@@ -1,6 +1,7 @@
 // The property over generated cases: fast-check runs and shrinks, and the shrunk counterexample is saved as a fixture.
 import fc from 'fast-check';
-import { edgeCase } from './case-generator.ts';
+import { TCP, type EdgeTransport } from '../helpers/edge-transport.ts';
+import { edgeCaseOver } from './case-generator.ts';
 import { saveFixture } from './fixtures.ts';
 import type { HarnessEnvironment } from './gateway.ts';
 import { runCase } from './run-case.ts';
@@ -17,6 +18,8 @@ export interface PropertyOptions {
   shrinkTimeLimitMs: number;
   /** Told after each case. */
   onCase?: (violations: readonly Violation[]) => void;
+  /** What the clients reach the gateway over (default plain TCP); TLS cases add clients hostile to TLS itself. */
+  transport?: EdgeTransport;
 }
 
 export interface PropertyReport {
@@ -32,11 +35,12 @@ export async function checkEdgeProperty(environment: HarnessEnvironment, options
   let casesRun = 0;
   // Shrinking only moves to failing cases, so the last failing case run is the shrunk counterexample.
   let lastFailure: { edgeCase: EdgeCase; violations: Violation[] } | undefined;
-  const property = fc.asyncProperty(edgeCase, async (generated) => {
+  const transport = options.transport ?? TCP;
+  const property = fc.asyncProperty(edgeCaseOver(transport.name), async (generated) => {
     casesRun++;
     let violations: Violation[];
     try {
-      ({ violations } = await runCase(generated, environment));
+      ({ violations } = await runCase(generated, environment, transport));
     } catch (error) {
       // Not a finding about the gateway, but never silent: the case is reported with why it could not run.
       violations = [{ invariant: 'e', detail: `the case could not run: ${error instanceof Error ? error.message : String(error)}` }];
@@ -56,8 +60,13 @@ export async function checkEdgeProperty(environment: HarnessEnvironment, options
   if (!run.failed || lastFailure === undefined) return report;
   const details = shrunk?.failed ? shrunk : run;
   const fixture = saveFixture({
-    description: `Shrunk by fast-check (seed ${options.seed}); the violations are the shrunk case's.`,
-    found: { seed: options.seed, path: details.counterexamplePath, at: new Date().toISOString() },
+    description: `Shrunk by fast-check (seed ${options.seed}, over ${transport.name}); the violations are the shrunk case's.`,
+    found: {
+      seed: options.seed,
+      path: details.counterexamplePath,
+      at: new Date().toISOString(),
+      ...(transport.name === 'tls' ? { transport: 'tls' as const } : {}),
+    },
     violations: lastFailure.violations,
     case: lastFailure.edgeCase,
   });

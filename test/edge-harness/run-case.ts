@@ -1,10 +1,11 @@
 // Runs one case: a hostile upstream and a fresh gateway, the clients concurrently with their own keys, then the invariant checks.
+import { TCP, type EdgeTransport } from '../helpers/edge-transport.ts';
 import { driveClient } from './client-driver.ts';
 import { harnessConfig, startCaseGateway, type HarnessEnvironment } from './gateway.ts';
 import { startHostileUpstream } from './hostile-upstream.ts';
 import { checkInvariants } from './invariants.ts';
 import { createSightings } from './sightings.ts';
-import type { EdgeCase, GatewaySettings } from './script.ts';
+import { needsTls, type EdgeCase, type GatewaySettings } from './script.ts';
 import type { CaseObservation, Violation } from './violations.ts';
 
 /**
@@ -22,16 +23,23 @@ export interface CaseResult {
 type GatewayRun = Omit<CaseObservation, 'edgeCase' | 'keys' | 'crashes' | 'twin'>;
 
 /** One gateway with `settings` in front of a fresh hostile upstream, the clients played against it concurrently. */
-async function runGateway(edgeCase: EdgeCase, settings: GatewaySettings, environment: HarnessEnvironment, progressDeadlineMs: number): Promise<GatewayRun> {
+async function runGateway(
+  edgeCase: EdgeCase,
+  settings: GatewaySettings,
+  environment: HarnessEnvironment,
+  progressDeadlineMs: number,
+  transport: EdgeTransport,
+): Promise<GatewayRun> {
   const sightings = createSightings();
   const upstream = await startHostileUpstream(edgeCase.upstream, sightings);
   try {
-    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, settings, environment.documents));
+    const gateway = await startCaseGateway(harnessConfig(environment.redisUrl, upstream.baseUrl, settings, environment.documents, transport.env()));
     try {
       const driven = edgeCase.clients.map((script, index) =>
         driveClient(script, {
           port: gateway.port,
           key: environment.keys[script.key]!,
+          transport,
           progressDeadlineMs,
           onReceived: (received) => sightings.received(index, received),
         }),
@@ -53,7 +61,8 @@ async function runGateway(edgeCase: EdgeCase, settings: GatewaySettings, environ
  * Runs the case; a case whose gateway checks every answer beside its relay (report) runs beside a twin that checks none (off), on its own
  * upstream with the same behaviours, so that what checking changed in an answer shows against what the twin's client got.
  */
-export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironment): Promise<CaseResult> {
+export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironment, transport: EdgeTransport = TCP): Promise<CaseResult> {
+  if (needsTls(edgeCase) && transport.name !== 'tls') throw new Error('the case has hostile TLS clients: it runs over TLS only');
   const crashes: string[] = [];
   const onCrash = (error: unknown) => crashes.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
   process.on('uncaughtException', onCrash);
@@ -66,8 +75,8 @@ export async function runCase(edgeCase: EdgeCase, environment: HarnessEnvironmen
   let observation: CaseObservation;
   try {
     const [main, twin] = await Promise.all([
-      runGateway(edgeCase, edgeCase.gateway, environment, progressDeadlineMs),
-      twinned ? runGateway(edgeCase, { ...edgeCase.gateway, contractMode: 'off' }, environment, progressDeadlineMs) : undefined,
+      runGateway(edgeCase, edgeCase.gateway, environment, progressDeadlineMs, transport),
+      twinned ? runGateway(edgeCase, { ...edgeCase.gateway, contractMode: 'off' }, environment, progressDeadlineMs, transport) : undefined,
     ]);
     observation = { edgeCase, keys: environment.keys, ...main, crashes, ...(twin ? { twin: { clients: twin.clients, upstream: twin.upstream } } : {}) };
   } finally {

@@ -56,8 +56,38 @@ export interface ClientScript {
   requests: SentRequest[];
   /** Bytes that do not parse follow the complete requests. */
   garbage: boolean;
-  /** The client destroys its connection after writing this many pieces and waiting `delayMs`. */
-  earlyClose?: { pieces: number; delayMs: number };
+  /**
+   * The client leaves after writing this many pieces and waiting `delayMs`, as `how` says (absent: `destroy`). With `half-record`,
+   * the last of those pieces goes out as half a TLS record only: none of its bytes reach the gateway's HTTP parser.
+   */
+  earlyClose?: { pieces: number; delayMs: number; how?: LeaveHow };
+  /** TLS only: a hostile TLS client (see TlsHostility). Absent: a well-behaved TLS client, or a TCP one. */
+  tls?: TlsHostility;
+}
+
+/**
+ * How a client leaves early. destroy: the socket destroyed (FIN, and over TLS no close_notify); close-notify: the TLS session
+ * closed properly (close_notify, then FIN; over TCP the FIN alone, a half-close), the client reading on until the gateway closes;
+ * reset: a TCP reset (RST), whatever the session; half-record (TLS only): half a TLS record written, then a TCP reset.
+ */
+export const LEAVE_HOWS = ['destroy', 'close-notify', 'reset', 'half-record'] as const;
+export type LeaveHow = (typeof LEAVE_HOWS)[number];
+
+/**
+ * A TLS client that does not behave. handshake-cut: the first `at` (a fraction, 0 < at <= 1) of a ClientHello record written in
+ * the clear, then, once the gateway answered it or at once (`awaitServer`), a FIN or a reset; the script's requests are never sent.
+ * plaintext: the script's bytes written as plain HTTP to the TLS port: not one of them is a request, nothing may answer them in the
+ * clear. renegotiate: a TLS 1.2 session, renegotiation asked for after `afterPieces` pieces were written; the listener must refuse
+ * it (no renegotiation), the rest of the script is written only if it accepted.
+ */
+export type TlsHostility =
+  | { kind: 'handshake-cut'; at: number; awaitServer: boolean; leave: 'end' | 'reset' }
+  | { kind: 'plaintext' }
+  | { kind: 'renegotiate'; afterPieces: number };
+
+/** Whether the case can only run over TLS: a hostile TLS client, or a client that leaves mid-record. */
+export function needsTls(edgeCase: EdgeCase): boolean {
+  return edgeCase.clients.some((client) => client.tls !== undefined || client.earlyClose?.how === 'half-record');
 }
 
 /**

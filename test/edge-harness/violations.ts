@@ -14,9 +14,11 @@ import type { RestWritten } from './sightings.ts';
  * enforce an answer off it relayed, a refusal that is not one 502 upstream_contract_violation or that closes the client's
  * connection, an upstream connection reused after a head refused, a slow body that reached the client before it was whole;
  * under report and off (and enforce, on the document) an answer not relayed as the upstream wrote it, or (report) not the
- * answer the off twin's client got, or (report, off) a slow body held back until the upstream had written all of it.
+ * answer the off twin's client got, or (report, off) a slow body held back until the upstream had written all of it; g: the TLS
+ * leg (tls-invariants.ts): a renegotiation the listener went through with, bytes a client sent in the clear answered in the clear,
+ * a hostile TLS client (a cut handshake, half a record) that got a byte of HTTP.
  */
-export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+export type Invariant = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g';
 
 export interface Violation {
   invariant: Invariant;

@@ -1,6 +1,7 @@
 // Byte-for-byte HTTP for protocol tests: a client that writes exact bytes, and an upstream that records what it receives.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { TCP, type EdgeTransport } from './edge-transport.ts';
 
 export interface RawAnswer {
   /** Everything the gateway wrote, as latin1 text (one char per byte). */
@@ -21,7 +22,12 @@ export interface RawSendOptions {
   responses?: number;
   /** Written after the first bytes, once the first response head arrived (for Expect: 100-continue). */
   afterFirstResponse?: string | Buffer;
+  /** Plain TCP (the default) or TLS: the bytes are the same, written once the connection is ready (TLS: after the handshake). */
+  transport?: EdgeTransport;
 }
+
+/** How long a connection may take to be ready (a TLS handshake on a loaded machine): hang detection only. */
+const CONNECT_MS = 10_000;
 
 /** Splits a byte stream of responses; each body is framed by Content-Length (the gateway never chunks errors). */
 export function parseResponses(text: string): Array<{ status: number; headers: Record<string, string>; body: string }> {
@@ -81,13 +87,20 @@ function arrivedWhole(text: string, bodiless: boolean): boolean {
   return response.body.length === Number(response.headers['content-length'] ?? 0) || [100, 204, 304].includes(response.status);
 }
 
-/** Opens a connection, writes `bytes` exactly, and collects the answer. */
+/**
+ * Opens a connection, writes `bytes` exactly, and collects the answer. The wait (`waitMs`) starts once the connection is ready, so
+ * a TLS handshake does not eat into it: `waitMs: 1` writes and abandons at once over either transport.
+ */
 export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOptions = {}): Promise<RawAnswer> {
-  const { waitMs = options.responses === undefined ? 2000 : 15_000 } = options;
+  const { waitMs = options.responses === undefined ? 2000 : 15_000, transport = TCP } = options;
   // Answers to HEAD declare a length but carry no body.
   const bodiless = (typeof bytes === 'string' ? bytes : bytes.toString('latin1', 0, 5)).startsWith('HEAD ');
   return new Promise((resolve, reject) => {
-    const socket: Socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    const socket: Socket = transport.connect(port, () => {
+      socket.write(bytes);
+      clearTimeout(deadline);
+      deadline = setTimeout(finish, waitMs);
+    });
     let text = '';
     let closed = false;
     let sentFollowUp = false;
@@ -96,7 +109,7 @@ export function sendRaw(port: number, bytes: string | Buffer, options: RawSendOp
       socket.destroy();
       resolve({ text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1])), closed });
     };
-    const deadline = setTimeout(finish, waitMs);
+    let deadline = setTimeout(finish, Math.max(waitMs, CONNECT_MS));
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString('latin1');
       if (options.afterFirstResponse !== undefined && !sentFollowUp && text.includes('\r\n\r\n')) {

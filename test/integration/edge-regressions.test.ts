@@ -1,12 +1,22 @@
-// Replays every byte script in test/fixtures/edge/ against a fresh gateway: each must now hold every edge invariant.
+// Replays every byte script in test/fixtures/edge/ against a fresh gateway, over TCP and TLS: each must now hold every edge invariant.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { edgeTransports } from '../helpers/edge-transport.ts';
 import { listFixtures } from '../edge-harness/fixtures.ts';
 import { startEnvironment, type HarnessEnvironment } from '../edge-harness/gateway.ts';
 import { runCase } from '../edge-harness/run-case.ts';
+import { needsTls } from '../edge-harness/script.ts';
 
 const fixtures = listFixtures();
 /** Keys by index: as many as the scripts use. */
 const keyCount = Math.max(3, ...fixtures.flatMap(({ fixture }) => fixture.case.clients.map((client) => client.key + 1)));
+
+const transports = edgeTransports();
+/** Each fixture over each transport, but a script with clients hostile to TLS, which only TLS can carry. */
+const replays = fixtures.flatMap(({ name, fixture }) =>
+  transports.all
+    .filter((transport) => transport.name === 'tls' || !needsTls(fixture.case))
+    .map((transport) => [name, transport.name, fixture, transport] as const),
+);
 
 let environment: HarnessEnvironment | undefined;
 
@@ -15,6 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await environment?.close();
+  transports.remove();
 });
 
 describe('edge fixtures', () => {
@@ -31,10 +42,10 @@ describe('edge fixtures', () => {
     }
   });
 
-  it.each(fixtures.map(({ name, fixture }) => [name, fixture] as const))(
-    '%s: holds every edge invariant',
-    async (_name, fixture) => {
-      const { violations } = await runCase(fixture.case, environment!);
+  it.each(replays)(
+    '%s over %s: holds every edge invariant',
+    async (_name, _over, fixture, transport) => {
+      const { violations } = await runCase(fixture.case, environment!, transport);
       expect(violations).toEqual([]);
     },
     30_000,
