@@ -56,7 +56,7 @@ function driveHandshakeCut(cut: Extract<TlsHostility, { kind: 'handshake-cut' }>
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   const settled = (async () => {
     const hello = await clientHello();
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    if (socket.connecting) await Promise.race([new Promise((resolve) => socket.once('connect', resolve)), closed]);
     socket.write(hello.subarray(0, Math.max(1, Math.ceil(cut.at * hello.length))));
     if (cut.awaitServer) {
       await Promise.race([
@@ -225,6 +225,8 @@ export function driveClient(script: ClientScript, options: DriveOptions): Driven
   }
 
   async function play(): Promise<void> {
+    // A handshake that neither completes nor fails is a hang too.
+    armDeadline();
     await until('the connection', () => ready);
     if (closed || settled) return;
     armDeadline();

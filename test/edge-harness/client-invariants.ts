@@ -1,7 +1,7 @@
 // Invariants a, b, c and part of e on the client leg: what each client received, against what it sent whole.
 import type { ClientOutcome } from './client-driver.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
-import { PLAIN_ANSWER, TAG_PATTERN, type ClientScript, type EdgeCase, type SentRequest } from './script.ts';
+import { PLAIN_ANSWER, TAG_PATTERN, tagOf, type ClientScript, type EdgeCase, type SentRequest } from './script.ts';
 import type { Violation } from './violations.ts';
 
 export function isErrorBody(response: ReceivedResponse): boolean {
@@ -41,6 +41,11 @@ function refusedInsteadOfContinue(request: SentRequest | undefined, response: Re
   );
 }
 
+/** A refusal of the request tagged `tag` that did not wait for its body: the gateway's Error, and the connection closed. */
+function refusedBeforeItsBody(tag: string, response: ReceivedResponse): boolean {
+  return response.status >= 400 && isErrorBody(response) && closesConnection(response) && response.headers['x-request-id'] === tag;
+}
+
 function snippet(response: ReceivedResponse): string {
   return `${response.status} ${JSON.stringify(response.body.slice(0, 120))}`;
 }
@@ -57,12 +62,16 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
   // A client that closed its side (close_notify, or a FIN) with a request begun: its bytes end short of one, as garbage would.
   const leftMidRequest =
     script.earlyClose?.how === 'close-notify' && outcome.end === 'client-closed' && script.requests.every((r) => r.end !== outcome.written);
+  // The request a client that leaves early was partway through (one it leaves on purpose is never in `requests`): its head may have
+  // arrived whole, and been refused before its body, which the client reads when it leaves late or only closes its side.
+  const partialTag = script.earlyClose === undefined ? undefined : (script.requests[whole.length]?.tag ?? tagOf(index, script.requests.length));
   const closed = outcome.end !== 'done';
   const stream = parseReceived(outcome.received, (i) => script.requests[i]?.method === 'HEAD', closed);
   const ownerOf = new Map(edgeCase.clients.flatMap((client, c) => client.requests.map((request) => [request.tag, c] as const)));
 
   stream.responses.forEach((response, i) => {
     const request = whole[i] ?? (i === whole.length && refusedInsteadOfContinue(invited, response) ? invited : undefined);
+    if (request === undefined && i === whole.length && partialTag !== undefined && refusedBeforeItsBody(partialTag, response)) return;
     if (response.status === 500) flag('e', `answer #${i} is a 500: ${snippet(response)}`);
     if (response.status === 101) flag('b', `answer #${i} is a 101 to a request that asked for no upgrade`);
     for (const [tag] of response.body.matchAll(TAG_PATTERN)) {

@@ -8,9 +8,10 @@ import type { CaseObservation, Violation } from './violations.ts';
 
 /**
  * The rate-limit counters live in the run's Redis, which the twin shares: what is left differs by the other gateway's requests,
- * and the seconds to the window's end by when it asked. The policy's name and quota must still match.
+ * and the seconds to the window's end by when it asked: in every policy the field lists (a key with a quota has two). The policies'
+ * names must still match.
  */
-const normalize = (name: string, value: string) => (name === 'ratelimit' ? value.replace(/; r=\d+; t=\d+$/, '; r=_; t=_') : value);
+const normalize = (name: string, value: string) => (name === 'ratelimit' ? value.replace(/; r=\d+; t=\d+/g, '; r=_; t=_') : value);
 
 /** The first difference between two answers' heads and bodies, Date aside; undefined when there is none. */
 function difference(answer: ReceivedResponse, twin: ReceivedResponse): string | undefined {

@@ -511,6 +511,8 @@ describe.each(transports.all)('over $name', (transport) => {
         const answer = await sendRaw(through.running.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${through.gateway.apiKey}\r\n\r\n`, {
           responses: 1,
         });
+        // The access log line is written once the answer is on its way: over TLS the client may read it a moment before.
+        await waitFor(async () => through.gateway.logs.some((entry) => entry.res !== undefined), 2000);
         return { statuses: answer.statuses, error: errorOf(answer.text), logs: through.gateway.rawLogs() };
       } finally {
         await through.close();

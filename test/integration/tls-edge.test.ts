@@ -1,4 +1,5 @@
 // The HTTPS listener's own edge, over real TLS sockets: plain HTTP on the TLS port, renegotiation, cut handshakes, close_notify, resets, half records.
+import { once } from 'node:events';
 import { connect as connectTcp, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -235,5 +236,37 @@ describe('a TLS client leaving mid-request', () => {
     expect(text).toBe('');
     expect(forwarded().slice(before)).toEqual([]);
     await stillServing('after-half-record-0001');
+  });
+});
+
+describe('a handshake that stalls', () => {
+  /** The listener's handshake timeout is listen.headersTimeoutMs (server.ts: "a handshake is part of sending the headers"). */
+  const HANDSHAKE_MS = 1000;
+  /** Scheduling slack past the deadline: well below the 5 s a connection refused outside the pipeline may linger (client-error.ts). */
+  const SLACK_MS = 1500;
+
+  it('is closed at the handshake timeout, without a byte of HTTP, whether the client sent nothing, half a hello or a whole one', async () => {
+    const stalled = await startEdge(upstream.baseUrl, { listen: { headersTimeoutMs: HANDSHAKE_MS } }, undefined, tls);
+    try {
+      const hello = await clientHello();
+      const closings = [0, 0.5, 1].map(async (fraction) => {
+        const socket = connectTcp(stalled.running.port, '127.0.0.1');
+        const started = Date.now();
+        const read = readToClose(socket);
+        await once(socket, 'connect');
+        if (fraction > 0) socket.write(hello.subarray(0, Math.ceil(fraction * hello.length)));
+        const { text, closed } = await read;
+        return { fraction, closed, http: /HTTP\/1\.[01]/.test(text), closedAfterMs: Date.now() - started };
+      });
+      for (const closing of await Promise.all(closings)) {
+        expect(closing).toMatchObject({ closed: true, http: false });
+        // Node's timeout fires a clientError; answered as an HTTP one (a refusal, then a 5 s linger), it holds the socket past it.
+        expect(closing.closedAfterMs, `closed ${closing.closedAfterMs} ms after connecting (${closing.fraction} of a hello sent)`).toBeLessThan(
+          HANDSHAKE_MS + SLACK_MS,
+        );
+      }
+    } finally {
+      await stalled.close();
+    }
   });
 });
