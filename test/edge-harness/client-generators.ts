@@ -113,6 +113,7 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       ...(built.trace ? { trace: built.trace } : {}),
       ...(built.allowOrigin ? { allowOrigin: built.allowOrigin } : {}),
       ...(built.segments.some((segment) => segment.afterContinues) ? { waitsForContinue: true as const } : {}),
+      ...(/\r\nExpect: 100-continue\r\n/i.test(built.segments[0]!.text) ? { expectsContinue: true as const } : {}),
     });
   });
   // After a request asking for Connection: close, nothing more is read: no garbage then.

@@ -121,7 +121,11 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
     const answered = stream.responses.filter((response) => response.complete).length;
     const next = whole[answered];
     const cut = stream.responses[answered];
-    if (next !== undefined && !(cut !== undefined && !cut.complete && mayBeCut(edgeCase, next))) {
+    // A request that asked for 100 Continue, refused before its body: the gateway closes, since it cannot tell whether the body follows.
+    const last = stream.responses[answered - 1];
+    const refusedExpecting =
+      whole[answered - 1]?.expectsContinue === true && last !== undefined && last.status >= 400 && isErrorBody(last) && closesConnection(last);
+    if (next !== undefined && !refusedExpecting && !(cut !== undefined && !cut.complete && mayBeCut(edgeCase, next))) {
       flag('c', `${next.tag} (${next.method} ${next.target}) got no answer before the gateway closed the connection (${answered} of ${whole.length} answered)`);
     }
   }

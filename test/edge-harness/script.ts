@@ -46,6 +46,11 @@ export interface SentRequest {
    * over a quota, say) answers the request without its body, and closes the connection: the body may still come.
    */
   waitsForContinue?: true;
+  /**
+   * It asked for 100 Continue (Expect: 100-continue), whether it waits for it or sends its body at once. A refusal before its body
+   * closes the connection (the gateway cannot tell whether the body follows): requests pipelined behind it may go unanswered.
+   */
+  expectsContinue?: true;
 }
 
 export interface ClientScript {
