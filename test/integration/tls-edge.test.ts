@@ -4,7 +4,7 @@ import { connect as connectTcp, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/start-gateway-process.ts';
-import { createTlsTransport } from '../helpers/edge-transport.ts';
+import { createTlsTransport, TCP } from '../helpers/edge-transport.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { parseResponses, sendRaw, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
@@ -267,6 +267,44 @@ describe('a handshake that stalls', () => {
       }
     } finally {
       await stalled.close();
+    }
+  });
+});
+
+describe('clients that reset their connection while their body arrives', () => {
+  /** A connection reset is seen at once over TCP; waiting this long only gives the gateway time to see it (far below the 5 s linger). */
+  const NOTICE_MS = 500;
+  const transports = [TCP, tls];
+
+  it.each(transports)('over $name, give back their places in flight: a client after them is served, not shed', async (transport) => {
+    const capped = await startEdge(upstream.baseUrl, { listen: { maxInFlight: 3 } }, undefined, transport);
+    try {
+      const head = `POST /v1/pets HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${capped.gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n{"nam`;
+      await Promise.all(
+        [0, 1, 2].map(
+          (gap) =>
+            new Promise<void>((resolve) => {
+              // Over TLS the reset comes from beneath the session (a TCP RST, no close_notify); over TCP it is the socket's own.
+              const wire = transport.name === 'tls' ? openWire(capped.running.port) : undefined;
+              const socket = transport.connect(
+                capped.running.port,
+                () => {
+                  socket.write(head);
+                  setTimeout(() => (wire ? wire.raw.resetAndDestroy() : socket.resetAndDestroy()), gap);
+                },
+                wire ? { socket: wire.duplex } : {},
+              );
+              socket.on('error', () => undefined);
+              socket.on('close', () => resolve());
+            }),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, NOTICE_MS));
+      const inFlightNow = parseExposition(await capped.gateway.scrape()).get(seriesKey('petstore_gateway_in_flight_requests', { environment: 'production' }));
+      const after = await sendRaw(capped.running.port, get('after-resets-0001').replace(key, capped.gateway.apiKey), { transport, responses: 1 });
+      expect({ inFlightNow, statuses: after.statuses }).toEqual({ inFlightNow: 0, statuses: [200] });
+    } finally {
+      await capped.close();
     }
   });
 });
