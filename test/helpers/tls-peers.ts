@@ -1,10 +1,13 @@
 // Real TLS peers for the TLS tests: an HTTPS backend (mutual TLS when asked), handshakes, and the certificate a listener serves.
 import { X509Certificate } from 'node:crypto';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { connect, type ConnectionOptions, type SecureContextOptions, type SecureVersion, type TLSSocket } from 'node:tls';
+import type { IssuedCertificate, TestAuthority, TestPki } from './test-certificates.ts';
 
 export interface TlsUpstreamOptions {
   cert: string;
@@ -96,6 +99,71 @@ export async function startTlsUpstream(options: TlsUpstreamOptions): Promise<Tls
   };
 }
 
+export interface OpensslServer {
+  /** https://localhost:<port>/v1 */
+  baseUrl: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * `openssl s_server` requiring a client certificate from `caFile`: a peer that verifies it in OpenSSL and says why it
+ * refuses with an alert (unknown_ca, certificate_required), as Envoy or Go do. A Node server verifies a client certificate
+ * in JavaScript and only drops the connection, which tells the client nothing.
+ */
+export async function startOpensslServer(options: {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  version: 'TLSv1.2' | 'TLSv1.3';
+  port: number;
+}): Promise<OpensslServer> {
+  const args = ['s_server', '-accept', `127.0.0.1:${options.port}`, '-cert', options.certFile, '-key', options.keyFile];
+  args.push('-CAfile', options.caFile, '-Verify', '1', '-verify_return_error', '-www', options.version === 'TLSv1.2' ? '-tls1_2' : '-tls1_3');
+  const child = spawn('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const read = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (output.includes('ACCEPT')) resolve();
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.once('exit', (code) => reject(new Error(`openssl s_server exited (${code}): ${output}`)));
+  });
+  return {
+    baseUrl: `https://localhost:${options.port}/v1`,
+    port: options.port,
+    close: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill();
+      }),
+  };
+}
+
+/**
+ * A certificate valid only from a year ahead: `openssl x509 -req` cannot set a start date, `openssl ca` can. Issued by
+ * `authority` for localhost and 127.0.0.1; the key and request are the helper's own, re-signed with the later dates.
+ */
+export function issueNotYetValid(pki: TestPki, authority: TestAuthority, name: string): IssuedCertificate {
+  const issued = authority.issue({ name });
+  const start = new Date(Date.now() + 365 * 86_400_000);
+  const end = new Date(start.getTime() + 30 * 86_400_000);
+  // openssl ca's dates: YYYYMMDDHHMMSSZ.
+  const asOpensslDate = (date: Date) => `${date.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
+  const database = pki.write(`${name}.index`, '');
+  const config = pki.write(
+    `${name}.cnf`,
+    `[ca]\ndefault_ca=test\n[test]\ndatabase=${database}\nnew_certs_dir=${pki.dir}\nserial=${join(pki.dir, `${name}.serial`)}\nrand_serial=yes\ndefault_md=sha256\npolicy=anything\n[anything]\ncommonName=supplied\n`,
+  );
+  const args = ['ca', '-batch', '-config', config, '-cert', authority.certFile, '-keyfile', authority.keyFile, '-in', join(pki.dir, `${name}.csr`)];
+  args.push('-out', issued.certFile, '-startdate', asOpensslDate(start), '-enddate', asOpensslDate(end), '-extfile', join(pki.dir, `${name}.ext`), '-notext');
+  execFileSync('openssl', args, { cwd: pki.dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  return { ...issued, cert: readFileSync(issued.certFile, 'utf8') };
+}
+
 /** The certificate's SHA-256 fingerprint, as getPeerCertificate() reports it. */
 export function fingerprintOf(pem: string): string {
   return new X509Certificate(pem).fingerprint256;
@@ -155,7 +223,9 @@ export function curl(port: number, path: string, options: { caFile: string; apiK
     execFile('curl', args, { timeout: 10_000 }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`curl failed: ${stderr}`, { cause: error }));
       const separator = stdout.lastIndexOf('\n');
-      const [status, contentType = ''] = stdout.slice(separator + 1).split(' ');
+      const trailer = stdout.slice(separator + 1);
+      const space = trailer.indexOf(' ');
+      const [status, contentType] = space === -1 ? [trailer, ''] : [trailer.slice(0, space), trailer.slice(space + 1)];
       const protocol = /SSL connection using (TLSv[\d.]+)/.exec(stderr)?.[1] ?? '';
       resolve({ status: Number(status), contentType, body: stdout.slice(0, separator), protocol });
     });

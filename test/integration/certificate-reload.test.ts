@@ -1,5 +1,5 @@
 // The listener's certificate replaced without a restart: on reload under load with no failed request, a bad pair refused, and by the file watch.
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
+import { createSecretVolume } from '../helpers/secret-volume.ts';
 import { fingerprintOf, notAfterSeconds, servedFingerprint } from '../helpers/tls-peers.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
@@ -171,6 +172,23 @@ describe('a reload under load', () => {
   });
 });
 
+describe('a reload that names other listener files', () => {
+  it('leaves them for a restart (needRestart) and keeps serving the files it started with', async () => {
+    const files = liveFiles('live-paths', first);
+    const other = liveFiles('live-paths-other', second);
+    const gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: { PORT: '0', ADMIN_PORT: '0' },
+      overrides: { listen: { tls: files }, ...UNLIMITED },
+      reloadOverrides: () => ({ listen: { tls: other }, ...UNLIMITED }),
+    });
+    const running = await gateway.listen();
+    stop = () => running.shutdown('test over');
+    expect(await gateway.reload()).toMatchObject({ result: 'success', needRestart: expect.arrayContaining(['listen.tls.certFile', 'listen.tls.keyFile']) });
+    expect(await servedFingerprint(running.port, ca.cert)).toBe(fingerprintOf(first.cert));
+  });
+});
+
 describe('a reload with a bad pair', () => {
   it.each([
     ['a certificate file that does not parse', () => ({ cert: 'not a certificate\n', key: second.key })],
@@ -206,26 +224,27 @@ describe('the certificate watch (certificates.watchIntervalMs)', () => {
   });
 
   it('follows a Kubernetes Secret volume: the files are links through ..data, swapped at once to a new directory', async () => {
-    // The kubelet writes a new timestamped directory, then renames a link over ..data: both files change in one step.
-    const volume = join(pki.dir, 'secret-volume');
-    const version = (name: string, pair: IssuedCertificate) => {
-      mkdirSync(join(volume, name), { recursive: true });
-      writeFileSync(join(volume, name, 'tls.crt'), pair.cert);
-      writeFileSync(join(volume, name, 'tls.key'), pair.key);
-    };
-    version('..2026_11_26_00_00_00.1', first);
-    symlinkSync('..2026_11_26_00_00_00.1', join(volume, '..data'));
-    symlinkSync('..data/tls.crt', join(volume, 'tls.crt'));
-    symlinkSync('..data/tls.key', join(volume, 'tls.key'));
-    const { gateway, port } = await listening({ certFile: join(volume, 'tls.crt'), keyFile: join(volume, 'tls.key') }, WATCH);
+    const volume = createSecretVolume(join(pki.dir, 'secret-volume'), { 'tls.crt': first.cert, 'tls.key': first.key });
+    const { gateway, port } = await listening({ certFile: volume.path('tls.crt'), keyFile: volume.path('tls.key') }, WATCH);
     expect(await servedFingerprint(port, ca.cert)).toBe(fingerprintOf(first.cert));
-
-    version('..2026_11_26_00_10_00.2', second);
-    symlinkSync('..2026_11_26_00_10_00.2', join(volume, '..data_tmp'));
-    renameSync(join(volume, '..data_tmp'), join(volume, '..data'));
+    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
     await waitFor(async () => (await servedFingerprint(port, ca.cert)) === fingerprintOf(second.cert), 5000, 50);
     // One atomic change: never a half-replaced pair refused on the way.
     expect((await scrape(gateway)).get(reloads('failure')) ?? 0).toBe(0);
+  });
+
+  it('refuses a bad pair it finds once, keeps serving the old one, and takes up the good pair that follows', async () => {
+    const volume = createSecretVolume(join(pki.dir, 'secret-volume-bad'), { 'tls.crt': first.cert, 'tls.key': first.key });
+    const { gateway, port } = await listening({ certFile: volume.path('tls.crt'), keyFile: volume.path('tls.key') }, WATCH);
+    volume.update({ 'tls.crt': second.cert, 'tls.key': first.key });
+    await waitFor(async () => (await scrape(gateway)).get(reloads('failure')) === 1, 5000, 50);
+    // Five more intervals over the same bytes: a change is reloaded once, not retried on every look.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await scrape(gateway)).get(reloads('failure'))).toBe(1);
+    expect(await servedFingerprint(port, ca.cert)).toBe(fingerprintOf(first.cert));
+
+    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
+    await waitFor(async () => (await servedFingerprint(port, ca.cert)) === fingerprintOf(second.cert), 5000, 50);
   });
 
   it('leaves the files alone when the interval is 0: no reload happens by itself', async () => {

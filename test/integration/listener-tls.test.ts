@@ -151,6 +151,30 @@ describe('the admin listener with ADMIN_TLS_CERT_FILE and ADMIN_TLS_KEY_FILE', (
   });
 });
 
+describe('the environment variables', () => {
+  it('TLS_CERT_FILE and TLS_KEY_FILE, ADMIN_TLS_CERT_FILE and ADMIN_TLS_KEY_FILE make both listeners HTTPS', async () => {
+    const gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: {
+        PORT: '0',
+        ADMIN_PORT: '0',
+        TLS_CERT_FILE: listenerPair.certFile,
+        TLS_KEY_FILE: listenerPair.keyFile,
+        ADMIN_TLS_CERT_FILE: adminPair.certFile,
+        ADMIN_TLS_KEY_FILE: adminPair.keyFile,
+      },
+    });
+    const running = await gateway.listen();
+    stop = () => running.shutdown('test over');
+    expect(await curl(running.port, '/v1/pets', { caFile: ca.certFile, apiKey: gateway.apiKey })).toMatchObject({ status: 200, body: '[]' });
+    expect(await handshake(running.adminPort, { ca: ca.cert })).toMatchObject({ ok: true, fingerprint: fingerprintOf(adminPair.cert) });
+  });
+
+  it('TLS_CERT_FILE without TLS_KEY_FILE is a configuration error that names TLS_KEY_FILE', () => {
+    expect(() => buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { TLS_CERT_FILE: listenerPair.certFile } })).toThrow(/TLS_KEY_FILE/);
+  });
+});
+
 describe('a bad pair at start-up', () => {
   it.each([
     ['a certificate file that does not parse', () => ({ certFile: pki.write('garbage.pem', 'not a certificate\n'), keyFile: listenerPair.keyFile })],

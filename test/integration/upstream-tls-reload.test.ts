@@ -1,11 +1,14 @@
 // Upstream TLS material changed by a reload: new requests use it at once, a request in flight finishes on its old connection.
 import type { ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
-import { fingerprintOf, notAfterSeconds, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
+import { createSecretVolume } from '../helpers/secret-volume.ts';
+import { fingerprintOf, notAfterSeconds, startOpensslServer, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
@@ -34,11 +37,14 @@ afterAll(() => pki.remove());
 
 let upstream: TlsUpstream | undefined;
 let gateway: TestGateway | undefined;
+let closeServer: (() => Promise<void>) | undefined;
 afterEach(async () => {
   await gateway?.close();
   await upstream?.close();
+  await closeServer?.();
   gateway = undefined;
   upstream = undefined;
+  closeServer = undefined;
 });
 
 function listPets(target: TestGateway) {
@@ -110,18 +116,26 @@ describe('a reload pointing at other files', () => {
   it('reaches a backend that now trusts only a new client authority, which refused the gateway before', async () => {
     const newClientCa = pki.authority('client-ca-new');
     const renewed = newClientCa.issue({ name: 'client-renewed' });
-    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: newClientCa.cert, requestCert: true });
+    // OpenSSL's own server: it tells a refused client certificate with an alert (a Node server only hangs up).
+    const server = await startOpensslServer({
+      certFile: backend.certFile,
+      keyFile: backend.keyFile,
+      caFile: newClientCa.certFile,
+      version: 'TLSv1.3',
+      port: await unusedPort(),
+    });
+    closeServer = server.close;
     let settings: Record<string, unknown> = { caFile: backendCa.certFile, certFile: clientFirst.certFile, keyFile: clientFirst.keyFile };
-    const target = reloadable(upstream.baseUrl, settings, () => settings);
+    const target = reloadable(server.baseUrl, settings, () => settings);
 
     const before = await listPets(target);
     expect(before.status).toBe(502);
-    expect(before.body).toMatchObject({ code: 'upstream_tls_failed', status: 502 });
+    expect(before.body).toEqual({ code: 'upstream_tls_failed', message: "The pet store backend refused the gateway's client certificate (TLS)", status: 502 });
     settings = { caFile: backendCa.certFile, certFile: renewed.certFile, keyFile: renewed.keyFile };
     expect(await target.reload()).toMatchObject({ result: 'success', changed: expect.arrayContaining([expect.stringMatching(/^upstreamTls/)]) });
 
+    // s_server -www answers any GET with its status page: reached is what counts.
     expect((await listPets(target)).status).toBe(200);
-    expect(upstream.seen.map((seen) => seen.clientCertificate)).toEqual([fingerprintOf(renewed.cert)]);
   });
 });
 
@@ -139,7 +153,11 @@ describe("a reload after the backend's certificate moved to a new authority", ()
     await dropIdleConnections(upstream, target);
     const refused = await listPets(target);
     expect(refused.status).toBe(502);
-    expect(refused.body).toMatchObject({ code: 'upstream_tls_failed', status: 502 });
+    expect(refused.body).toEqual({
+      code: 'upstream_tls_failed',
+      message: 'The pet store backend presented a certificate from an authority the gateway does not trust (TLS)',
+      status: 502,
+    });
     expect((await scrape(target)).get(tlsErrors('tls_untrusted'))).toBe(1);
 
     // The bundle holds both authorities through the change, as an operator rolling a CA would ship it.
@@ -164,5 +182,25 @@ describe('a reload with a client key that does not match its certificate', () =>
     await dropIdleConnections(upstream, target);
     expect((await listPets(target)).status).toBe(200);
     expect(upstream.seen.map((seen) => seen.clientCertificate)).toEqual([fingerprintOf(clientFirst.cert), fingerprintOf(clientFirst.cert)]);
+  });
+});
+
+describe('the certificate watch (certificates.watchIntervalMs)', () => {
+  it('sends the client certificate replaced on disk with new requests, without a reload being asked', async () => {
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true });
+    const volume = createSecretVolume(join(pki.dir, 'client-secret'), { 'tls.crt': clientFirst.cert, 'tls.key': clientFirst.key, 'ca.crt': backendCa.cert });
+    gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      overrides: {
+        upstreamTls: { production: { caFile: volume.path('ca.crt'), certFile: volume.path('tls.crt'), keyFile: volume.path('tls.key') } },
+        certificates: { watchIntervalMs: 200 },
+      },
+    });
+    const target = gateway;
+    expect((await listPets(target)).status).toBe(200);
+    volume.update({ 'tls.crt': clientSecond.cert, 'tls.key': clientSecond.key, 'ca.crt': backendCa.cert });
+    await waitFor(async () => (await scrape(target)).get(expiry('upstream_client')) === notAfterSeconds(clientSecond.cert), 5000, 50);
+    expect((await listPets(target)).status).toBe(200);
+    expect(upstream.seen.at(-1)!.clientCertificate).toBe(fingerprintOf(clientSecond.cert));
   });
 });

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
-import { fingerprintOf, notAfterSeconds, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
+import { fingerprintOf, issueNotYetValid, notAfterSeconds, startOpensslServer, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
+import { unusedPort } from '../../support/start-upstream.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
 const TLS_KINDS = ['tls_untrusted', 'tls_expired', 'tls_not_yet_valid', 'tls_wrong_name', 'tls_client_certificate_refused', 'tls_handshake'] as const;
@@ -78,10 +79,20 @@ function counts(kind?: TlsKind): Record<TlsKind, number> {
 }
 const onlyOne = (kind: TlsKind) => counts(kind);
 
-function expectTlsFailure(answer: request.Response): void {
+/** The Error's message for each kind: what an operator reads names the reason. */
+const MESSAGES: Record<TlsKind, string> = {
+  tls_untrusted: 'The pet store backend presented a certificate from an authority the gateway does not trust (TLS)',
+  tls_expired: 'The pet store backend presented an expired certificate (TLS)',
+  tls_not_yet_valid: 'The pet store backend presented a certificate that is not valid yet (TLS)',
+  tls_wrong_name: 'The pet store backend presented a certificate issued for another name (TLS)',
+  tls_client_certificate_refused: "The pet store backend refused the gateway's client certificate (TLS)",
+  tls_handshake: 'The pet store backend could not agree a TLS connection with the gateway',
+};
+
+function expectTlsFailure(answer: request.Response, kind: TlsKind): void {
   expect(answer.status).toBe(502);
   expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
-  expect(answer.body).toEqual({ code: 'upstream_tls_failed', message: expect.stringMatching(/\S/), status: 502 });
+  expect(answer.body).toEqual({ code: 'upstream_tls_failed', message: MESSAGES[kind], status: 502 });
 }
 
 describe('a backend that requires a client certificate (mutual TLS)', () => {
@@ -90,19 +101,28 @@ describe('a backend that requires a client certificate (mutual TLS)', () => {
     async (version) => {
       upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true, maxVersion: version });
       const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-      expectTlsFailure(await listPets(target));
+      expectTlsFailure(await listPets(target), 'tls_client_certificate_refused');
       expect(await tlsFailures(target)).toEqual(onlyOne('tls_client_certificate_refused'));
       expect(upstream.seen).toHaveLength(0);
     },
   );
 
-  it('refuses a client certificate from an authority it does not trust: tls_client_certificate_refused', async () => {
-    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true });
-    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile, certFile: strangerClient.certFile, keyFile: strangerClient.keyFile });
-    expectTlsFailure(await listPets(target));
-    expect(await tlsFailures(target)).toEqual(onlyOne('tls_client_certificate_refused'));
-    expect(upstream.seen).toHaveLength(0);
-  });
+  it.each(['TLSv1.2', 'TLSv1.3'] as const)(
+    'refuses a client certificate from an authority it does not trust (alert unknown_ca): tls_client_certificate_refused, not tls_untrusted (%s)',
+    async (version) => {
+      const server = await startOpensslServer({
+        certFile: backend.certFile,
+        keyFile: backend.keyFile,
+        caFile: clientCa.certFile,
+        version,
+        port: await unusedPort(),
+      });
+      closeExtra = server.close;
+      const target = gatewayWith(server.baseUrl, { caFile: backendCa.certFile, certFile: strangerClient.certFile, keyFile: strangerClient.keyFile });
+      expectTlsFailure(await listPets(target), 'tls_client_certificate_refused');
+      expect(await tlsFailures(target)).toEqual(onlyOne('tls_client_certificate_refused'));
+    },
+  );
 
   it('accepts the gateway with its client certificate and the answer is relayed', async () => {
     upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true });
@@ -120,7 +140,7 @@ describe("the backend's certificate, checked by the gateway", () => {
     const foreign = otherCa.issue({ name: 'backend-foreign' });
     upstream = await startTlsUpstream({ cert: foreign.cert, key: foreign.key });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_untrusted');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_untrusted'));
   });
 
@@ -128,14 +148,14 @@ describe("the backend's certificate, checked by the gateway", () => {
     const lone = pki.authority('backend-self-signed');
     upstream = await startTlsUpstream({ cert: lone.cert, key: lone.key });
     const target = gatewayWith(`https://127.0.0.1:${upstream.port}/v1`, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_untrusted');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_untrusted'));
   });
 
   it('trusted by nobody when no CA file is set: verification is never off (502, tls_untrusted)', async () => {
     upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key });
     gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl });
-    expectTlsFailure(await listPets(gateway));
+    expectTlsFailure(await listPets(gateway), 'tls_untrusted');
     expect(await tlsFailures(gateway)).toEqual(onlyOne('tls_untrusted'));
   });
 
@@ -143,15 +163,23 @@ describe("the backend's certificate, checked by the gateway", () => {
     const expired = backendCa.issue({ name: 'backend-expired', days: -1 });
     upstream = await startTlsUpstream({ cert: expired.cert, key: expired.key });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_expired');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_expired'));
+  });
+
+  it('not valid yet: 502, tls_not_yet_valid', async () => {
+    const early = issueNotYetValid(pki, backendCa, 'backend-early');
+    upstream = await startTlsUpstream({ cert: early.cert, key: early.key });
+    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
+    expectTlsFailure(await listPets(target), 'tls_not_yet_valid');
+    expect(await tlsFailures(target)).toEqual(onlyOne('tls_not_yet_valid'));
   });
 
   it("for another name than the URL's host: 502, tls_wrong_name", async () => {
     const named = backendCa.issue({ name: 'backend-named', dnsNames: ['backend.internal'], ipAddresses: [] });
     upstream = await startTlsUpstream({ cert: named.cert, key: named.key });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_wrong_name');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_wrong_name'));
   });
 
@@ -164,10 +192,32 @@ describe("the backend's certificate, checked by the gateway", () => {
     expect(upstream.seen).toEqual([expect.objectContaining({ servername: 'backend.internal' })]);
   });
 
+  it('set by the UPSTREAM_TLS_* environment variables for the running environment: mutual TLS and servername', async () => {
+    const named = backendCa.issue({ name: 'backend-env', dnsNames: ['backend.internal'], ipAddresses: [] });
+    upstream = await startTlsUpstream({ cert: named.cert, key: named.key, ca: clientCa.cert, requestCert: true });
+    gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: {
+        UPSTREAM_TLS_CA_FILE: backendCa.certFile,
+        UPSTREAM_TLS_CERT_FILE: gatewayClient.certFile,
+        UPSTREAM_TLS_KEY_FILE: gatewayClient.keyFile,
+        UPSTREAM_TLS_SERVERNAME: 'backend.internal',
+      },
+    });
+    expect(gateway.config.upstreamTls.production).toMatchObject({
+      caFile: backendCa.certFile,
+      certFile: gatewayClient.certFile,
+      keyFile: gatewayClient.keyFile,
+      servername: 'backend.internal',
+    });
+    expect((await listPets(gateway)).status).toBe(200);
+    expect(upstream.seen).toEqual([expect.objectContaining({ servername: 'backend.internal', clientCertificate: fingerprintOf(gatewayClient.cert) })]);
+  });
+
   it('served over TLS 1.2 only, to a gateway whose minVersion is TLSv1.3: 502, tls_handshake', async () => {
     upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, maxVersion: 'TLSv1.2' });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile, minVersion: 'TLSv1.3' });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_handshake');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_handshake'));
     expect(upstream.seen).toHaveLength(0);
   });
@@ -177,7 +227,7 @@ describe("the backend's certificate, checked by the gateway", () => {
     await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
     closeExtra = () => new Promise((resolve) => plain.close(() => resolve()));
     const target = gatewayWith(`https://localhost:${(plain.address() as AddressInfo).port}/v1`, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_handshake');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_handshake'));
   });
 });
@@ -193,7 +243,7 @@ describe('caMode, with the backend authority in Node’s default store (tls.setD
   it('replace (the default): only the CA file is trusted, so a CA file without the backend authority refuses it (tls_untrusted)', async () => {
     upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key });
     const target = gatewayWith(upstream.baseUrl, { caFile: otherCa.certFile });
-    expectTlsFailure(await listPets(target));
+    expectTlsFailure(await listPets(target), 'tls_untrusted');
     expect(await tlsFailures(target)).toEqual(onlyOne('tls_untrusted'));
   });
 
@@ -209,7 +259,7 @@ describe('a failed handshake', () => {
     const expired = backendCa.issue({ name: 'backend-expired-log', days: -1 });
     upstream = await startTlsUpstream({ cert: expired.cert, key: expired.key });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-    expectTlsFailure(await listPets(target, 'tls-log-expired'));
+    expectTlsFailure(await listPets(target, 'tls-log-expired'), 'tls_expired');
     const lines = target.logs.filter((line) => line.reqId === 'tls-log-expired' && line.res !== undefined);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: PINO_WARN, res: { statusCode: 502 }, errorCode: 'upstream_tls_failed', upstreamFailure: 'tls_expired' });
@@ -219,7 +269,7 @@ describe('a failed handshake', () => {
   it("counts as the backend's failure: the circuit opens after failureThreshold of them, then 503 upstream_unavailable without a handshake", async () => {
     upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true });
     const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile }, { upstream: { circuitBreaker: { failureThreshold: 3, openMs: 60_000 } } });
-    for (let i = 0; i < 3; i++) expectTlsFailure(await listPets(target));
+    for (let i = 0; i < 3; i++) expectTlsFailure(await listPets(target), 'tls_client_certificate_refused');
     const connections = upstream.connections;
     const refused = await listPets(target);
     expect(refused.status).toBe(503);
