@@ -1,0 +1,156 @@
+// The HTTPS listeners' edge: refusals over TLS byte for byte, handshakes that never finish, the admin connection cap over TLS.
+import { once } from 'node:events';
+import { connect as connectTcp, type Socket } from 'node:net';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
+import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { parseResponses } from '../helpers/raw-socket.ts';
+import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
+import { curl } from '../helpers/tls-peers.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
+
+/** Hang detection only: every wait below ends on its event. */
+const HANG_MS = 10_000;
+
+let pki: TestPki;
+let ca: TestAuthority;
+let pair: IssuedCertificate;
+let upstream: ScriptedUpstream;
+
+beforeAll(async () => {
+  pki = createTestPki();
+  ca = pki.authority('edge-ca');
+  pair = ca.issue({ name: 'edge-listener' });
+  upstream = await startScriptedUpstream((_req, res) => res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '2' }).end('[]'));
+});
+afterAll(async () => {
+  await upstream.close();
+  pki.remove();
+});
+
+let stop: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await stop?.();
+  stop = undefined;
+});
+
+/** Both listeners over TLS with the same pair, and `listen` settings laid over. */
+async function listening(listen: Record<string, unknown> = {}): Promise<{ gateway: TestGateway; port: number; adminPort: number }> {
+  const files = { certFile: pair.certFile, keyFile: pair.keyFile };
+  const gateway = buildTestGateway({
+    upstreamUrl: upstream.baseUrl,
+    env: { PORT: '0', ADMIN_PORT: '0' },
+    overrides: { listen: { tls: files, adminTls: files, ...listen } },
+  });
+  const running = await gateway.listen();
+  stop = () => running.shutdown('test over');
+  return { gateway, port: running.port, adminPort: running.adminPort };
+}
+
+/** Writes `bytes` exactly over a new TLS connection and collects what comes back until the connection closes or `waitMs` passes. */
+function sendRawTls(port: number, bytes: string, waitMs = 2000): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket: TLSSocket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', ca: ca.cert }, () => socket.write(bytes));
+    let text = '';
+    let closed = false;
+    const finish = () => {
+      clearTimeout(deadline);
+      socket.destroy();
+      resolve({ text, closed });
+    };
+    const deadline = setTimeout(finish, waitMs);
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    socket.on('close', () => {
+      closed = true;
+      finish();
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return;
+      clearTimeout(deadline);
+      reject(error);
+    });
+  });
+}
+
+/** A TCP connection that sends nothing: no ClientHello. Resolves with how long the listener let it stay. */
+async function silentConnection(port: number): Promise<number> {
+  const socket = connectTcp(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  const opened = Date.now();
+  await Promise.race([once(socket, 'close'), new Promise((resolve) => setTimeout(resolve, HANG_MS))]);
+  socket.destroy();
+  return Date.now() - opened;
+}
+
+describe('refusals over TLS', () => {
+  it('answers Content-Length with Transfer-Encoding with a 400 Error body and closes, as over plain HTTP', async () => {
+    const { port } = await listening();
+    const answer = await sendRawTls(port, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+    const responses = parseResponses(answer.text);
+    expect(responses.map((response) => response.status)).toEqual([400]);
+    expect(responses[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(responses[0]!.body)).toEqual({ code: 'invalid_request', message: 'The request is not valid HTTP/1.1', status: 400 });
+    expect(answer.closed).toBe(true);
+  });
+
+  it('serves two pipelined requests on one TLS connection, in order', async () => {
+    const { gateway, port } = await listening();
+    const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\n\r\n`;
+    const answer = await sendRawTls(port, `${request}${request.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`);
+    expect(parseResponses(answer.text).map((response) => [response.status, response.body])).toEqual([
+      [200, '[]'],
+      [200, '[]'],
+    ]);
+  });
+});
+
+describe('a connection that never finishes its handshake', () => {
+  it.each(['public', 'admin'] as const)('is closed by the %s listener within its headers timeout', async (listener) => {
+    const { port, adminPort } = await listening({ headersTimeoutMs: 500, adminHeadersTimeoutMs: 500 });
+    const lasted = await silentConnection(listener === 'public' ? port : adminPort);
+    expect(lasted).toBeGreaterThanOrEqual(400);
+    expect(lasted).toBeLessThan(3000);
+  });
+
+  it('leaves the public listener serving after many refused handshakes (plain HTTP to the TLS port), under its connection cap', async () => {
+    const { gateway, port } = await listening({ maxConnections: 5 });
+    for (let i = 0; i < 20; i++) {
+      const socket = connectTcp(port, '127.0.0.1', () => socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\n\r\n`));
+      socket.on('error', () => undefined);
+      await once(socket, 'close');
+    }
+    expect(await curl(port, '/v1/pets', { caFile: ca.certFile, apiKey: gateway.apiKey })).toMatchObject({ status: 200, body: '[]' });
+  });
+});
+
+describe('the admin connection cap over TLS (listen.adminMaxConnections)', () => {
+  it('closes the oldest idle or half-sent TLS connections to admit a probe, so /healthz keeps answering', async () => {
+    const cap = 5;
+    const { gateway, adminPort } = await listening({ adminMaxConnections: cap });
+    const sockets: Socket[] = [];
+    let closed = 0;
+    try {
+      // Half of them never send a ClientHello, half finish the handshake and send half a request.
+      for (let i = 0; i < cap * 2; i++) {
+        const socket: Socket =
+          i % 2 === 0 ? connectTcp(adminPort, '127.0.0.1') : connectTls({ host: '127.0.0.1', port: adminPort, servername: 'localhost', ca: ca.cert });
+        socket.on('error', () => undefined);
+        socket.on('close', () => closed++);
+        await once(socket, i % 2 === 0 ? 'connect' : 'secureConnect');
+        if (i % 2 === 1) socket.write('GET /healthz HTTP/1.1\r\nHost: adm');
+        sockets.push(socket);
+      }
+      await waitFor(async () => closed === cap, HANG_MS);
+      const probe = await curl(adminPort, '/healthz', { caFile: ca.certFile });
+      expect(probe).toMatchObject({ status: 200, contentType: 'application/json; charset=utf-8' });
+      expect(JSON.parse(probe.body)).toEqual({ status: 'alive' });
+      const evicted = seriesKey('petstore_gateway_admin_connections_evicted_total', { environment: 'production' });
+      expect(parseExposition(await gateway.scrape()).get(evicted)).toBeGreaterThanOrEqual(cap + 1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+  });
+});
