@@ -38,6 +38,8 @@ export interface TlsUpstream {
   readonly connections: number;
   /** Every request that reached the HTTP layer, in order. */
   readonly seen: readonly SeenRequest[];
+  /** The client ports of the connections that have closed. */
+  readonly closedPorts: ReadonlySet<number>;
   /** Serves and trusts new material for new connections (as a backend renewing its certificate does). */
   setSecureContext(options: SecureContextOptions): void;
   /** Closes the idle keep-alive connections, so the gateway's next request opens a new one. */
@@ -50,7 +52,7 @@ const answerEmptyList = (_req: IncomingMessage, res: ServerResponse) =>
 
 /** An HTTPS backend on 127.0.0.1 (localhost) that records, per request, the client certificate and SNI name it was reached with. */
 export async function startTlsUpstream(options: TlsUpstreamOptions): Promise<TlsUpstream> {
-  const state = { connections: 0, seen: [] as SeenRequest[] };
+  const state = { connections: 0, seen: [] as SeenRequest[], closedPorts: new Set<number>() };
   const handler = options.handler ?? answerEmptyList;
   const server: Server = createServer(
     {
@@ -75,7 +77,11 @@ export async function startTlsUpstream(options: TlsUpstreamOptions): Promise<Tls
       handler(req, res);
     },
   );
-  server.on('connection', (_socket: Socket) => state.connections++);
+  server.on('connection', (socket: Socket) => {
+    state.connections++;
+    const port = socket.remotePort;
+    socket.once('close', () => port !== undefined && state.closedPorts.add(port));
+  });
   // A refused handshake is the test's subject, not an error of the server.
   server.on('tlsClientError', () => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -88,6 +94,9 @@ export async function startTlsUpstream(options: TlsUpstreamOptions): Promise<Tls
     },
     get seen() {
       return state.seen;
+    },
+    get closedPorts() {
+      return state.closedPorts;
     },
     setSecureContext: (context) => server.setSecureContext(context),
     closeIdleConnections: () => server.closeIdleConnections(),

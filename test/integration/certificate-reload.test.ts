@@ -172,6 +172,21 @@ describe('a reload under load', () => {
   });
 });
 
+describe('a reload with the admin listener over TLS', () => {
+  it('serves new admin connections the new pair and updates the admin expiry series', async () => {
+    const files = liveFiles('live-admin', first);
+    const gateway = buildTestGateway({ upstreamUrl: upstream.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides: { listen: { adminTls: files } } });
+    const running = await gateway.listen();
+    stop = () => running.shutdown('test over');
+    const adminExpiry = seriesKey('petstore_gateway_tls_certificate_expiry_timestamp_seconds', { role: 'admin', ...ENVIRONMENT });
+    expect(await servedFingerprint(running.adminPort, ca.cert)).toBe(fingerprintOf(first.cert));
+    replaceFiles(files, second.cert, second.key);
+    expect(await gateway.reload()).toMatchObject({ result: 'success' });
+    expect(await servedFingerprint(running.adminPort, ca.cert)).toBe(fingerprintOf(second.cert));
+    expect((await scrape(gateway)).get(adminExpiry)).toBe(notAfterSeconds(second.cert));
+  });
+});
+
 describe('a reload that names other listener files', () => {
   it('leaves them for a restart (needRestart) and keeps serving the files it started with', async () => {
     const files = liveFiles('live-paths', first);

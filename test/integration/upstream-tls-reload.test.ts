@@ -109,6 +109,10 @@ describe('a reload that replaces the client certificate files in place', () => {
     expect(second!.remotePort).not.toBe(first!.remotePort);
     expect(third!.remotePort).not.toBe(first!.remotePort);
     expect((await scrape(target)).get(expiry('upstream_client'))).toBe(notAfterSeconds(clientSecond.cert));
+    // The retired pool closes its connection once its request is answered (well before any keep-alive timeout of 4 s or more):
+    // reloads do not pile up idle connections.
+    await waitFor(async () => upstream!.closedPorts.has(first!.remotePort), 1500, 20);
+    expect(upstream.closedPorts.has(second!.remotePort)).toBe(false);
   });
 });
 
