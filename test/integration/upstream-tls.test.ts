@@ -2,6 +2,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
@@ -14,6 +15,7 @@ const ENVIRONMENT = { environment: 'production' } as const;
 const TLS_KINDS = ['tls_untrusted', 'tls_expired', 'tls_not_yet_valid', 'tls_wrong_name', 'tls_client_certificate_refused', 'tls_handshake'] as const;
 type TlsKind = (typeof TLS_KINDS)[number];
 const PINO_WARN = 40;
+const V2_DOCUMENT = fileURLToPath(new URL('../fixtures/petstore-v2.openapi.yaml', import.meta.url));
 
 let pki: TestPki;
 /** Signs the backends' certificates. */
@@ -293,5 +295,26 @@ describe('petstore_gateway_tls_certificate_expiry_timestamp_seconds', () => {
     expect(after.get(expiry('upstream_server'))).toBe(notAfterSeconds(backend.cert));
     expect(after.get(expiry('upstream_client'))).toBe(notAfterSeconds(gatewayClient.cert));
     expect(after.has(expiry('listener'))).toBe(false);
+  });
+
+  it('says the soonest notAfter when several https backends are reached (a second version beside v1)', async () => {
+    const soon = backendCa.issue({ name: 'backend-v2-soon', days: 10 });
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key });
+    const v2 = await startTlsUpstream({
+      cert: soon.cert,
+      key: soon.key,
+      handler: (_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"id":1,"name":"Rex"}'),
+    });
+    closeExtra = v2.close;
+    const v2Url = `https://localhost:${v2.port}/v2`;
+    const target = gatewayWith(
+      upstream.baseUrl,
+      { caFile: backendCa.certFile },
+      { versions: [{ document: V2_DOCUMENT, upstreams: { production: v2Url, staging: v2Url } }] },
+    );
+    // The soonest to expire is reached first: the later one seen after it must not hide it.
+    expect((await request(target.app).get('/v2/animals/1').set('Authorization', `Bearer ${target.apiKey}`)).status).toBe(200);
+    expect((await listPets(target)).status).toBe(200);
+    expect((await series(target)).get(expiry('upstream_server'))).toBe(notAfterSeconds(soon.cert));
   });
 });
