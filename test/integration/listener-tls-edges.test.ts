@@ -1,5 +1,6 @@
 // The HTTPS listeners' edge: refusals over TLS byte for byte, handshakes that never finish, the admin connection cap over TLS.
 import { once } from 'node:events';
+import { Agent, request as httpsRequest } from 'node:https';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -151,6 +152,60 @@ describe('the admin connection cap over TLS (listen.adminMaxConnections)', () =>
       expect(parseExposition(await gateway.scrape()).get(evicted)).toBeGreaterThanOrEqual(cap + 1);
     } finally {
       for (const socket of sockets) socket.destroy();
+    }
+  });
+});
+
+describe('a graceful shutdown over TLS', () => {
+  it('closes idle keep-alive TLS connections at once, lets the request in flight finish, and ends before the grace period', async () => {
+    let release: (() => void) | undefined;
+    const slow = await startScriptedUpstream((req, res) => {
+      const answer = () => res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '2' }).end('[]');
+      if (req.url === '/v1/pets?limit=7') release = answer;
+      else answer();
+    });
+    const files = { certFile: pair.certFile, keyFile: pair.keyFile };
+    const gateway = buildTestGateway({ upstreamUrl: slow.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, overrides: { listen: { tls: files } } });
+    const running = await gateway.listen();
+    stop = async () => {
+      await running.shutdown('test over');
+      await slow.close();
+    };
+    // Two agents: one agent would send the held request on the idle connection.
+    const idleAgent = new Agent({ keepAlive: true, ca: ca.cert });
+    const busyAgent = new Agent({ keepAlive: true, ca: ca.cert });
+    try {
+      const get = (path: string, agent: Agent) =>
+        new Promise<{ status: number; socket: Socket }>((resolve, reject) => {
+          const req = httpsRequest(
+            { host: '127.0.0.1', port: running.port, servername: 'localhost', path, agent, headers: { Authorization: `Bearer ${gateway.apiKey}` } },
+            (res) => {
+              // Taken now: a response's socket is detached when it goes back to the agent's pool.
+              const socket = res.socket;
+              res.resume();
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, socket }));
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      // One keep-alive connection left idle, one carrying a request the backend holds.
+      const idle = await get('/v1/pets', idleAgent);
+      const idleClosed = once(idle.socket, 'close');
+      const held = get('/v1/pets?limit=7', busyAgent);
+      await waitFor(async () => release !== undefined, HANG_MS);
+
+      const started = Date.now();
+      const stopping = running.shutdown('test');
+      await idleClosed;
+      release!();
+      expect((await held).status).toBe(200);
+      await stopping;
+      expect(Date.now() - started).toBeLessThan(gateway.config.shutdown.gracePeriodMs);
+      expect(gateway.logs.some((line) => line.msg === 'grace period over: remaining connections closed')).toBe(false);
+    } finally {
+      idleAgent.destroy();
+      busyAgent.destroy();
     }
   });
 });
