@@ -1,5 +1,5 @@
 // Upstream TLS material changed by a reload: new requests use it at once, a request in flight finishes on its old connection.
-import type { ServerResponse } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,8 @@ import { unusedPort } from '../../support/start-upstream.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
+// Enough for every request of a load loop: a 429 would be a failure the test did not mean to cause.
+const UNLIMITED = { rateLimit: { limits: { production: { default: 1_000_000 }, staging: { default: 1_000_000 } } } };
 const expiry = (role: string) => seriesKey('petstore_gateway_tls_certificate_expiry_timestamp_seconds', { role, ...ENVIRONMENT });
 const reloads = (result: 'success' | 'failure') => seriesKey('petstore_gateway_config_reloads_total', { result, ...ENVIRONMENT });
 const freeConnections = seriesKey('petstore_gateway_upstream_pool_connections', { base_path: '/v1', state: 'free', ...ENVIRONMENT });
@@ -113,6 +115,69 @@ describe('a reload that replaces the client certificate files in place', () => {
     // reloads do not pile up idle connections.
     await waitFor(async () => upstream!.closedPorts.has(first!.remotePort), 1500, 20);
     expect(upstream.closedPorts.has(second!.remotePort)).toBe(false);
+  });
+});
+
+describe('a reload under load that replaces the client certificate', () => {
+  it('fails no request: connections in use finish, new ones carry the new certificate', async () => {
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true });
+    const live = { certFile: pki.write('live-load.pem', clientFirst.cert), keyFile: pki.write('live-load.key', clientFirst.key) };
+    gateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: { PORT: '0', ADMIN_PORT: '0' },
+      overrides: { upstreamTls: { production: { caFile: backendCa.certFile, ...live } }, ...UNLIMITED },
+    });
+    const target = gateway;
+    const running = await target.listen();
+    const agent = new HttpAgent({ keepAlive: true, maxSockets: 4 });
+    const failures: string[] = [];
+    let answered = 0;
+    let looping = true;
+    const loop = async () => {
+      while (looping) {
+        try {
+          const status = await new Promise<number>((resolve, reject) => {
+            const req = httpRequest(
+              { host: '127.0.0.1', port: running.port, path: '/v1/pets', agent, headers: { Authorization: `Bearer ${target.apiKey}` } },
+              (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode ?? 0));
+              },
+            );
+            req.on('error', reject);
+            req.end();
+          });
+          if (status !== 200) failures.push(`status ${status}`);
+          answered++;
+        } catch (error) {
+          failures.push(error instanceof Error ? error.message : String(error));
+        }
+      }
+    };
+    const loops = Array.from({ length: 4 }, loop);
+    try {
+      await waitFor(async () => answered >= 40, 10_000, 10);
+      pki.write('live-load.key', clientSecond.key);
+      pki.write('live-load.pem', clientSecond.cert);
+      expect(await target.reload()).toMatchObject({ result: 'success' });
+      const before = answered;
+      await waitFor(
+        async () => answered >= before + 40 && upstream!.seen.some((seen) => seen.clientCertificate === fingerprintOf(clientSecond.cert)),
+        10_000,
+        10,
+      );
+    } finally {
+      looping = false;
+      await Promise.all(loops);
+      agent.destroy();
+      await running.shutdown('test over');
+    }
+    expect(failures).toEqual([]);
+    const certificates = upstream.seen.map((seen) => seen.clientCertificate);
+    // After the new certificate is first seen, the old one only on requests already admitted before the swap (one per loop at most).
+    const firstNew = certificates.indexOf(fingerprintOf(clientSecond.cert));
+    expect(certificates.slice(firstNew).filter((fingerprint) => fingerprint === fingerprintOf(clientFirst.cert)).length).toBeLessThanOrEqual(4);
+    expect(certificates.slice(-10)).toEqual(Array.from({ length: 10 }, () => fingerprintOf(clientSecond.cert)));
   });
 });
 
