@@ -208,6 +208,19 @@ describe('a reload pointing at other files', () => {
   });
 });
 
+describe('a reload that stops offering a client certificate', () => {
+  it('removes the upstream_client expiry series: a series exists only for a certificate the gateway holds', async () => {
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key });
+    let settings: Record<string, unknown> = { caFile: backendCa.certFile, certFile: clientFirst.certFile, keyFile: clientFirst.keyFile };
+    const target = reloadable(upstream.baseUrl, settings, () => settings);
+    expect((await scrape(target)).get(expiry('upstream_client'))).toBe(notAfterSeconds(clientFirst.cert));
+    settings = { caFile: backendCa.certFile };
+    expect(await target.reload()).toMatchObject({ result: 'success' });
+    expect((await scrape(target)).has(expiry('upstream_client'))).toBe(false);
+    expect((await listPets(target)).status).toBe(200);
+  });
+});
+
 describe("a reload after the backend's certificate moved to a new authority", () => {
   it('is refused as untrusted until a reload reads the CA bundle that now holds the new authority', async () => {
     const newBackendCa = pki.authority('backend-ca-new');
