@@ -1,4 +1,5 @@
 // The HTTPS listeners' edge: refusals over TLS byte for byte, handshakes that never finish, the admin connection cap over TLS.
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpsRequest } from 'node:https';
 import { connect as connectTcp, type Socket } from 'node:net';
@@ -8,7 +9,7 @@ import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { parseResponses } from '../helpers/raw-socket.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
-import { curl } from '../helpers/tls-peers.ts';
+import { curl, handshake } from '../helpers/tls-peers.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
@@ -207,5 +208,51 @@ describe('a graceful shutdown over TLS', () => {
       idleAgent.destroy();
       busyAgent.destroy();
     }
+  });
+});
+
+describe('petstore_gateway_tls_handshake_failures_total', () => {
+  const REASONS = ['plain_http', 'timeout', 'protocol_version', 'no_shared_cipher', 'certificate_refused', 'reset', 'other'] as const;
+  type Reason = (typeof REASONS)[number];
+
+  /** A client that fails its handshake with the listener at `port` in one way. */
+  const clients: Record<Exclude<Reason, 'other'>, (port: number) => Promise<unknown>> = {
+    plain_http: async (port) => {
+      const socket = connectTcp(port, '127.0.0.1', () => socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'));
+      socket.on('error', () => undefined);
+      await once(socket, 'close');
+    },
+    timeout: (port) => silentConnection(port),
+    protocol_version: (port) => handshake(port, { ca: ca.cert, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }),
+    // RSA key exchange: a TLS 1.2 suite outside the listener's forward-secret list.
+    no_shared_cipher: (port) => handshake(port, { ca: ca.cert, maxVersion: 'TLSv1.2', ciphers: 'AES128-SHA256:AES256-GCM-SHA384' }),
+    // curl verifies in OpenSSL and tells the server why with an alert (unknown_ca); Node's client only hangs up.
+    certificate_refused: (port) =>
+      new Promise((resolve) => {
+        const stranger = pki.authority('edge-stranger-ca');
+        execFile('curl', ['--silent', '--cacert', stranger.certFile, '--resolve', `localhost:${port}:127.0.0.1`, `https://localhost:${port}/v1/pets`], resolve);
+      }),
+    reset: async (port) => {
+      const socket = connectTcp(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await once(socket, 'connect');
+      // The first bytes of a ClientHello record, then a reset.
+      socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.resetAndDestroy();
+      await once(socket, 'close');
+    },
+  };
+
+  it.each(Object.keys(clients) as Array<keyof typeof clients>)('counts a handshake failed by %s on the public listener, and nothing else', async (reason) => {
+    const { gateway, port } = await listening({ headersTimeoutMs: 300 });
+    await clients[reason](port);
+    const series = (name: Reason) =>
+      seriesKey('petstore_gateway_tls_handshake_failures_total', { listener: 'listener', reason: name, environment: 'production' });
+    await waitFor(async () => parseExposition(await gateway.scrape()).get(series(reason)) === 1, HANG_MS, 20);
+    const exposition = parseExposition(await gateway.scrape());
+    expect(Object.fromEntries(REASONS.map((name) => [name, exposition.get(series(name))]))).toEqual(
+      Object.fromEntries(REASONS.map((name) => [name, name === reason ? 1 : 0])),
+    );
   });
 });
