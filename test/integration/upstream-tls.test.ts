@@ -161,6 +161,20 @@ describe("the backend's certificate, checked by the gateway", () => {
     expect(await tlsFailures(gateway)).toEqual(onlyOne('tls_untrusted'));
   });
 
+  it('untrusted even under NODE_TLS_REJECT_UNAUTHORIZED=0: no setting, Node-wide ones included, switches verification off', async () => {
+    const foreign = otherCa.issue({ name: 'backend-foreign-env' });
+    upstream = await startTlsUpstream({ cert: foreign.cert, key: foreign.key });
+    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
+    const before = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      expectTlsFailure(await listPets(target), 'tls_untrusted');
+    } finally {
+      if (before === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = before;
+    }
+  });
+
   it('expired: 502, tls_expired', async () => {
     const expired = backendCa.issue({ name: 'backend-expired', days: -1 });
     upstream = await startTlsUpstream({ cert: expired.cert, key: expired.key });
