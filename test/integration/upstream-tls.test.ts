@@ -10,6 +10,7 @@ import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
 import { fingerprintOf, issueNotYetValid, notAfterSeconds, startOpensslServer, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
 import { unusedPort } from '../../support/start-upstream.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
 const TLS_KINDS = ['tls_untrusted', 'tls_expired', 'tls_not_yet_valid', 'tls_wrong_name', 'tls_client_certificate_refused', 'tls_handshake'] as const;
@@ -309,6 +310,20 @@ describe('petstore_gateway_tls_certificate_expiry_timestamp_seconds', () => {
     expect(after.get(expiry('upstream_server'))).toBe(notAfterSeconds(backend.cert));
     expect(after.get(expiry('upstream_client'))).toBe(notAfterSeconds(gatewayClient.cert));
     expect(after.has(expiry('listener'))).toBe(false);
+  });
+
+  it("follows the backend's renewed certificate on the next new connection, later notAfter included (no reload)", async () => {
+    const renewed = backendCa.issue({ name: 'backend-renewed', days: 80 });
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key });
+    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
+    expect((await listPets(target)).status).toBe(200);
+    expect((await series(target)).get(expiry('upstream_server'))).toBe(notAfterSeconds(backend.cert));
+    upstream.setSecureContext({ cert: renewed.cert, key: renewed.key });
+    upstream.closeIdleConnections();
+    const free = seriesKey('petstore_gateway_upstream_pool_connections', { base_path: '/v1', state: 'free', ...ENVIRONMENT });
+    await waitFor(async () => (await series(target)).get(free) === 0, 5000, 10);
+    expect((await listPets(target)).status).toBe(200);
+    expect((await series(target)).get(expiry('upstream_server'))).toBe(notAfterSeconds(renewed.cert));
   });
 
   it('says the soonest notAfter when several https backends are reached (a second version beside v1)', async () => {
