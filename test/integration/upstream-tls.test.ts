@@ -99,16 +99,23 @@ function expectTlsFailure(answer: request.Response, kind: TlsKind): void {
 }
 
 describe('a backend that requires a client certificate (mutual TLS)', () => {
-  it.each(['TLSv1.2', 'TLSv1.3'] as const)(
-    'refuses a gateway without one: 502 upstream_tls_failed, counted as tls_client_certificate_refused (%s)',
-    async (version) => {
-      upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true, maxVersion: version });
-      const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
-      expectTlsFailure(await listPets(target), 'tls_client_certificate_refused');
-      expect(await tlsFailures(target)).toEqual(onlyOne('tls_client_certificate_refused'));
-      expect(upstream.seen).toHaveLength(0);
-    },
-  );
+  it('refuses a gateway without one over TLS 1.3 (alert certificate_required): 502 upstream_tls_failed, counted as tls_client_certificate_refused', async () => {
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true, maxVersion: 'TLSv1.3' });
+    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
+    expectTlsFailure(await listPets(target), 'tls_client_certificate_refused');
+    expect(await tlsFailures(target)).toEqual(onlyOne('tls_client_certificate_refused'));
+    expect(upstream.seen).toHaveLength(0);
+  });
+
+  // TLS 1.2 has no certificate_required alert: the backend sends handshake_failure, which a version or
+  // cipher mismatch sends too, so the gateway does not claim to know it was the certificate (decision 0024).
+  it('refuses a gateway without one over TLS 1.2 (alert handshake_failure): 502 upstream_tls_failed, counted as tls_handshake', async () => {
+    upstream = await startTlsUpstream({ cert: backend.cert, key: backend.key, ca: clientCa.cert, requestCert: true, maxVersion: 'TLSv1.2' });
+    const target = gatewayWith(upstream.baseUrl, { caFile: backendCa.certFile });
+    expectTlsFailure(await listPets(target), 'tls_handshake');
+    expect(await tlsFailures(target)).toEqual(onlyOne('tls_handshake'));
+    expect(upstream.seen).toHaveLength(0);
+  });
 
   it.each(['TLSv1.2', 'TLSv1.3'] as const)(
     'refuses a client certificate from an authority it does not trust (alert unknown_ca): tls_client_certificate_refused, not tls_untrusted (%s)',

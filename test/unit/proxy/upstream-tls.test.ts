@@ -12,8 +12,8 @@ const client = ca.issue({ name: 'client' });
 const HTTPS = { UPSTREAM_URL: 'https://pets.internal:8443/v1' };
 
 describe('readUpstreamTls', () => {
-  it("is Node's defaults with TLS 1.2 at least when nothing is set", () => {
-    expect(readUpstreamTls(loadConfig(HTTPS))).toEqual({ connect: { minVersion: 'TLSv1.2' } });
+  it("is Node's defaults with TLS 1.2 at least and verification on when nothing is set", () => {
+    expect(readUpstreamTls(loadConfig(HTTPS))).toEqual({ connect: { minVersion: 'TLSv1.2', rejectUnauthorized: true } });
   });
 
   it('trusts only the CA file in replace mode, and adds it to the default store in add mode', () => {
