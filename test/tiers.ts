@@ -30,6 +30,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/rolling-restart.test.ts',
   'test/integration/start-up-errors.test.ts',
   'test/integration/supervisor.test.ts',
+  'test/integration/tls-process.test.ts',
   'test/integration/tracing-process.test.ts',
   'test/integration/usage.test.ts',
 ];

@@ -88,11 +88,15 @@ const pemFiles = {
   keyFile: z.string().min(1).nullable().default(null),
 };
 const bothOrNeither = (pair: { certFile: string | null; keyFile: string | null }) => (pair.certFile === null) === (pair.keyFile === null);
-const BOTH_OR_NEITHER = { message: 'set certFile and keyFile together', path: ['keyFile'] };
+/** Names both ways of setting the pair (the file's keys, the variables): a variable may have set the half that is there. */
+const pairedWith = (variables: { cert: string; key: string }) => ({
+  message: `set certFile and keyFile together (${variables.cert} and ${variables.key}): a certificate needs its key`,
+  path: ['keyFile'],
+});
 
 /** A certificate and its private key, PEM files: both or neither. */
-const certificatePair = z.object(pemFiles).strict().refine(bothOrNeither, BOTH_OR_NEITHER).prefault({});
-export type CertificatePairFiles = z.output<typeof certificatePair>;
+const certificatePair = (variables: { cert: string; key: string }) => z.object(pemFiles).strict().refine(bothOrNeither, pairedWith(variables)).prefault({});
+export type CertificatePairFiles = z.output<ReturnType<typeof certificatePair>>;
 
 export const TLS_VERSIONS = ['TLSv1.2', 'TLSv1.3'] as const;
 
@@ -110,7 +114,7 @@ const upstreamTls = z
     minVersion: z.enum(TLS_VERSIONS).default('TLSv1.2'),
   })
   .strict()
-  .refine(bothOrNeither, BOTH_OR_NEITHER)
+  .refine(bothOrNeither, pairedWith({ cert: 'UPSTREAM_TLS_CERT_FILE', key: 'UPSTREAM_TLS_KEY_FILE' }))
   .prefault({});
 export type UpstreamTlsSettings = z.output<typeof upstreamTls>;
 
@@ -175,9 +179,9 @@ export const configSchema = z
         /** Idle keep-alive connections to the admin listener close after this long. */
         adminKeepAliveTimeoutMs: positiveMs.default(5000),
         /** HTTPS on the public listener (TLS 1.2 and 1.3, docs/configuration.md); none: plain HTTP behind a TLS-terminating ingress. */
-        tls: certificatePair,
+        tls: certificatePair({ cert: 'TLS_CERT_FILE', key: 'TLS_KEY_FILE' }),
         /** HTTPS on the admin listener; none: plain HTTP (it listens on loopback by default). */
-        adminTls: certificatePair,
+        adminTls: certificatePair({ cert: 'ADMIN_TLS_CERT_FILE', key: 'ADMIN_TLS_KEY_FILE' }),
       })
       .strict()
       // Node refuses to create a server whose header timeout outlasts its request timeout: named here instead.

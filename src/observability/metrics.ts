@@ -6,7 +6,7 @@ import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
 import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
-import { type CertificateMetrics, createCertificateMetrics } from './certificate-metrics.ts';
+import { createTlsMetrics, type TlsMetrics } from './tls-metrics.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
@@ -71,6 +71,8 @@ export interface MetricsOptions {
   processMetrics?: boolean;
   /** The CPU request and memory limit the pod gave this container, when it was told them. */
   resources?: PodResources;
+  /** The listeners that speak TLS (their handshake failure series start at 0). */
+  tlsListeners?: ReadonlyArray<'listener' | 'admin'>;
 }
 
 export interface CompletedRequest {
@@ -144,8 +146,8 @@ export interface GatewayMetrics {
   deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
   /** The observer of one kind of Redis command (latency and errors), for the store that sends it. */
   redisCommand(kind: RedisCommandKind): RedisCommandObserver;
-  /** When the certificates the gateway holds, and the backends' it meets, expire. */
-  certificates: CertificateMetrics;
+  /** When the certificates the gateway holds, and the backends' it meets, expire; the handshakes the listeners refused. */
+  tls: TlsMetrics;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -359,7 +361,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
   const saturation = createSaturationMetrics({ registers, environment, name, resources: options.resources });
-  const certificates = createCertificateMetrics({ registers, environment, name });
+  const tls = createTlsMetrics({ registers, environment, name, tlsListeners: options.tlsListeners ?? [] });
 
   /** Read from the request tracker and probes when scraped: no per-request gauge updates on the hot path. */
   function readAtScrape(state: ScrapedState): void {
@@ -483,6 +485,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       deprecatedRequests.inc({ operation, key_id: tracked ? keyId : 'other', consumer: tracked ? consumer : 'other', environment });
     },
     redisCommand: saturation.redisCommand,
-    certificates,
+    tls,
   };
 }

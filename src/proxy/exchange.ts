@@ -128,8 +128,10 @@ export interface Upstream {
 function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts): buildConnector.connector {
   const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: false });
   const seen = options.onServerCertificate;
+  // undici names the server from each request's Host header, and that name goes before the connector's option: the configured one replaces it here.
+  const servername = options.tls?.servername;
   return function connectWatchingTls(connection, callback) {
-    connect(connection, (...result) => {
+    connect(servername === undefined ? connection : { ...connection, servername }, (...result) => {
       const [error, socket] = result;
       if (error === null) {
         // An https:// connection is a TLSSocket (buildConnector's `protocol` is the pool's origin's).

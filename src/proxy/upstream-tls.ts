@@ -11,6 +11,8 @@ export interface UpstreamTlsOptions {
   key?: Buffer;
   servername?: string;
   minVersion: SecureVersion;
+  /** Always true: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment would otherwise switch verification off. */
+  rejectUnauthorized: true;
 }
 
 export interface UpstreamTls {
@@ -35,7 +37,7 @@ export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'ups
       `upstreamTls.${environment}: set, but the upstream of ${plain.key} (${plain.upstreamBaseUrl}) is plain http://; use its https:// address`,
     );
   }
-  const connect: UpstreamTlsOptions = { minVersion: settings.minVersion };
+  const connect: UpstreamTlsOptions = { minVersion: settings.minVersion, rejectUnauthorized: true };
   let clientNotAfter: Date | undefined;
   if (settings.caFile !== null) {
     const bundle = readCertificateBundle(settings.caFile, settingName('UPSTREAM_TLS_CA_FILE', environment, 'caFile'));

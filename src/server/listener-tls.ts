@@ -3,6 +3,7 @@ import { constants } from 'node:crypto';
 import type { Server as TlsServer, TlsOptions } from 'node:tls';
 import { type CertificatePair, readCertificatePair } from '../http/certificates.ts';
 import type { CertificatePairFiles, GatewayConfig } from '../config/schema.ts';
+import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
 
 /** The listeners that can speak TLS, as the expiry metric's `role` names them. */
 export type ListenerRole = 'listener' | 'admin';
@@ -97,4 +98,18 @@ export function createListenerCertificates(first: ListenerPairs, onPairs: (pairs
       servers.set(role, server);
     },
   };
+}
+
+/** Why a client's handshake failed, from Node's and OpenSSL's error codes (a closed set: a metric label). */
+export function handshakeFailureReason(error: unknown): HandshakeFailureReason {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return 'other';
+  if (code === 'ERR_SSL_HTTP_REQUEST') return 'plain_http';
+  if (code === 'ERR_TLS_HANDSHAKE_TIMEOUT') return 'timeout';
+  if (code === 'ECONNRESET') return 'reset';
+  if (code === 'ERR_SSL_NO_SHARED_CIPHER') return 'no_shared_cipher';
+  if (/VERSION|UNSUPPORTED_PROTOCOL|NO_PROTOCOLS_AVAILABLE/.test(code)) return 'protocol_version';
+  // The client's alert about the gateway's certificate: it does not trust it, it expired, or it is for another name.
+  if (/_ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED|UNSUPPORTED_CERTIFICATE)$/.test(code)) return 'certificate_refused';
+  return 'other';
 }

@@ -9,7 +9,8 @@ import { createClientErrorHandler, createConnectRefusal } from './client-error.t
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../forks/app-messages.ts';
 import { createListenerServer, secureContextOf } from '../http/node-http.ts';
-import { type ListenerCertificates, listenerTlsOptions } from './listener-tls.ts';
+import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
+import { handshakeFailureReason, type ListenerCertificates, type ListenerRole, listenerTlsOptions } from './listener-tls.ts';
 import type { RequestTracker } from './request-tracker.ts';
 import { toOriginForm } from './request-target.ts';
 import { serveInTurn } from './serve-in-turn.ts';
@@ -34,6 +35,8 @@ export interface ListenableGateway {
   onAdminConnectionEvicted?: () => void;
   /** The certificate pairs of the listeners that speak TLS (src/server/listener-tls.ts); absent or empty: plain HTTP. */
   certificates?: ListenerCertificates;
+  /** Told each client handshake a TLS listener did not complete (counted by reason). */
+  onHandshakeFailed?: (listener: ListenerRole, reason: HandshakeFailureReason) => void;
 }
 
 export interface StartOptions {
@@ -132,6 +135,16 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   });
   const adminTls = secureContextOf(adminServer);
   if (adminTls) gateway.certificates?.attach('admin', adminTls);
+  for (const [listener, server] of [
+    ['listener', publicServer],
+    ['admin', adminServer],
+  ] as const) {
+    // The socket is closed either way; with a listener here Node leaves that to it.
+    server.on('tlsClientError', (error: Error, socket: { destroy(): void }) => {
+      gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error));
+      socket.destroy();
+    });
+  }
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
     port: 'ADMIN_PORT (listen.adminPort)',

@@ -14,6 +14,7 @@ import { operationSunsets } from '../contract/operations.ts';
 import { createDeprecatedCallRecorder, MemoryDeprecatedCallStore, readDeprecationReport, type DeprecatedCallStore } from '../observability/deprecated-calls.ts';
 import { cacheDeprecationReport } from '../observability/cached-deprecation-report.ts';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.ts';
+import type { TlsMetrics } from '../observability/tls-metrics.ts';
 import { createUsageRecorder, MemoryUsageStore, type UsageStore } from '../observability/usage.ts';
 import { readUsageReport } from '../observability/usage-report.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../observability/open-metrics.ts';
@@ -91,6 +92,8 @@ export interface Gateway<S extends Stores = Stores> {
   onAdminConnectionEvicted: () => void;
   /** The TLS listeners' certificate pairs in force (none: both listeners speak plain HTTP). */
   certificates: ListenerCertificates;
+  /** Counts a client handshake a TLS listener did not complete (`tls_handshake_failures_total`). */
+  onHandshakeFailed: TlsMetrics['handshakeFailed'];
   /** Starts both listeners; their shutdown releases the gateway. */
   listen(): Promise<RunningGateway>;
   /** Re-reads and checks the configuration, then serves new requests with it; or keeps the running one (SIGHUP). */
@@ -121,6 +124,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const brownouts = new BrownoutBoard(compileBrownoutSchedule(operations, config.deprecations));
   const metrics = createMetrics({
     environment: config.environment,
+    tlsListeners: (['listener', 'admin'] as const).filter((role) => listenerPairs[role] !== undefined),
     version: packageJson.version,
     // Their upstream and rate-limit series start at 0; the gateway's own answers are never forwarded or rate limited.
     operations: operations.filter((operation) => operation.answeredBy === undefined).map((operation) => operation.id),
@@ -134,10 +138,10 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     },
   });
   const certificates = createListenerCertificates(listenerPairs, (pairs) => {
-    metrics.certificates.held('listener', pairs.listener?.notAfter);
-    metrics.certificates.held('admin', pairs.admin?.notAfter);
+    metrics.tls.held('listener', pairs.listener?.notAfter);
+    metrics.tls.held('admin', pairs.admin?.notAfter);
   });
-  metrics.certificates.held('upstream_client', upstreamTls.clientNotAfter);
+  metrics.tls.held('upstream_client', upstreamTls.clientNotAfter);
   const tracing = parts.tracing ?? propagationOnly();
   registerTraceExportMetrics(metrics.registry, tracing, config.environment);
   const stores = parts.stores(metrics, brownouts);
@@ -275,6 +279,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     },
     onAdminConnectionEvicted: metrics.adminConnectionEvicted,
     certificates,
+    onHandshakeFailed: metrics.tls.handshakeFailed,
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     reload,
     close,

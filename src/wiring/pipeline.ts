@@ -48,7 +48,7 @@ export function buildPipeline(
     identityHeaders: identity.headersFor,
     breakers,
     upstreamTls,
-    onServerCertificate: dependencies.metrics.certificates.upstreamSeen,
+    onServerCertificate: dependencies.metrics.tls.upstreamSeen,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
   // Once for the generation: its app's stages and the answers given before the app (load shedding) share it.

@@ -79,7 +79,7 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
     live.swap(next);
     checked.takeUp();
     deps.certificates.takeUp(checked.listenerPairs);
-    metrics.certificates.held('upstream_client', checked.upstreamTls.clientNotAfter);
+    metrics.tls.held('upstream_client', checked.upstreamTls.clientNotAfter);
     deps.brownouts.replaceSchedule(checked.schedule);
     metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(checked.operations));
     metrics.configReload('success');

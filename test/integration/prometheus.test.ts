@@ -14,6 +14,7 @@ import { PROJECT_ROOT, startGatewayProcess, waitFor, waitUntilReady, type Gatewa
 import { startPrometheus, type PrivatePrometheus } from '../helpers/start-prometheus.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
+import { createTestPki, type TestPki } from '../helpers/test-certificates.ts';
 
 const PEPPER = 'prometheus-test-pepper-01';
 let redis: PrivateRedis;
@@ -21,6 +22,9 @@ let upstream: ScriptedUpstream;
 let gateway: GatewayProcess;
 /** A gateway (staging) whose traffic is all answered 200, by a backend that never fails it. */
 let healthy: GatewayProcess;
+/** A gateway (production) whose public listener speaks HTTPS: the certificate expiry panel's series. */
+let tls: GatewayProcess;
+let pki: TestPki;
 let prometheus: PrivatePrometheus;
 let receiver: OtlpReceiver;
 let configDir: string;
@@ -68,6 +72,16 @@ beforeAll(async () => {
     CONTRACT_RESPONSES_SAMPLE: '1',
   });
   healthy = await startGatewayProcess({ REDIS_URL: redis.url, UPSTREAM_URL: upstream.baseUrl, GATEWAY_ENVIRONMENT: 'staging', API_KEY_PEPPER: PEPPER });
+  pki = createTestPki();
+  const listenerPair = pki.authority('prometheus-test-ca').issue({ name: 'listener', days: 30 });
+  tls = await startGatewayProcess({
+    REDIS_URL: redis.url,
+    UPSTREAM_URL: upstream.baseUrl,
+    GATEWAY_ENVIRONMENT: 'production',
+    API_KEY_PEPPER: PEPPER,
+    TLS_CERT_FILE: listenerPair.certFile,
+    TLS_KEY_FILE: listenerPair.keyFile,
+  });
   const adminRedis = new Redis(redis.url);
   const admin = new KeyAdmin(adminRedis, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock });
   const { key } = await admin.create({ consumer: 'acme', environments: ['production'] });
@@ -79,7 +93,7 @@ beforeAll(async () => {
   // fast traffic's key waits out its window.
   const steady = await admin.create({ consumer: 'steady', environments: ['production'] });
   adminRedis.disconnect();
-  await Promise.all([waitUntilReady(gateway), waitUntilReady(healthy)]);
+  await Promise.all([waitUntilReady(gateway), waitUntilReady(healthy), waitUntilReady(tls)]);
 
   const base = `http://127.0.0.1:${gateway.port}/v1`;
   const auth = { Authorization: `Bearer ${key}` };
@@ -116,7 +130,10 @@ beforeAll(async () => {
       () => undefined,
     );
   }, 250);
-  prometheus = await startPrometheus([`127.0.0.1:${gateway.adminPort}`, `127.0.0.1:${healthy.adminPort}`], 'an-operator-chosen-job-name');
+  prometheus = await startPrometheus(
+    [`127.0.0.1:${gateway.adminPort}`, `127.0.0.1:${healthy.adminPort}`, `127.0.0.1:${tls.adminPort}`],
+    'an-operator-chosen-job-name',
+  );
   // rate() over the panels' 15 s windows needs a handful of scrapes.
   await waitFor(
     async () => {
@@ -134,10 +151,12 @@ afterAll(async () => {
   await prometheus?.stop();
   await gateway?.stop();
   await healthy?.stop();
+  await tls?.stop();
   await upstream?.close();
   await redis?.stop();
   await receiver?.close();
   rmSync(configDir, { recursive: true, force: true });
+  pki?.remove();
 });
 
 describe('every dashboard query against a real Prometheus', () => {

@@ -6,6 +6,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTokenFile, tokenFile } from '../helpers/admin-api.ts';
+import { createTestPki } from '../helpers/test-certificates.ts';
 import { PROJECT_ROOT, START_ARGS, startGatewayProcess, waitFor } from '../../support/start-gateway-process.ts';
 
 interface Exit {
@@ -161,6 +162,22 @@ describe('a bad setting', () => {
       );
     } finally {
       removeTokenFile(file);
+    }
+  });
+
+  it("names TLS_KEY_FILE when the listener's key is not its certificate's, without quoting the key", async () => {
+    const pki = createTestPki();
+    try {
+      const authority = pki.authority('ca');
+      const listener = authority.issue({ name: 'listener' });
+      const stranger = authority.issue({ name: 'stranger' });
+      const result = await npmStart({ PORT: '0', ADMIN_PORT: '0', TLS_CERT_FILE: listener.certFile, TLS_KEY_FILE: stranger.keyFile });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `petstore-gateway: could not start: TLS_KEY_FILE (listen.tls.keyFile): the key in ${stranger.keyFile} is not the key of the certificate in ${listener.certFile}\n`,
+      );
+    } finally {
+      pki.remove();
     }
   });
 

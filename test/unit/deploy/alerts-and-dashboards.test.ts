@@ -53,7 +53,46 @@ describe('grafana/dashboards/gateway-overview.json', () => {
     ['Redis errors', 'petstore_gateway_redis_errors_total'],
     ['busy upstream connections', 'petstore_gateway_upstream_pool_connections'],
     ['requests queued for an upstream connection', 'petstore_gateway_upstream_pool_requests'],
+    ["the TLS certificates' expiry", 'petstore_gateway_tls_certificate_expiry_timestamp_seconds'],
   ])('has a panel for %s', (_what, metric) => {
     expect(overview.filter((query) => query.expr.includes(metric)).map((query) => query.where)).toHaveLength(1);
+  });
+});
+
+describe('TLS certificate expiry', () => {
+  /** The threshold in days of an alert whose expression is `… - time() < N * 86400`. */
+  const daysOf = (alert: string) => {
+    const rule = alerts.find((candidate) => candidate.alert === alert)!;
+    const match = /- time\(\) < (\d+) \* 86400$/.exec(rule.expr.trim());
+    expect(match, `${alert}: ${rule.expr}`).not.toBeNull();
+    return Number(match![1]);
+  };
+
+  it('tickets 14 days before a certificate ends and pages 2 days before, per environment and role', () => {
+    expect(daysOf('PetstoreGatewayCertificateExpiresSoon')).toBe(14);
+    expect(daysOf('PetstoreGatewayCertificateAboutToExpire')).toBe(2);
+    for (const alert of ['PetstoreGatewayCertificateExpiresSoon', 'PetstoreGatewayCertificateAboutToExpire']) {
+      const rule = alerts.find((candidate) => candidate.alert === alert)!;
+      expect(rule.expr).toMatch(/^min by \(environment, role\) \(petstore_gateway_tls_certificate_expiry_timestamp_seconds\) - time\(\)/);
+      expect(rule.annotations.summary).toContain('{{ $labels.role }}');
+      expect(rule.annotations.summary).toContain('{{ $labels.environment }}');
+    }
+  });
+
+  it("draws days left per environment and role, coloured at the alerts' thresholds", () => {
+    const overview = JSON.parse(readFileSync(join(PROJECT_ROOT, 'grafana/dashboards/gateway-overview.json'), 'utf8')) as {
+      panels: Array<{
+        title: string;
+        targets?: Array<{ expr: string }>;
+        fieldConfig?: { defaults?: { thresholds?: { steps: Array<{ value: number | null }> } } };
+      }>;
+    };
+    const panel = overview.panels.find((candidate) => candidate.targets?.some((target) => target.expr.includes('tls_certificate_expiry')))!;
+    expect(panel.targets![0]!.expr).toMatch(/^\(min by \(environment, role\) \(.*\) - time\(\)\) \/ 86400$/);
+    expect(panel.fieldConfig!.defaults!.thresholds!.steps.map((step) => step.value)).toEqual([
+      null,
+      daysOf('PetstoreGatewayCertificateAboutToExpire'),
+      daysOf('PetstoreGatewayCertificateExpiresSoon'),
+    ]);
   });
 });

@@ -1,9 +1,20 @@
 // capConnections: at the cap the oldest idle or half-sent connection makes room; one being answered never does.
 import { once } from 'node:events';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { connect as connectTls, type TlsOptions } from 'node:tls';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { readCertificatePair } from '../../../src/http/certificates.ts';
+import { createListenerServer } from '../../../src/http/node-http.ts';
 import { capConnections } from '../../../src/server/connection-cap.ts';
+import { listenerTlsOptions } from '../../../src/server/listener-tls.ts';
+import { createTestPki } from '../../helpers/test-certificates.ts';
+
+const pki = createTestPki();
+afterAll(() => pki.remove());
+const authority = pki.authority('ca');
+const leaf = authority.issue({ name: 'listener' });
+const TLS = listenerTlsOptions(readCertificatePair({ certFile: leaf.certFile, keyFile: leaf.keyFile, certSetting: 'cert', keySetting: 'key' }));
 
 let server: Server | undefined;
 const sockets: Socket[] = [];
@@ -17,9 +28,10 @@ afterEach(async () => {
 });
 
 /** A server capped at `max` whose every request is held, unanswered, until the test ends. */
-async function holdingServer(max: number): Promise<{ port: number; evictions: () => number }> {
+async function holdingServer(max: number, tls?: TlsOptions): Promise<{ port: number; evictions: () => number }> {
   let evicted = 0;
-  server = createServer((req, res) => {
+  server = createListenerServer({}, tls);
+  server.on('request', (req, res) => {
     cap.hold(req.socket, res);
     held.push(res);
   });
@@ -29,12 +41,12 @@ async function holdingServer(max: number): Promise<{ port: number; evictions: ()
 }
 
 /** A connection that has written `bytes`; resolves once the server has seen it (its request, or its connection). */
-async function open(port: number, bytes: string): Promise<{ socket: Socket; closed: Promise<unknown> }> {
-  const socket = connect(port, '127.0.0.1');
+async function open(port: number, bytes: string, tls = false): Promise<{ socket: Socket; closed: Promise<unknown> }> {
+  const socket = tls ? connectTls({ port, host: '127.0.0.1', servername: 'localhost', ca: authority.cert }) : connect(port, '127.0.0.1');
   socket.on('error', () => {});
   sockets.push(socket);
   const closed = once(socket, 'close');
-  await once(socket, 'connect');
+  await once(socket, tls ? 'secureConnect' : 'connect');
   socket.write(bytes);
   return { socket, closed };
 }
@@ -66,5 +78,17 @@ describe('capConnections', () => {
     await newcomer.closed;
     expect(evictions()).toBe(0);
     expect(sockets.slice(0, 2).every((socket) => !socket.destroyed)).toBe(true);
+  });
+
+  it('over TLS, knows a connection being answered by its TCP socket, and never evicts it', async () => {
+    const { port, evictions } = await holdingServer(2, TLS);
+    const answering = await open(port, WHOLE, true);
+    await new Promise((resolve) => server!.once('request', resolve));
+    const half = await open(port, HALF, true);
+    const newcomer = await open(port, HALF, true);
+    await half.closed;
+    expect(evictions()).toBe(1);
+    expect(answering.socket.destroyed).toBe(false);
+    expect(newcomer.socket.destroyed).toBe(false);
   });
 });

@@ -1,18 +1,32 @@
-// When each certificate the gateway holds or meets expires: one gauge, a series per role, for the alert 14 days ahead.
-import { Gauge, type Registry } from 'prom-client';
+// TLS seen from the outside: when each certificate the gateway holds or meets expires, and the handshakes its listeners refused.
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** Whose certificate: the listeners', the gateway's client certificate to the backends, the backends' own. */
 export const CERTIFICATE_ROLES = ['listener', 'admin', 'upstream_client', 'upstream_server'] as const;
 export type CertificateRole = (typeof CERTIFICATE_ROLES)[number];
 
-export interface CertificateMetrics {
+/** Why a client's handshake with a listener failed (src/server/listener-tls.ts, handshakeFailureReason). */
+export const HANDSHAKE_FAILURE_REASONS = ['plain_http', 'timeout', 'protocol_version', 'no_shared_cipher', 'certificate_refused', 'reset', 'other'] as const;
+export type HandshakeFailureReason = (typeof HANDSHAKE_FAILURE_REASONS)[number];
+
+export interface TlsMetrics {
   /** The certificate `role` holds now expires at `notAfter`; undefined: the role holds none (its series goes). */
   held(role: Exclude<CertificateRole, 'upstream_server'>, notAfter: Date | undefined): void;
   /** A backend at `origin` presented a certificate expiring at `notAfter` on a new connection. */
   upstreamSeen(origin: string, notAfter: Date): void;
+  /** A client's handshake with a TLS listener failed. */
+  handshakeFailed(listener: 'listener' | 'admin', reason: HandshakeFailureReason): void;
 }
 
-export function createCertificateMetrics(options: { registers: Registry[]; environment: string; name: (suffix: string) => string }): CertificateMetrics {
+export interface TlsMetricsOptions {
+  registers: Registry[];
+  environment: string;
+  name: (suffix: string) => string;
+  /** The listeners that speak TLS: their handshake failure series start at 0. */
+  tlsListeners: ReadonlyArray<'listener' | 'admin'>;
+}
+
+export function createTlsMetrics(options: TlsMetricsOptions): TlsMetrics {
   const { environment } = options;
   const expiry = new Gauge({
     name: options.name('tls_certificate_expiry_timestamp_seconds'),
@@ -20,6 +34,13 @@ export function createCertificateMetrics(options: { registers: Registry[]; envir
     labelNames: ['role', 'environment'] as const,
     registers: options.registers,
   });
+  const handshakeFailures = new Counter({
+    name: options.name('tls_handshake_failures_total'),
+    help: `Client handshakes a TLS listener did not complete, by listener and reason (${HANDSHAKE_FAILURE_REASONS.join(', ')}). certificate_refused: the client refused the gateway's certificate.`,
+    labelNames: ['listener', 'reason', 'environment'] as const,
+    registers: options.registers,
+  });
+  for (const listener of options.tlsListeners) for (const reason of HANDSHAKE_FAILURE_REASONS) handshakeFailures.inc({ listener, reason, environment }, 0);
   // One entry per backend origin (the configured upstreams): the series reports the one that expires first.
   const seenByOrigin = new Map<string, number>();
   return {
@@ -33,6 +54,9 @@ export function createCertificateMetrics(options: { registers: Registry[]; envir
       if (seenByOrigin.get(origin) === seconds) return;
       seenByOrigin.set(origin, seconds);
       expiry.set({ role: 'upstream_server', environment }, Math.min(...seenByOrigin.values()));
+    },
+    handshakeFailed(listener, reason) {
+      handshakeFailures.inc({ listener, reason, environment });
     },
   };
 }
