@@ -25,6 +25,21 @@ function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
   }
 }
 
+/** A handshake that failed on a TLS listener: node:https reports it as a client error too, on a socket with no session to answer on. */
+const TLS_HANDSHAKE_ERROR = /^ERR_(SSL|TLS)_/;
+
+/**
+ * Whether the client has gone rather than sent bytes it could read an answer to: a reset; a socket no longer
+ * writable; a failed TLS handshake; or, on a TLS listener, the client's end in the middle of a request, which is
+ * how a reset of the TCP connection under the session is reported (and node:https allows no half-open connection
+ * a client could read a refusal on).
+ */
+function clientGone(error: NodeJS.ErrnoException, socket: Socket): boolean {
+  if (error.code === 'ECONNRESET' || !socket.writable) return true;
+  if (error.code !== undefined && TLS_HANDSHAKE_ERROR.test(error.code)) return true;
+  return error.code === 'HPE_INVALID_EOF_STATE' && 'encrypted' in socket;
+}
+
 /** CONNECT asks for a tunnel, which only a proxy makes: the gateway is an origin server to its clients. */
 const CONNECT_REFUSAL = new GatewayError('invalid_request', 'CONNECT is not served: the gateway is not a proxy');
 
@@ -53,7 +68,7 @@ function checkedLinger(options: RawRefusalOptions): number {
 export function createClientErrorHandler(answerInTurn: AnswerInTurn, options: RawRefusalOptions = {}): (error: NodeJS.ErrnoException, socket: Socket) => void {
   const lingerMs = checkedLinger(options);
   return function answerClientError(error, socket) {
-    if (error.code === 'ECONNRESET' || !socket.writable) {
+    if (clientGone(error, socket)) {
       socket.destroy();
       return;
     }
