@@ -260,7 +260,7 @@ describe('a handshake that stalls', () => {
       });
       for (const closing of await Promise.all(closings)) {
         expect(closing).toMatchObject({ closed: true, http: false });
-        // Node's timeout fires a clientError; answered as an HTTP one (a refusal, then a 5 s linger), it holds the socket past it.
+        // Node's timeout fires a clientError; were it answered as an HTTP one (a refusal, then a 5 s linger), the socket would outlive it.
         expect(closing.closedAfterMs, `closed ${closing.closedAfterMs} ms after connecting (${closing.fraction} of a hello sent)`).toBeLessThan(
           HANDSHAKE_MS + SLACK_MS,
         );
