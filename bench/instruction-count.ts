@@ -2,9 +2,10 @@
 // (npm run bench -- tls): every variant runs at once under callgrind, each on a CPU in turn, warmed, then counted
 // in rounds of load; each round's count is split by part so that V8's compiler and GC can be set apart.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
 import { type Bench, type Variant, wrk } from './gateway-variants.ts';
 
 /** Where an instruction was executed, by the function callgrind names (V8's JIT code has no name: `???`). */
@@ -53,6 +54,55 @@ export interface CountOptions {
   connections?: number;
   /** Printed after each round. */
   progress?: (line: string) => void;
+  /**
+   * `wrk` (the default): each round is a `wrk` run of its own, on new connections. `keep-alive`: one load, from
+   * this process, on connections kept from before the first round to after the last, each round a window of it;
+   * so that over TLS a round counts requests, not the handshakes of its new connections (under callgrind a
+   * connection carries a few hundred requests at most, and one handshake weighs as much as dozens of them).
+   */
+  load?: 'wrk' | 'keep-alive';
+  /** Seconds of the keep-alive load before the first round, after the warm-up: its connections made. */
+  settleS?: number;
+  /** Called before the first counted round and after the last (e.g. to read what the backend saw in between). */
+  aroundRounds?: { before(): Promise<void>; after(): Promise<void> };
+}
+
+/** Load kept up on `connections` keep-alive connections until stopped; counts the answers. */
+function keepAliveLoad(url: string, authorization: string, connections: number, ca: Buffer | undefined) {
+  const target = new URL(url);
+  const pool = new Pool(target.origin, {
+    connections,
+    // Under callgrind an answer can take seconds.
+    headersTimeout: 120_000,
+    bodyTimeout: 120_000,
+    ...(ca === undefined ? {} : { connect: { ca } }),
+  });
+  let answered = 0;
+  const failures: string[] = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      try {
+        const { statusCode, body } = await pool.request({ path: `${target.pathname}${target.search}`, method: 'GET', headers: { authorization } });
+        await body.dump();
+        if (statusCode >= 200 && statusCode <= 299) answered++;
+        else failures.push(`status ${statusCode}`);
+      } catch (error) {
+        failures.push(error instanceof Error ? error.message : String(error));
+        await sleep(100);
+      }
+    }
+  };
+  const loops = Array.from({ length: connections }, loop);
+  return {
+    answered: () => answered,
+    failures: () => failures,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      await pool.close();
+    },
+  };
 }
 
 /** One variant's counts: per round, instructions per request without the compiler and GC, and those two apart. */
@@ -93,13 +143,27 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
     ),
   );
   options.progress?.(`warmed ${options.warmS} s under callgrind`);
+  const loads =
+    options.load === 'keep-alive'
+      ? running.map(({ url }, index) => {
+          const variant = variants[index]!;
+          return keepAliveLoad(url, `Bearer ${bench.keyFor(variant)}`, connections, variant.tls ? readFileSync(bench.pki().caFile) : undefined);
+        })
+      : undefined;
+  if (loads !== undefined) await sleep((options.settleS ?? 10) * 1000);
   const counts: VariantCount[] = variants.map(() => ({ steady: [], compiler: [], gc: [], parts: new Map(), requests: 0 }));
+  await options.aroundRounds?.before();
   for (let round = 1; round <= options.rounds; round++) {
     const rounds = await Promise.all(
       running.map(async ({ child, url }, index) => {
         control(child.pid!, '-z');
+        const load = loads?.[index];
+        const before = load?.answered() ?? 0;
         control(child.pid!, '-i', 'on');
-        const requests = await wrk(url, bench.keyFor(variants[index]!), options.durationS, connections, WRK_TIMEOUT_S);
+        const requests =
+          load === undefined
+            ? await wrk(url, bench.keyFor(variants[index]!), options.durationS, connections, WRK_TIMEOUT_S)
+            : await sleep(options.durationS * 1000).then(() => load.answered() - before);
         control(child.pid!, '-i', 'off');
         // The responses' last callbacks run before the dump.
         await sleep(500);
@@ -123,6 +187,12 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
     options.progress?.(
       `round ${round}: ${variants.map((variant, index) => `${variant.spec} ${Math.round(counts[index]!.steady.at(-1)!)}`).join(', ')} instructions/req`,
     );
+  }
+  await options.aroundRounds?.after();
+  if (loads !== undefined) {
+    await Promise.all(loads.map((load) => load.stop()));
+    const failures = loads.flatMap((load, index) => load.failures().map((failure) => `${variants[index]!.spec}: ${failure}`));
+    if (failures.length > 0) throw new Error(`${failures.length} requests failed under callgrind, the first: ${failures[0]}`);
   }
   await bench.stop(
     running.map(({ child }) => child),

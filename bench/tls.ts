@@ -36,6 +36,8 @@ const INSTRUCTIONS = process.env.BENCH_TLS_INSTRUCTIONS !== '0';
 const INSTRUCTIONS_WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 300);
 const INSTRUCTIONS_DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);
 const INSTRUCTIONS_ROUNDS = Number(process.env.INSTRUCTIONS_ROUNDS ?? 3);
+/** wrk's connections under callgrind, as bench/instructions.ts: a request there takes tens of milliseconds. */
+const CALLGRIND_CONNECTIONS = 8;
 
 /** The four targets, in the order rounds rotate through; the names the report and the results file use. */
 const TARGETS = [
@@ -59,6 +61,8 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS;
 }
 
+/** The connections a backend's stats count, every protocol and cipher together. */
+const sum = (record: Record<string, number>) => Object.values(record).reduce((total, count) => total + count, 0);
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** A ratio's spread over rounds: each round's own ratio (the machine's drift moves both sides of a round alike). */
@@ -162,7 +166,6 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
     const backendBefore = (await bench.tlsBackendStats()) ?? { requests: 0, connections: {} };
     const { runs, listenerProtocols } = await cpuPhase(bench, write);
     const backendAfter = (await bench.tlsBackendStats()) ?? { requests: 0, connections: {} };
-    const sum = (record: Record<string, number>) => Object.values(record).reduce((total, count) => total + count, 0);
     // Every upstream request and connection of the TLS targets during the phase, the warm-ups' included.
     const upstreamRequests = backendAfter.requests - backendBefore.requests;
     const upstreamConnections = sum(backendAfter.connections) - sum(backendBefore.connections);
@@ -204,16 +207,37 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
     let instructions: Record<string, unknown> | undefined;
     if (INSTRUCTIONS) {
       write(
-        `\nInstructions under callgrind: the four at once, two a core, wrk -c8; warmed ${INSTRUCTIONS_WARM_S} s, ${INSTRUCTIONS_ROUNDS} rounds of ${INSTRUCTIONS_DURATION_S} s\n`,
+        `\nInstructions under callgrind: the four at once, two a core, ${CALLGRIND_CONNECTIONS} keep-alive connections each; warmed ${INSTRUCTIONS_WARM_S} s, ${INSTRUCTIONS_ROUNDS} rounds of ${INSTRUCTIONS_DURATION_S} s\n`,
       );
       const variants = parseVariants(TARGETS.map((target) => target.spec));
+      // The upstream connections opened and requests sent while rounds were counted: a connection opened then is a
+      // handshake the counts include.
+      let countedBefore = { requests: 0, connections: {} as Record<string, number> };
+      let countedAfter = countedBefore;
       const counts = await countInstructions(bench, variants, {
         warmS: INSTRUCTIONS_WARM_S,
         durationS: INSTRUCTIONS_DURATION_S,
         rounds: INSTRUCTIONS_ROUNDS,
         outDir: join(bench.workDir, 'callgrind'),
+        connections: CALLGRIND_CONNECTIONS,
+        load: 'keep-alive',
+        settleS: 15,
+        aroundRounds: {
+          before: async () => {
+            countedBefore = (await bench.tlsBackendStats()) ?? countedBefore;
+          },
+          after: async () => {
+            countedAfter = (await bench.tlsBackendStats()) ?? countedAfter;
+          },
+        },
         progress: (line) => write(`${line}\n`),
       });
+      const countedUpstreamRequests = countedAfter.requests - countedBefore.requests;
+      const countedUpstreamConnections = sum(countedAfter.connections) - sum(countedBefore.connections);
+      write(
+        `keep-alive under callgrind: ${CALLGRIND_CONNECTIONS} connections a target, made before the first round; while rounds were counted the mTLS backend ` +
+          `served ${countedUpstreamRequests} requests and accepted ${countedUpstreamConnections} new connections\n`,
+      );
       const k = (value: number) => `${(value / 1000).toFixed(1)}k`;
       for (const [index, target] of TARGETS.entries()) {
         const count = counts[index]!;
@@ -245,6 +269,9 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
       instructions = {
         warmS: INSTRUCTIONS_WARM_S,
         durationS: INSTRUCTIONS_DURATION_S,
+        connections: CALLGRIND_CONNECTIONS,
+        load: 'keep-alive connections made before the first round, kept to the last',
+        upstreamDuringRounds: { requests: countedUpstreamRequests, newConnections: countedUpstreamConnections },
         targets: TARGETS.map((target, index) => ({
           name: target.name,
           steadyPerRequest: counts[index]!.steady,
