@@ -43,6 +43,17 @@ export const ENV_KEYS = {
   CORS_ALLOWED_ORIGINS: ['cors', 'allowedOrigins', RUNNING_ENVIRONMENT],
   CONTRACT_RESPONSES: ['contractResponses', RUNNING_ENVIRONMENT, 'mode'],
   CONTRACT_RESPONSES_SAMPLE: ['contractResponses', RUNNING_ENVIRONMENT, 'sample'],
+  TLS_CERT_FILE: ['listen', 'tls', 'certFile'],
+  TLS_KEY_FILE: ['listen', 'tls', 'keyFile'],
+  ADMIN_TLS_CERT_FILE: ['listen', 'adminTls', 'certFile'],
+  ADMIN_TLS_KEY_FILE: ['listen', 'adminTls', 'keyFile'],
+  UPSTREAM_TLS_CA_FILE: ['upstreamTls', RUNNING_ENVIRONMENT, 'caFile'],
+  UPSTREAM_TLS_CA_MODE: ['upstreamTls', RUNNING_ENVIRONMENT, 'caMode'],
+  UPSTREAM_TLS_CERT_FILE: ['upstreamTls', RUNNING_ENVIRONMENT, 'certFile'],
+  UPSTREAM_TLS_KEY_FILE: ['upstreamTls', RUNNING_ENVIRONMENT, 'keyFile'],
+  UPSTREAM_TLS_SERVERNAME: ['upstreamTls', RUNNING_ENVIRONMENT, 'servername'],
+  UPSTREAM_TLS_MIN_VERSION: ['upstreamTls', RUNNING_ENVIRONMENT, 'minVersion'],
+  CERTIFICATE_WATCH_MS: ['certificates', 'watchIntervalMs'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Variables that hold lists, as comma-separated values. */

@@ -23,6 +23,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'usage',
   'shutdown',
   'resources',
+  'certificates',
 ];
 
 /** Whether the config key `key` (dotted) is, or lies under, a setting only a restart changes. */

@@ -81,6 +81,39 @@ const allowedOrigins = z
   .refine((origins) => !origins.includes('*') || origins.length === 1, "'*' allows every origin: list it alone or not at all")
   .default([]);
 
+const pemFiles = {
+  /** The certificate, followed by any intermediates the peer needs to build its chain. */
+  certFile: z.string().min(1).nullable().default(null),
+  /** The certificate's private key (PKCS#8 or the traditional RSA/EC PEM), unencrypted. */
+  keyFile: z.string().min(1).nullable().default(null),
+};
+const bothOrNeither = (pair: { certFile: string | null; keyFile: string | null }) => (pair.certFile === null) === (pair.keyFile === null);
+const BOTH_OR_NEITHER = { message: 'set certFile and keyFile together', path: ['keyFile'] };
+
+/** A certificate and its private key, PEM files: both or neither. */
+const certificatePair = z.object(pemFiles).strict().refine(bothOrNeither, BOTH_OR_NEITHER).prefault({});
+export type CertificatePairFiles = z.output<typeof certificatePair>;
+
+export const TLS_VERSIONS = ['TLSv1.2', 'TLSv1.3'] as const;
+
+/** How the gateway's connections to one environment's backends are secured (https:// upstreams only); verification is never off. */
+const upstreamTls = z
+  .object({
+    /** PEM bundle of the authorities the backends' certificates must chain to; null: Node's default store. */
+    caFile: z.string().min(1).nullable().default(null),
+    /** `replace`: only caFile's authorities are trusted (a private CA pinned); `add`: caFile's and Node's default store. */
+    caMode: z.enum(['replace', 'add']).default('replace'),
+    /** The client certificate and key of mutual TLS; none: no client certificate is offered. */
+    ...pemFiles,
+    /** Sent as SNI and checked against the backend's certificate instead of the URL's host; null: the URL's host. */
+    servername: z.string().trim().min(1).nullable().default(null),
+    minVersion: z.enum(TLS_VERSIONS).default('TLSv1.2'),
+  })
+  .strict()
+  .refine(bothOrNeither, BOTH_OR_NEITHER)
+  .prefault({});
+export type UpstreamTlsSettings = z.output<typeof upstreamTls>;
+
 export const configSchema = z
   .object({
     /** The interface document, relative to the config file. */
@@ -141,6 +174,10 @@ export const configSchema = z
         adminRequestTimeoutMs: positiveMs.default(10_000),
         /** Idle keep-alive connections to the admin listener close after this long. */
         adminKeepAliveTimeoutMs: positiveMs.default(5000),
+        /** HTTPS on the public listener (TLS 1.2 and 1.3, docs/configuration.md); none: plain HTTP behind a TLS-terminating ingress. */
+        tls: certificatePair,
+        /** HTTPS on the admin listener; none: plain HTTP (it listens on loopback by default). */
+        adminTls: certificatePair,
       })
       .strict()
       // Node refuses to create a server whose header timeout outlasts its request timeout: named here instead.
@@ -168,6 +205,13 @@ export const configSchema = z
       .strict()
       .prefault({}),
     /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
+    /** TLS to the backends, per environment: the authorities trusted, the client certificate of mutual TLS, the name checked. */
+    upstreamTls: z.object({ production: upstreamTls, staging: upstreamTls }).strict().prefault({}),
+    /** The certificate and key files in use are re-read this often; changed bytes run a reload, as SIGHUP does (0: not watched). */
+    certificates: z
+      .object({ watchIntervalMs: z.coerce.number({ error: MILLISECONDS }).int({ error: MILLISECONDS }).min(0).default(10_000) })
+      .strict()
+      .prefault({}),
     headers: z
       .object({
         /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */

@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   upstream_error: 502,
   /** The backend answered 401 or 403: it refused the gateway, not the client, whose key is never forwarded. */
   upstream_refused_identity: 502,
+  /** The TLS handshake with the backend failed (its certificate untrusted, expired or for another name; ours refused...). */
+  upstream_tls_failed: 502,
   /** The backend's answer broke the interface document, checked under `contractResponses` mode `enforce`: not relayed. */
   upstream_contract_violation: 502,
 } as const satisfies Record<string, number>;

@@ -6,6 +6,7 @@ import type { StabilityMarker } from '../config/schema.ts';
 import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
 import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
+import { type CertificateMetrics, createCertificateMetrics } from './certificate-metrics.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
@@ -143,6 +144,8 @@ export interface GatewayMetrics {
   deprecationsChanged(operations: readonly string[], sunsets: MetricsOptions['sunsets']): void;
   /** The observer of one kind of Redis command (latency and errors), for the store that sends it. */
   redisCommand(kind: RedisCommandKind): RedisCommandObserver;
+  /** When the certificates the gateway holds, and the backends' it meets, expire. */
+  certificates: CertificateMetrics;
 }
 
 export function createMetrics(options: MetricsOptions): GatewayMetrics {
@@ -356,6 +359,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   for (const counter of [rateLimitStoreErrors, rateLimitPassed, shed]) counter.inc({ environment }, 0);
   for (const result of ['success', 'failure'] as const) configReloads.inc({ result, environment }, 0);
   const saturation = createSaturationMetrics({ registers, environment, name, resources: options.resources });
+  const certificates = createCertificateMetrics({ registers, environment, name });
 
   /** Read from the request tracker and probes when scraped: no per-request gauge updates on the hot path. */
   function readAtScrape(state: ScrapedState): void {
@@ -479,5 +483,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       deprecatedRequests.inc({ operation, key_id: tracked ? keyId : 'other', consumer: tracked ? consumer : 'other', environment });
     },
     redisCommand: saturation.redisCommand,
+    certificates,
   };
 }

@@ -3,12 +3,15 @@
 // ClientRequest between the upstream's socket and the client's response (what that saves:
 // docs/decisions/0002-exchange-on-undici.md).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Pool } from 'undici';
+import type { TLSSocket } from 'node:tls';
+import { buildConnector, Pool } from 'undici';
 import { monotonicMs } from '../time/monotonic.ts';
 import { RelayHandler } from './relay-handler.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';
 import type { RelayPolicy } from './upstream-response.ts';
 import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
+import type { UpstreamTlsOptions } from './upstream-tls.ts';
+import { TlsAlerts } from './tls-alerts.ts';
 
 export interface UpstreamOptions {
   /** The upstream base address, ending in /v1. */
@@ -21,6 +24,10 @@ export interface UpstreamOptions {
   totalTimeoutMs: number;
   /** Connections to the upstream at most; further requests wait for one. */
   maxSockets: number;
+  /** What connections to an https:// upstream are made with (readUpstreamTls); absent: Node's defaults. Unused for http://. */
+  tls?: UpstreamTlsOptions;
+  /** Told the notAfter of the certificate an https:// upstream presents on each new connection (the expiry metric). */
+  onServerCertificate?: (origin: string, notAfter: Date) => void;
 }
 
 export interface UpstreamRequest {
@@ -113,11 +120,38 @@ export interface Upstream {
   stats(): UpstreamPoolStats;
 }
 
+/**
+ * For an https:// upstream: undici's own connector with the configured TLS, telling `onServerCertificate` what each new
+ * connection's peer presented. HTTP/1.1 only: the relay (headers, framing, the answer check) is written for it, and an
+ * upstream that offers h2 through ALPN would otherwise be spoken to in h2.
+ */
+function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts): buildConnector.connector {
+  const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: false });
+  const seen = options.onServerCertificate;
+  return function connectWatchingTls(connection, callback) {
+    connect(connection, (...result) => {
+      const [error, socket] = result;
+      if (error === null) {
+        // An https:// connection is a TLSSocket (buildConnector's `protocol` is the pool's origin's).
+        const tlsSocket = socket as TLSSocket;
+        alerts.watch(tlsSocket);
+        const validTo = seen && tlsSocket.getPeerCertificate().valid_to;
+        if (validTo) seen(target.origin, new Date(validTo));
+      }
+      callback(...result);
+    });
+  };
+}
+
 export function createUpstream(options: UpstreamOptions): Upstream {
   const target = new URL(options.baseUrl);
+  const alerts = new TlsAlerts();
+  const timers = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
+    allowH2: false,
+    ...(target.protocol === 'https:' ? { connect: tlsConnector(target, options, alerts) } : {}),
     // The upstream's silences are timed by RelayHandler's native timer, which dies young: undici's "fast timers"
     // live until its sweep every half second, so each request's timer was promoted into the old generation.
     headersTimeout: 0,
@@ -143,7 +177,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, options, resolve, reject, settled, request.relay, request.check);
+      const handler = new RelayHandler(res, timers, resolve, reject, settled, request.relay, request.check);
       pool.dispatch(
         {
           method: request.method,

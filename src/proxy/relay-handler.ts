@@ -30,6 +30,9 @@ function contractViolationError(): GatewayError {
 }
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
+/** The exchange's timers, and what its upstream can say about a failure undici reported in its own words (TlsAlerts). */
+export type RelayTimers = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & { explainFailure?: (error: Error) => Error };
+
 export class RelayHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
@@ -76,10 +79,11 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly reject: (failure: UpstreamFailure) => void;
   private readonly onSettled: ExchangeObserver | undefined;
   private readonly relay: RelayPolicy;
+  private readonly explainFailure: ((error: Error) => Error) | undefined;
 
   constructor(
     res: ServerResponse,
-    { idleTimeoutMs, totalTimeoutMs }: Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'>,
+    { idleTimeoutMs, totalTimeoutMs, explainFailure }: RelayTimers,
     resolve: (outcome: ExchangeOutcome) => void,
     reject: (failure: UpstreamFailure) => void,
     onSettled: ExchangeObserver | undefined,
@@ -93,6 +97,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.reject = reject;
     this.onSettled = onSettled;
     this.idleTimeoutMs = idleTimeoutMs;
+    this.explainFailure = explainFailure;
     this.totalTimer = setTimeout(() => this.fail(new UpstreamFailure('total_timeout', `no complete answer within ${totalTimeoutMs} ms`)), totalTimeoutMs);
     res.once('close', this.onClientClose);
   }
@@ -289,7 +294,12 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error === CLIENT_GONE || error === CONNECTION_RETIRED || error === ANSWER_REFUSED) return;
-    this.fail(error instanceof UpstreamFailure ? error : new UpstreamFailure(classifyUpstreamFailure(error), error.message, { cause: error }));
+    if (error instanceof UpstreamFailure) {
+      this.fail(error);
+      return;
+    }
+    const cause = this.explainFailure?.(error) ?? error;
+    this.fail(new UpstreamFailure(classifyUpstreamFailure(cause), cause.message, { cause }));
   }
 
   /** Ends the exchange as failed: an Error answer if nothing was relayed, a cut response otherwise. */

@@ -11,6 +11,12 @@ export const UPSTREAM_FAILURE_KINDS = [
   'reset',
   'dns',
   'protocol',
+  'tls_untrusted',
+  'tls_expired',
+  'tls_not_yet_valid',
+  'tls_wrong_name',
+  'tls_client_certificate_refused',
+  'tls_handshake',
   'other',
 ] as const;
 
@@ -49,6 +55,48 @@ const KIND_BY_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
   UND_ERR_INFO: 'protocol',
 };
 
+/** Node's codes for a backend certificate it did not verify (OpenSSL's verify results, and the name check's own). */
+const TLS_KIND_BY_CODE: Readonly<Record<string, UpstreamFailureKind>> = {
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'tls_untrusted',
+  UNABLE_TO_GET_ISSUER_CERT: 'tls_untrusted',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'tls_untrusted',
+  SELF_SIGNED_CERT_IN_CHAIN: 'tls_untrusted',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'tls_untrusted',
+  CERT_UNTRUSTED: 'tls_untrusted',
+  CERT_SIGNATURE_FAILURE: 'tls_untrusted',
+  CERT_REJECTED: 'tls_untrusted',
+  INVALID_CA: 'tls_untrusted',
+  CERT_REVOKED: 'tls_untrusted',
+  CERT_HAS_EXPIRED: 'tls_expired',
+  CERT_NOT_YET_VALID: 'tls_not_yet_valid',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'tls_wrong_name',
+  HOSTNAME_MISMATCH: 'tls_wrong_name',
+};
+
+/**
+ * The alerts a backend sends when it refuses the gateway's client certificate: none offered (TLS 1.3's
+ * certificate_required), or one it does not trust, has expired, or denies. OpenSSL names them
+ * ERR_SSL_<version>_ALERT_<alert>, the version part differing between TLS 1.2 and 1.3.
+ */
+const CLIENT_CERTIFICATE_REFUSED =
+  /^ERR_SSL_[\w/]+_ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED)$/;
+
+/** What a TLS error code says went wrong; undefined when the code is not TLS's. */
+function tlsKindOf(code: string): UpstreamFailureKind | undefined {
+  const known = TLS_KIND_BY_CODE[code];
+  if (known !== undefined) return known;
+  if (CLIENT_CERTIFICATE_REFUSED.test(code)) return 'tls_client_certificate_refused';
+  // Any other OpenSSL or Node TLS error: no shared version or cipher, plain HTTP where TLS was expected...
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO') return 'tls_handshake';
+  return undefined;
+}
+
+/** Whether `error` is a TLS failure (a certificate not verified, an alert, a failed handshake). */
+export function isTlsFailure(error: unknown): error is Error {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && tlsKindOf(code) !== undefined;
+}
+
 /** undici's words for a 101, or a final 100, to a plain request: the socket is closed, but the upstream broke the protocol. */
 const NOT_AN_ANSWER = /^bad (upgrade|response)$/;
 
@@ -61,7 +109,7 @@ export function classifyUpstreamFailure(error: unknown): UpstreamFailureKind {
   if (typeof code !== 'string') return 'other';
   if (code.startsWith('HPE_')) return 'protocol';
   if (code === 'UND_ERR_SOCKET' && error instanceof Error && NOT_AN_ANSWER.test(error.message)) return 'protocol';
-  return KIND_BY_CODE[code] ?? 'other';
+  return KIND_BY_CODE[code] ?? tlsKindOf(code) ?? 'other';
 }
 
 const WHY: Readonly<Record<UpstreamFailureKind, string>> = {
@@ -73,13 +121,19 @@ const WHY: Readonly<Record<UpstreamFailureKind, string>> = {
   reset: 'closed the connection before answering',
   dns: 'could not be found',
   protocol: 'answered with something other than an HTTP response',
+  tls_untrusted: 'presented a certificate from an authority the gateway does not trust (TLS)',
+  tls_expired: 'presented an expired certificate (TLS)',
+  tls_not_yet_valid: 'presented a certificate that is not valid yet (TLS)',
+  tls_wrong_name: 'presented a certificate issued for another name (TLS)',
+  tls_client_certificate_refused: "refused the gateway's client certificate (TLS)",
+  tls_handshake: 'could not agree a TLS connection with the gateway',
   other: 'could not be reached',
 };
 
-/** Timeouts are 504; everything else is 502. */
+/** Timeouts are 504; a failed TLS handshake is 502 upstream_tls_failed; everything else is 502 bad_gateway. */
 export function upstreamFailureError(kind: UpstreamFailureKind, cause?: unknown): GatewayError {
-  const timedOut = kind.endsWith('_timeout');
-  return new GatewayError(timedOut ? 'gateway_timeout' : 'bad_gateway', `The pet store backend ${WHY[kind]}`, { cause });
+  const code = kind.endsWith('_timeout') ? 'gateway_timeout' : kind.startsWith('tls_') ? 'upstream_tls_failed' : 'bad_gateway';
+  return new GatewayError(code, `The pet store backend ${WHY[kind]}`, { cause });
 }
 
 /** What a log line may say about a failure: never the raw bytes a parser error carries (`rawPacket`). */

@@ -1,8 +1,9 @@
 // The admin listener's server: the public listener's protections, sized for probes, scrapes and admin calls.
 import type { RequestListener, Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import type { TlsOptions } from 'node:tls';
 import { refuse } from '../errors/send-error.ts';
-import { createServer } from '../http/node-http.ts';
+import { createListenerServer } from '../http/node-http.ts';
 import { requestIdOf } from '../pipeline/request-record.ts';
 import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
 import { capConnections } from './connection-cap.ts';
@@ -20,6 +21,8 @@ export interface AdminListenerOptions {
   maxQueuedPerConnection: number;
   /** Told each time the cap closes a connection to admit another. */
   onEvicted?: () => void;
+  /** HTTPS with these (listenerTlsOptions); absent: plain HTTP. */
+  tls?: TlsOptions;
 }
 
 /**
@@ -28,15 +31,19 @@ export interface AdminListenerOptions {
  * X-Request-Id (the client's when well-formed), refusals of bytes that do not parse and of CONNECT included.
  */
 export function createAdminServer(options: AdminListenerOptions): Server {
-  const server = createServer({
-    keepAliveTimeout: options.keepAliveTimeoutMs,
-    headersTimeout: options.headersTimeoutMs,
-    requestTimeout: options.requestTimeoutMs,
-    // How often Node checks the two timeouts above (default 30 s), as on the public listener.
-    connectionsCheckingInterval: 1000,
-    // Node's refusal of a missing Host is a bare 400; targetRefusal answers it with an Error body.
-    requireHostHeader: false,
-  });
+  const server = createListenerServer(
+    {
+      keepAliveTimeout: options.keepAliveTimeoutMs,
+      headersTimeout: options.headersTimeoutMs,
+      requestTimeout: options.requestTimeoutMs,
+      // How often Node checks the two timeouts above (default 30 s), as on the public listener.
+      connectionsCheckingInterval: 1000,
+      // Node's refusal of a missing Host is a bare 400; targetRefusal answers it with an Error body.
+      requireHostHeader: false,
+    },
+    // A handshake is part of sending the headers: it gets no longer than they do (Node's default is two minutes).
+    options.tls && { ...options.tls, handshakeTimeout: options.headersTimeoutMs },
+  );
   const cap = capConnections(server, options.maxConnections, options.onEvicted);
   const { app } = options;
   const admission = serveInTurn(

@@ -15,12 +15,13 @@ export interface ConnectionCap {
  * For the admin listener only: the marking costs a listener per request, which the public hot path does not pay.
  */
 export function capConnections(server: Server, maxConnections: number, onEvicted?: () => void): ConnectionCap {
-  // Insertion order is age order: the first idle one found is the oldest.
-  const open = new Set<Socket>();
-  const answering = new WeakSet<Socket>();
+  // Insertion order is age order: the first idle one found is the oldest. Keyed by the peer's address and port:
+  // over TLS, `connection` gives the TCP socket and a request the TLS socket on it, which share that pair.
+  const open = new Map<string, Socket>();
+  const answering = new Set<string>();
 
-  function oldestIdle(): Socket | undefined {
-    for (const socket of open) if (!answering.has(socket)) return socket;
+  function oldestIdle(): [string, Socket] | undefined {
+    for (const entry of open) if (!answering.has(entry[0])) return entry;
     return undefined;
   }
 
@@ -31,19 +32,31 @@ export function capConnections(server: Server, maxConnections: number, onEvicted
         socket.destroy();
         return;
       }
-      open.delete(evicted);
-      evicted.destroy();
+      open.delete(evicted[0]);
+      evicted[1].destroy();
       onEvicted?.();
     }
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
+    const peer = peerOf(socket);
+    open.set(peer, socket);
+    socket.once('close', () => {
+      // A newer connection from the same port may have taken the entry: it is not this one's to remove.
+      if (open.get(peer) !== socket) return;
+      open.delete(peer);
+      answering.delete(peer);
+    });
   });
 
   return {
     hold(socket, res) {
-      answering.add(socket);
-      res.once('close', () => answering.delete(socket));
+      const peer = peerOf(socket);
+      answering.add(peer);
+      res.once('close', () => answering.delete(peer));
     },
     open: () => open.size,
   };
+}
+
+/** A connection's peer, the same for a TCP socket and the TLS socket over it. */
+function peerOf(socket: Socket): string {
+  return `${socket.remoteAddress}|${socket.remotePort}`;
 }

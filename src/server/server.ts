@@ -8,7 +8,8 @@ import { createAdminServer } from './admin-listener.ts';
 import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../forks/app-messages.ts';
-import { createServer } from '../http/node-http.ts';
+import { createListenerServer, secureContextOf } from '../http/node-http.ts';
+import { type ListenerCertificates, listenerTlsOptions } from './listener-tls.ts';
 import type { RequestTracker } from './request-tracker.ts';
 import { toOriginForm } from './request-target.ts';
 import { serveInTurn } from './serve-in-turn.ts';
@@ -31,6 +32,8 @@ export interface ListenableGateway {
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
   /** Told each time the admin listener closes a connection at its cap to admit another (counted). */
   onAdminConnectionEvicted?: () => void;
+  /** The certificate pairs of the listeners that speak TLS (src/server/listener-tls.ts); absent or empty: plain HTTP. */
+  certificates?: ListenerCertificates;
 }
 
 export interface StartOptions {
@@ -84,16 +87,24 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const { logger, gateway } = options;
   const { config } = gateway;
   let accepting = true;
-  const publicServer = createServer({
-    keepAliveTimeout: config.listen.keepAliveTimeoutMs,
-    headersTimeout: config.listen.headersTimeoutMs,
-    requestTimeout: config.listen.requestTimeoutMs,
-    // How often Node checks the two timeouts above (default 30 s): a slow client is cut off within a second of its deadline.
-    connectionsCheckingInterval: 1000,
-    // The app refuses a request without Host with an Error body; Node's own refusal has none.
-    requireHostHeader: false,
-    ...gateway.messageClasses,
-  });
+  const pairs = gateway.certificates?.pairs ?? {};
+  const publicServer = createListenerServer(
+    {
+      keepAliveTimeout: config.listen.keepAliveTimeoutMs,
+      headersTimeout: config.listen.headersTimeoutMs,
+      requestTimeout: config.listen.requestTimeoutMs,
+      // How often Node checks the two timeouts above (default 30 s): a slow client is cut off within a second of its deadline.
+      connectionsCheckingInterval: 1000,
+      // The app refuses a request without Host with an Error body; Node's own refusal has none.
+      requireHostHeader: false,
+      ...gateway.messageClasses,
+    },
+    // A handshake is part of sending the headers: it gets no longer than they do (Node's default is two minutes).
+    pairs.listener && { ...listenerTlsOptions(pairs.listener), handshakeTimeout: config.listen.headersTimeoutMs },
+  );
+  // A reload's new pair is taken up by the listener's new connections (its open ones keep theirs).
+  const publicTls = secureContextOf(publicServer);
+  if (publicTls) gateway.certificates?.attach('listener', publicTls);
   publicServer.maxConnections = config.listen.maxConnections;
   const admission = serveInTurn(
     (req, res) => {
@@ -117,7 +128,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     keepAliveTimeoutMs: config.listen.adminKeepAliveTimeoutMs,
     maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
     ...(gateway.onAdminConnectionEvicted ? { onEvicted: gateway.onAdminConnectionEvicted } : {}),
+    ...(pairs.admin ? { tls: listenerTlsOptions(pairs.admin) } : {}),
   });
+  const adminTls = secureContextOf(adminServer);
+  if (adminTls) gateway.certificates?.attach('admin', adminTls);
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
     port: 'ADMIN_PORT (listen.adminPort)',
@@ -128,7 +142,16 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     throw error;
   });
   logger.info(
-    { host: config.listen.host, port, adminHost: config.listen.adminHost, adminPort, environment: config.environment, upstream: config.upstreamBaseUrl },
+    {
+      host: config.listen.host,
+      port,
+      tls: pairs.listener !== undefined,
+      adminHost: config.listen.adminHost,
+      adminPort,
+      adminTls: pairs.admin !== undefined,
+      environment: config.environment,
+      upstream: config.upstreamBaseUrl,
+    },
     'gateway listening',
   );
 

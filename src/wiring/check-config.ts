@@ -7,6 +7,8 @@ import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api
 import type { Operation } from '../contract/operations.ts';
 import { loadUpstreamIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
+import { readUpstreamTls, type UpstreamTls } from '../proxy/upstream-tls.ts';
+import { readListenerPairs, type ListenerPairs } from '../server/listener-tls.ts';
 import type { Clock } from '../time/clock.ts';
 
 /** What the checks read, ready to serve with. */
@@ -15,6 +17,10 @@ export interface CheckedConfig {
   operations: Operation[];
   schedule: BrownoutSchedule;
   identity: UpstreamIdentity;
+  /** The running environment's upstream TLS, its files read. */
+  upstreamTls: UpstreamTls;
+  /** The TLS listeners' certificate pairs, read from the running paths (`listen` is a restart setting). */
+  listenerPairs: ListenerPairs;
   /** The digest logged at start and on reload (configurationHash). */
   hash: string;
   /** Puts in force what `readAdminTokens` read. */
@@ -60,12 +66,16 @@ export async function checkConfig(config: GatewayConfig, options: CheckOptions):
   const identity = await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: options.clock }).catch(
     (error: unknown) => void faults.push(faultOf(error)),
   );
+  const upstreamTls = attempt(() => readUpstreamTls(config));
+  const listenerPairs = attempt(() => readListenerPairs(config.listen));
   const takeUp = attempt(() => options.readAdminTokens(config));
   // Read at start-up only (auth is a restart setting), checked here too: a file a reload accepts is one a restart accepts.
   if (options.readPepper) attempt(() => options.readPepper?.(config));
   const hash = versions && attempt(() => configurationHash(config));
-  if (faults.length > 0 || !versions || !operations || !schedule || !identity || !takeUp || hash === undefined) throw new ConfigCheckError(faults);
-  return { versions, operations, schedule, identity, hash, takeUp };
+  if (faults.length > 0 || !versions || !operations || !schedule || !identity || !upstreamTls || !listenerPairs || !takeUp || hash === undefined) {
+    throw new ConfigCheckError(faults);
+  }
+  return { versions, operations, schedule, identity, upstreamTls, listenerPairs, hash, takeUp };
 }
 
 /** A reload's checks for a configuration no gateway serves yet (`npm run config -- validate`), nothing put in force. */

@@ -29,10 +29,13 @@ import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { upstreamReachable } from '../proxy/upstream-reachable.ts';
+import { readUpstreamTls, upstreamTlsFiles, type UpstreamTls } from '../proxy/upstream-tls.ts';
+import { createListenerCertificates, readListenerPairs, type ListenerCertificates } from '../server/listener-tls.ts';
 import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdmin } from './admin-operations.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
+import { watchCertificates } from './certificate-watch.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -86,6 +89,8 @@ export interface Gateway<S extends Stores = Stores> {
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
   /** Counts the admin listener's connections closed at its cap (`admin_connections_evicted_total`). */
   onAdminConnectionEvicted: () => void;
+  /** The TLS listeners' certificate pairs in force (none: both listeners speak plain HTTP). */
+  certificates: ListenerCertificates;
   /** Starts both listeners; their shutdown releases the gateway. */
   listen(): Promise<RunningGateway>;
   /** Re-reads and checks the configuration, then serves new requests with it; or keeps the running one (SIGHUP). */
@@ -102,6 +107,9 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   }
   const versions = loadApiVersions(config.sources);
   const operations = allOperations(versions);
+  // Read before any connection is opened: a certificate that does not parse stops start-up, naming its setting.
+  const upstreamTls = readUpstreamTls(config);
+  const listenerPairs = readListenerPairs(config.listen);
   // The first version's check keeps its name (`upstream`); the others are named by their base path.
   const upstreamChecks: ReadinessCheck[] = versions.map(({ contract, source }, index) => ({
     name: index === 0 ? 'upstream' : `upstream ${contract.basePath}`,
@@ -125,6 +133,11 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       memoryLimitBytes: config.resources.memoryLimitBytes,
     },
   });
+  const certificates = createListenerCertificates(listenerPairs, (pairs) => {
+    metrics.certificates.held('listener', pairs.listener?.notAfter);
+    metrics.certificates.held('admin', pairs.admin?.notAfter);
+  });
+  metrics.certificates.held('upstream_client', upstreamTls.clientNotAfter);
   const tracing = parts.tracing ?? propagationOnly();
   registerTraceExportMetrics(metrics.registry, tracing, config.environment);
   const stores = parts.stores(metrics, brownouts);
@@ -174,12 +187,13 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     metrics,
     breakers: new CircuitBreakers(metrics.upstreamCircuit),
   };
-  const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity) => buildPipeline(served, documents, asserted, shared);
+  const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity, tls: UpstreamTls) =>
+    buildPipeline(served, documents, asserted, tls, shared);
   // The public listener's requests and responses, made with the prototypes of the generation that will serve them.
   const messages = createAppMessages();
   // A retired generation's requests may still wait for their body, then for the upstream.
   const live = createLivePipeline(
-    build(config, versions, identity),
+    build(config, versions, identity, upstreamTls),
     (retired) => retired.config.listen.requestTimeoutMs + retired.config.upstream.totalTimeoutMs,
     logger,
     messages,
@@ -190,6 +204,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     ...(parts.readPepper ? { readPepper: parts.readPepper } : {}),
     live,
     build,
+    certificates,
     brownouts,
     alsoReload: (next) => {
       refuseTokenFileWithoutAdmin(next, stores.admin);
@@ -207,11 +222,28 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     tracing,
     onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record, usage.record),
   });
+  // Renewed certificates (cert-manager rewriting a Secret) are taken up by the reload SIGHUP runs, without a signal.
+  const { tls: listenerFiles, adminTls: adminFiles } = config.listen;
+  const watch =
+    config.certificates.watchIntervalMs > 0
+      ? watchCertificates({
+          files: () =>
+            [listenerFiles.certFile, listenerFiles.keyFile, adminFiles.certFile, adminFiles.keyFile, ...upstreamTlsFiles(live.current.config)].filter(
+              (file): file is string => file !== null,
+            ),
+          intervalMs: config.certificates.watchIntervalMs,
+          reload: async () => {
+            logger.info('certificate or key files changed: reloading');
+            return (await reload()).result === 'success';
+          },
+        })
+      : undefined;
   metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      watch?.stop();
       await live.close();
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
@@ -242,6 +274,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
     },
     onAdminConnectionEvicted: metrics.adminConnectionEvicted,
+    certificates,
     listen: () => startGateway({ gateway, logger, onClosed: close }),
     reload,
     close,

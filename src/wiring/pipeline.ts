@@ -10,6 +10,7 @@ import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
+import type { UpstreamTls } from '../proxy/upstream-tls.ts';
 import type { Serving } from '../server/request-tracker.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
@@ -19,6 +20,8 @@ export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors
 export interface Pipeline {
   readonly config: GatewayConfig;
   readonly identity: UpstreamIdentity;
+  /** The TLS its upstream pools connect with. */
+  readonly upstreamTls: UpstreamTls;
   /** Serves a request, counted as this generation's until the tracker tells it the response closed (`answered`). */
   handle(req: IncomingMessage, res: ServerResponse): Serving;
   /** The prototypes this generation's app gives requests and responses: new ones are best made with them. */
@@ -32,12 +35,20 @@ export interface Pipeline {
 }
 
 /** Builds the documents' proxies and the app for `config`; nothing is listened on or connected yet. */
-export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, shared: PipelineShared): Pipeline {
+export function buildPipeline(
+  config: GatewayConfig,
+  versions: readonly ApiVersion[],
+  identity: UpstreamIdentity,
+  upstreamTls: UpstreamTls,
+  shared: PipelineShared,
+): Pipeline {
   const { breakers, ...dependencies } = shared;
   const served: ServedVersion[] = createVersionProxies(versions, {
     config,
     identityHeaders: identity.headersFor,
     breakers,
+    upstreamTls,
+    onServerCertificate: dependencies.metrics.certificates.upstreamSeen,
   });
   const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
   // Once for the generation: its app's stages and the answers given before the app (load shedding) share it.
@@ -67,6 +78,7 @@ export function buildPipeline(config: GatewayConfig, versions: readonly ApiVersi
   return {
     config,
     identity,
+    upstreamTls,
     announceCors: cors?.announce,
     prototypes: { request: app.request, response: app.response },
     handle(req, res) {

@@ -7,6 +7,8 @@ import { operationSunsets } from '../contract/operations.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
+import type { UpstreamTls } from '../proxy/upstream-tls.ts';
+import type { ListenerCertificates } from '../server/listener-tls.ts';
 import type { Clock } from '../time/clock.ts';
 import { checkConfig, ConfigCheckError, type CheckedConfig } from './check-config.ts';
 import type { LivePipeline, Pipeline } from './pipeline.ts';
@@ -17,7 +19,9 @@ export interface ReloadDeps {
   /** The environment variables that override a value the file now gives (see shadowedByEnvironment). */
   shadowedSettings?: () => Array<{ variable: string; key: string }>;
   live: LivePipeline;
-  build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity) => Pipeline;
+  build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, upstreamTls: UpstreamTls) => Pipeline;
+  /** The TLS listeners' pairs: a reload's, read and checked with everything else, are taken up by their new connections. */
+  certificates: ListenerCertificates;
   brownouts: BrownoutBoard;
   /** Reads and checks the admin token file before anything changes (throws to refuse); what it returns takes it up after the swap. */
   alsoReload: (config: GatewayConfig) => () => void;
@@ -67,13 +71,15 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
       });
       // Shut down while the key files were read: nothing is built that nobody would close.
       if (live.closed) return refused(['the gateway is shutting down']);
-      next = deps.build(plan.effective, checked.versions, checked.identity);
+      next = deps.build(plan.effective, checked.versions, checked.identity, checked.upstreamTls);
     } catch (error) {
       return refused(faultsOf(error));
     }
     const { changed, needRestart } = plan;
     live.swap(next);
     checked.takeUp();
+    deps.certificates.takeUp(checked.listenerPairs);
+    metrics.certificates.held('upstream_client', checked.upstreamTls.clientNotAfter);
     deps.brownouts.replaceSchedule(checked.schedule);
     metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(checked.operations));
     metrics.configReload('success');

@@ -5,12 +5,16 @@ import type { ApiVersion } from '../contract/api-versions.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { createAnswerChecks } from '../proxy/answer-check.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
+import type { UpstreamTls } from '../proxy/upstream-tls.ts';
 
 export interface VersionProxiesOptions {
   config: GatewayConfig;
   identityHeaders: ProxyOptions['identityHeaders'];
   /** Shared by every generation of the pipeline, so a reload keeps an open circuit open. */
   breakers: CircuitBreakers;
+  /** This generation's TLS to https:// upstreams: a reload's new files make new pools. */
+  upstreamTls: UpstreamTls;
+  onServerCertificate: NonNullable<ProxyOptions['onServerCertificate']>;
 }
 
 /** Each version gets its own pool and circuit breaker, so one failing backend does not open the circuit in front of another. */
@@ -29,6 +33,8 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       connectTimeoutMs: config.upstream.connectTimeoutMs,
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
+      tls: options.upstreamTls.connect,
+      onServerCertificate: options.onServerCertificate,
       breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),
       identityHeaders: options.identityHeaders,
       operations: contract.operations,

@@ -29,6 +29,7 @@ function retryable(error: GatewayError): boolean {
     case 'upstream_error':
     case 'upstream_refused_identity':
     case 'upstream_contract_violation':
+    case 'upstream_tls_failed':
       return false;
     default: {
       // Compiles only while `code` is the union: typed `string`, it would not narrow to never here.

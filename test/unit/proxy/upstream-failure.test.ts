@@ -30,6 +30,22 @@ describe('upstream failures', () => {
     ['UND_ERR_RES_CONTENT_LENGTH_MISMATCH', 'protocol'],
     ['UND_ERR_RES_EXCEEDED_MAX_SIZE', 'protocol'],
     ['UND_ERR_INFO', 'protocol'],
+    ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'tls_untrusted'],
+    ['SELF_SIGNED_CERT_IN_CHAIN', 'tls_untrusted'],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', 'tls_untrusted'],
+    ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'tls_untrusted'],
+    ['CERT_HAS_EXPIRED', 'tls_expired'],
+    ['CERT_NOT_YET_VALID', 'tls_not_yet_valid'],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', 'tls_wrong_name'],
+    ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'tls_client_certificate_refused'],
+    ['ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'tls_client_certificate_refused'],
+    ['ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE', 'tls_client_certificate_refused'],
+    ['ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE', 'tls_handshake'],
+    ['ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', 'tls_client_certificate_refused'],
+    ['ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED', 'tls_client_certificate_refused'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', 'tls_handshake'],
+    ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'tls_handshake'],
+    ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', 'tls_handshake'],
     ['EWHATEVER', 'other'],
     [undefined, 'other'],
   ])('a socket error with code %s is a %s failure', (code, kind) => {
@@ -49,9 +65,13 @@ describe('upstream failures', () => {
     expect(classifyUpstreamFailure(new UpstreamFailure('headers_timeout', 'silent'))).toBe('headers_timeout');
   });
 
-  it.each(
-    UPSTREAM_FAILURE_KINDS.map((kind) => [kind, kind.endsWith('_timeout') ? 504 : 502, kind.endsWith('_timeout') ? 'gateway_timeout' : 'bad_gateway'] as const),
-  )('%s is answered %i %s', (kind, status, code) => {
+  const answerFor = (kind: string) =>
+    kind.endsWith('_timeout')
+      ? ([504, 'gateway_timeout'] as const)
+      : kind.startsWith('tls_')
+        ? ([502, 'upstream_tls_failed'] as const)
+        : ([502, 'bad_gateway'] as const);
+  it.each(UPSTREAM_FAILURE_KINDS.map((kind) => [kind, ...answerFor(kind)] as const))('%s is answered %i %s', (kind, status, code) => {
     const cause = new Error('why');
     const error = upstreamFailureError(kind, cause);
     expect(error.status).toBe(status);

@@ -1,0 +1,64 @@
+// The TLS the gateway speaks to its backends: one environment's settings, their files read and checked, as a connection's options.
+import { getCACertificates, type SecureVersion } from 'node:tls';
+import type { Environment, GatewayConfig, UpstreamTlsSettings } from '../config/schema.ts';
+import { CertificateFileError, readCertificateBundle, readCertificatePair } from '../http/certificates.ts';
+
+/** What every new connection to an https:// backend is made with (tls.connect's options). Verification is never off. */
+export interface UpstreamTlsOptions {
+  /** The authorities trusted; absent: Node's default store. */
+  ca?: string[];
+  cert?: Buffer;
+  key?: Buffer;
+  servername?: string;
+  minVersion: SecureVersion;
+}
+
+export interface UpstreamTls {
+  connect: UpstreamTlsOptions;
+  /** The client certificate's notAfter, when one is offered (the expiry metric). */
+  clientNotAfter?: Date;
+}
+
+/** The words an operator knows each setting by, for the running environment's keys. */
+function settingName(variable: string, environment: Environment, key: keyof UpstreamTlsSettings): string {
+  return `${variable} (upstreamTls.${environment}.${key})`;
+}
+
+/** Reads the running environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
+export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources'>): UpstreamTls {
+  const { environment } = config;
+  const settings = config.upstreamTls[environment];
+  const plain = config.sources.find((source) => source.upstreamBaseUrl.startsWith('http:'));
+  if (plain !== undefined && upstreamTlsFiles(config).length + (settings.servername === null ? 0 : 1) > 0) {
+    // Certificates configured for a backend spoken to in plain HTTP: the operator meant TLS, and would not get it.
+    throw new CertificateFileError(
+      `upstreamTls.${environment}: set, but the upstream of ${plain.key} (${plain.upstreamBaseUrl}) is plain http://; use its https:// address`,
+    );
+  }
+  const connect: UpstreamTlsOptions = { minVersion: settings.minVersion };
+  let clientNotAfter: Date | undefined;
+  if (settings.caFile !== null) {
+    const bundle = readCertificateBundle(settings.caFile, settingName('UPSTREAM_TLS_CA_FILE', environment, 'caFile'));
+    // `ca` replaces Node's store; `add` puts that store (with NODE_EXTRA_CA_CERTS, and the system's under --use-system-ca) back in.
+    connect.ca = settings.caMode === 'add' ? [...getCACertificates('default'), ...bundle] : bundle;
+  }
+  if (settings.certFile !== null && settings.keyFile !== null) {
+    const pair = readCertificatePair({
+      certFile: settings.certFile,
+      keyFile: settings.keyFile,
+      certSetting: settingName('UPSTREAM_TLS_CERT_FILE', environment, 'certFile'),
+      keySetting: settingName('UPSTREAM_TLS_KEY_FILE', environment, 'keyFile'),
+    });
+    connect.cert = pair.cert;
+    connect.key = pair.key;
+    clientNotAfter = pair.notAfter;
+  }
+  if (settings.servername !== null) connect.servername = settings.servername;
+  return clientNotAfter === undefined ? { connect } : { connect, clientNotAfter };
+}
+
+/** The files the running environment's upstream TLS reads, for the certificate watch. */
+export function upstreamTlsFiles(config: Pick<GatewayConfig, 'environment' | 'upstreamTls'>): string[] {
+  const { caFile, certFile, keyFile } = config.upstreamTls[config.environment];
+  return [caFile, certFile, keyFile].filter((file): file is string => file !== null);
+}

@@ -1,0 +1,73 @@
+// Re-reads the certificate and key files in use and runs a reload when their bytes change: renewals taken up without a signal.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+
+export interface CertificateWatchOptions {
+  /** The files in use now (a reload may change the upstream's). */
+  files: () => readonly string[];
+  intervalMs: number;
+  /** Runs the reload; resolves whether it was taken up. */
+  reload: () => Promise<boolean>;
+}
+
+export interface CertificateWatch {
+  stop(): void;
+}
+
+/** A file's bytes as a digest; `missing` while it cannot be read (a Secret being rewritten). */
+type Digests = Map<string, string>;
+
+const digestOf = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+async function readDigests(files: readonly string[]): Promise<Digests> {
+  const read = await Promise.all(files.map(async (file) => [file, await readFile(file).then(digestOf, () => 'missing')] as const));
+  return new Map(read);
+}
+
+const same = (a: Digests, b: Digests) => a.size === b.size && [...a].every(([file, digest]) => b.get(file) === digest);
+
+/**
+ * A polling read, not fs.watch: a Kubernetes Secret volume is updated by swapping a symlink to a new directory,
+ * which inotify reports on the directory, not on the file a path names, and not at all through some volume types.
+ * Reading follows the links, so the bytes are what the next handshake would get.
+ *
+ * A change is reloaded once; a refused reload (say a certificate written before its key: they no longer match)
+ * is tried again only when the bytes change again, so a bad file is refused once, not every interval.
+ */
+export function watchCertificates(options: CertificateWatchOptions): CertificateWatch {
+  const initial = options.files();
+  // The bytes start-up read: read again synchronously here, so a change in the first interval is not taken as the baseline.
+  let accepted: Digests = new Map(
+    initial.map((file) => {
+      try {
+        return [file, digestOf(readFileSync(file))];
+      } catch {
+        return [file, 'missing'];
+      }
+    }),
+  );
+  let attempted = accepted;
+  let checking = false;
+  async function check(): Promise<void> {
+    const files = options.files();
+    const now = await readDigests(files);
+    // A file new to the list (a reload named it) was read by that reload: it is taken as accepted.
+    for (const file of files) if (!accepted.has(file)) accepted.set(file, now.get(file)!);
+    const known = new Map(files.map((file) => [file, accepted.get(file)!]));
+    if (same(now, known) || same(now, attempted)) {
+      accepted = known;
+      return;
+    }
+    attempted = now;
+    if (await options.reload().catch(() => false)) accepted = now;
+  }
+  const timer = setInterval(() => {
+    // A reload slower than the interval is not overtaken by the next check.
+    if (checking) return;
+    checking = true;
+    void check().finally(() => (checking = false));
+  }, options.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
