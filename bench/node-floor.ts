@@ -3,8 +3,9 @@
 // validation, no limits, no logs, no metrics. Hop-by-hop headers are dropped both ways, as any proxy must.
 //   node bench/node-floor.ts <upstream origin> <port>
 // Behind the same TLS as the gateway, read from the gateway's own settings: TLS_CERT_FILE and TLS_KEY_FILE make the
-// listener node:https (TLS 1.2 and 1.3, ALPN http/1.1, as the gateway's); UPSTREAM_TLS_CA_FILE (the only authority
-// trusted), UPSTREAM_TLS_CERT_FILE and UPSTREAM_TLS_KEY_FILE (the client certificate) go to the Pool's connector.
+// listener node:https with the gateway's listener policy; UPSTREAM_TLS_CA_FILE (the only authority trusted),
+// UPSTREAM_TLS_CERT_FILE and UPSTREAM_TLS_KEY_FILE (the client certificate) go to the Pool's connector.
+import { constants } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -18,7 +19,8 @@ const pool = new Pool(target, {
   connections: 256,
   ...(upstreamCa === undefined
     ? {}
-    : { connect: { ca: upstreamCa, cert: file('UPSTREAM_TLS_CERT_FILE'), key: file('UPSTREAM_TLS_KEY_FILE'), minVersion: 'TLSv1.2' as const } }),
+    : // The gateway's upstream options for these settings (src/proxy/upstream-tls.ts): the CA alone, the pair, TLS 1.2 at least.
+      { connect: { ca: upstreamCa, cert: file('UPSTREAM_TLS_CERT_FILE'), key: file('UPSTREAM_TLS_KEY_FILE'), minVersion: 'TLSv1.2' as const } }),
 });
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host']);
 
@@ -48,11 +50,31 @@ function proxy(req: IncomingMessage, res: ServerResponse): void {
     },
   );
 }
+/**
+ * The gateway's listener policy (src/server/listener-tls.ts), copied rather than imported: the floor loads no gateway
+ * code. TLS 1.2 and 1.3, Mozilla's intermediate suites, the client's order, no renegotiation, ALPN http/1.1.
+ */
+const LISTENER_POLICY = {
+  minVersion: 'TLSv1.2',
+  maxVersion: 'TLSv1.3',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+  honorCipherOrder: false,
+  secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
+  ALPNProtocols: ['http/1.1'],
+} as const;
 const listenerCert = file('TLS_CERT_FILE');
 const server =
-  listenerCert === undefined
-    ? createHttpServer(proxy)
-    : createHttpsServer({ cert: listenerCert, key: file('TLS_KEY_FILE'), minVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'] }, proxy);
+  listenerCert === undefined ? createHttpServer(proxy) : createHttpsServer({ ...LISTENER_POLICY, cert: listenerCert, key: file('TLS_KEY_FILE') }, proxy);
 server.keepAliveTimeout = 65_000;
 server.listen(Number(port), '127.0.0.1', () => {
   const address = server.address();
