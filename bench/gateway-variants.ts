@@ -106,6 +106,9 @@ export interface Bench {
   close(): void;
 }
 
+/** A run answered with errors (non-2xx): its figures are not those of the path being measured. */
+export class FailedAnswers extends Error {}
+
 /**
  * Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it, and so does a
  * connection refused (for a TLS variant: a handshake that failed).
@@ -132,7 +135,7 @@ export function wrk(url: string, key: string, seconds: number, connections = 50,
     execFile('taskset', args, (error, stdout) => {
       if (error) return reject(error);
       const report = JSON.parse(stdout.split('\n').findLast((line) => line.startsWith('{'))!) as { requests: number; non2xx: number; connect: number };
-      if (report.non2xx > 0) return reject(new Error(`${report.non2xx} non-2xx answers`));
+      if (report.non2xx > 0) return reject(new FailedAnswers(`${report.non2xx} non-2xx answers`));
       if (report.connect > 0 || report.requests === 0)
         return reject(new Error(`${report.connect} connections failed, ${report.requests} requests answered (${url})`));
       resolve(report.requests);

@@ -8,7 +8,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Bench, parseVariants, type RunningVariant, startBench, wrk } from './gateway-variants.ts';
+import { type Bench, FailedAnswers, parseVariants, type RunningVariant, startBench, wrk } from './gateway-variants.ts';
 import { countInstructions, valgrindProblem, type VariantCount } from './instruction-count.ts';
 import { runOrigin, writeRunResults } from './results-file.ts';
 
@@ -106,42 +106,69 @@ interface CpuRound {
   requests: number;
 }
 
+/**
+ * A round in which any target answered an error (non-2xx, in its warm-up or its run) is discarded and run again, at
+ * most ROUNDS times in all: on a machine other work loads, the gateway's Redis commands can time out (503), and a
+ * round with failures measured another path. Each discarded round is told and recorded.
+ */
 async function cpuPhase(bench: Bench, write: (text: string) => void) {
   const variants = parseVariants(TARGETS.map((target) => target.spec));
   const runs: CpuRound[][] = TARGETS.map(() => []);
   const listenerProtocols = new Map<string, string>();
-  for (let round = 0; round < ROUNDS; round++) {
+  const discarded: string[] = [];
+  for (let round = 0, attempt = 0; round < ROUNDS; attempt++) {
     // New processes every round: two processes of one build run up to a tenth apart for their whole lives.
     const running: RunningVariant[] = [];
-    for (const [index, variant] of variants.entries())
-      running.push(await bench.launch(variant, { name: `tls-bench-${index}-${round}`, cpu: '0', warmS: WARM_S, connections: CONNECTIONS }));
-    if (round === 0) for (const index of [TLS_FLOOR, TLS_GATEWAY]) listenerProtocols.set(TARGETS[index].name, await negotiated(running[index]!.url));
-    // Each round starts with the next target in turn, so that none always runs first.
-    for (const at of TARGETS.map((_, index) => (index + round) % TARGETS.length)) {
-      const { child, url, backendPid } = running[at]!;
-      const before = cpuSeconds(child.pid!);
-      const backendBefore = cpuSeconds(backendPid);
-      const started = performance.now();
-      const requests = await wrk(url, bench.key, DURATION_S, CONNECTIONS);
-      const seconds = (performance.now() - started) / 1000;
-      runs[at]!.push({
-        cpuUsPerRequest: ((cpuSeconds(child.pid!) - before) * 1e6) / requests,
-        backendCpuUsPerRequest: ((cpuSeconds(backendPid) - backendBefore) * 1e6) / requests,
-        // wrk's own duration is not returned: the elapsed time of its run, a little above DURATION_S (its start-up).
-        rps: requests / Math.max(DURATION_S, seconds),
-        requests,
-      });
+    const measured: CpuRound[] = [];
+    try {
+      for (const [index, variant] of variants.entries())
+        running.push(await bench.launch(variant, { name: `tls-bench-${index}-${attempt}`, cpu: '0', warmS: WARM_S, connections: CONNECTIONS }));
+      if (listenerProtocols.size === 0)
+        for (const index of [TLS_FLOOR, TLS_GATEWAY]) listenerProtocols.set(TARGETS[index].name, await negotiated(running[index]!.url));
+      // Each round starts with the next target in turn, so that none always runs first.
+      for (const at of TARGETS.map((_, index) => (index + round) % TARGETS.length)) {
+        const { child, url, backendPid } = running[at]!;
+        const before = cpuSeconds(child.pid!);
+        const backendBefore = cpuSeconds(backendPid);
+        const started = performance.now();
+        const requests = await wrk(url, bench.key, DURATION_S, CONNECTIONS);
+        const seconds = (performance.now() - started) / 1000;
+        measured[at] = {
+          cpuUsPerRequest: ((cpuSeconds(child.pid!) - before) * 1e6) / requests,
+          backendCpuUsPerRequest: ((cpuSeconds(backendPid) - backendBefore) * 1e6) / requests,
+          // wrk's own duration is not returned: the elapsed time of its run, a little above DURATION_S (its start-up).
+          rps: requests / Math.max(DURATION_S, seconds),
+          requests,
+        };
+      }
+    } catch (error) {
+      if (!(error instanceof FailedAnswers) || discarded.length >= ROUNDS) throw error;
+      discarded.push(`attempt ${attempt + 1}: ${error.message}`);
+      write(`round ${round + 1} discarded (${error.message}); run again\n`);
+      continue;
+    } finally {
+      await bench.stop(running.map(({ child }) => child));
     }
-    await bench.stop(running.map(({ child }) => child));
-    write(`round ${round + 1}: ${TARGETS.map((target, index) => `${target.name} ${runs[index]!.at(-1)!.cpuUsPerRequest.toFixed(1)}`).join(', ')} CPU µs/req\n`);
+    for (const [index, result] of measured.entries()) runs[index]!.push(result);
+    round++;
+    write(`round ${round}: ${TARGETS.map((target, index) => `${target.name} ${runs[index]!.at(-1)!.cpuUsPerRequest.toFixed(1)}`).join(', ')} CPU µs/req\n`);
   }
-  return { runs, listenerProtocols };
+  return { runs, listenerProtocols, discarded };
 }
 
-/** The round where the two compared variants compiled least (the larger of their compiler shares smallest). */
-function quietestRound(counts: readonly VariantCount[], a: number, b: number): number {
+/**
+ * The rounds in which neither of two variants answered an error (under load from a loaded machine the gateway's
+ * Redis commands can time out); every round when each had one, which the report then says.
+ */
+function cleanRounds(counts: readonly VariantCount[], a: number, b: number): number[] {
+  const all = counts[a]!.steady.map((_, round) => round);
+  const clean = all.filter((round) => counts[a]!.failed[round] === 0 && counts[b]!.failed[round] === 0);
+  return clean.length > 0 ? clean : all;
+}
+
+/** Of `rounds`, the one where the two compared variants compiled least (the larger of their compiler shares smallest). */
+function quietestRound(counts: readonly VariantCount[], a: number, b: number, rounds: readonly number[]): number {
   const share = (index: number, round: number) => counts[index]!.compiler[round]! / counts[index]!.steady[round]!;
-  const rounds = counts[a]!.steady.map((_, round) => round);
   return rounds.reduce((best, round) => (Math.max(share(a, round), share(b, round)) < Math.max(share(a, best), share(b, best)) ? round : best));
 }
 
@@ -164,7 +191,7 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
         `CPU time: ${ROUNDS} rounds of new processes (warmed ${WARM_S} s), ${DURATION_S} s a target a round, in turn\n\n`,
     );
     const backendBefore = (await bench.tlsBackendStats()) ?? { requests: 0, connections: {} };
-    const { runs, listenerProtocols } = await cpuPhase(bench, write);
+    const { runs, listenerProtocols, discarded } = await cpuPhase(bench, write);
     const backendAfter = (await bench.tlsBackendStats()) ?? { requests: 0, connections: {} };
     // Every upstream request and connection of the TLS targets during the phase, the warm-ups' included.
     const upstreamRequests = backendAfter.requests - backendBefore.requests;
@@ -242,16 +269,19 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
       for (const [index, target] of TARGETS.entries()) {
         const count = counts[index]!;
         write(
-          `${target.name.padEnd(16)} ${k(median(count.steady))} instructions/req (rounds ${count.steady.map(k).join(' ')}); apart: compiler ${count.compiler.map(k).join(' ')}, gc ${count.gc.map(k).join(' ')}\n`,
+          `${target.name.padEnd(16)} ${k(median(count.steady))} instructions/req (rounds ${count.steady.map(k).join(' ')}); apart: compiler ${count.compiler.map(k).join(' ')}, gc ${count.gc.map(k).join(' ')}` +
+            `${count.failed.some((failed) => failed > 0) ? `; failed answers by round ${count.failed.join(' ')}` : ''}\n`,
         );
       }
       const ratios = Object.fromEntries(
         PAIRS.map(([name, a, b]) => {
-          const quiet = quietestRound(counts, a, b);
+          const rounds = cleanRounds(counts, a, b);
+          const quiet = quietestRound(counts, a, b, rounds);
           return [
             name,
             {
-              ...spread(counts[a]!.steady.map((steady, round) => steady / counts[b]!.steady[round]!)),
+              ...spread(rounds.map((round) => counts[a]!.steady[round]! / counts[b]!.steady[round]!)),
+              roundsCompared: rounds.map((round) => round + 1),
               quietestRound: quiet + 1,
               quietest: counts[a]!.steady[quiet]! / counts[b]!.steady[quiet]!,
               compilerShares: [counts[a]!.compiler[quiet]! / counts[a]!.steady[quiet]!, counts[b]!.compiler[quiet]! / counts[b]!.steady[quiet]!],
@@ -261,9 +291,10 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
       );
       write("instructions per request, the median of the rounds' own ratios; the round where both compiled least:\n");
       for (const [name] of PAIRS) {
-        const ratio = ratios[name] as Spread & { quietestRound: number; quietest: number; compilerShares: number[] };
+        const ratio = ratios[name] as Spread & { roundsCompared: number[]; quietestRound: number; quietest: number; compilerShares: number[] };
+        const some = ratio.roundsCompared.length < INSTRUCTIONS_ROUNDS ? ` (rounds ${ratio.roundsCompared.join(', ')}: the others had failed answers)` : '';
         write(
-          `  ${name.padEnd(30)} ${showSpread(ratio, 3)}; round ${ratio.quietestRound}: ${ratio.quietest.toFixed(3)} (compiler ${ratio.compilerShares.map((share) => `${(share * 100).toFixed(1)}%`).join(' and ')} of the steady count)\n`,
+          `  ${name.padEnd(30)} ${showSpread(ratio, 3)}${some}; round ${ratio.quietestRound}: ${ratio.quietest.toFixed(3)} (compiler ${ratio.compilerShares.map((share) => `${(share * 100).toFixed(1)}%`).join(' and ')} of the steady count)\n`,
         );
       }
       instructions = {
@@ -275,6 +306,7 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
         targets: TARGETS.map((target, index) => ({
           name: target.name,
           steadyPerRequest: counts[index]!.steady,
+          failedAnswers: counts[index]!.failed,
           compilerPerRequest: counts[index]!.compiler,
           gcPerRequest: counts[index]!.gc,
           byPartPerRequest: Object.fromEntries([...counts[index]!.parts].map(([part, count]) => [part, count / counts[index]!.requests])),
@@ -295,7 +327,7 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
         upstreamRequests,
         upstreamConnections,
       },
-      cpu: { targets: cpu, ratios: cpuRatios, addedUsPerRequest: addedUs },
+      cpu: { targets: cpu, ratios: cpuRatios, addedUsPerRequest: addedUs, discardedRounds: discarded },
       ...(instructions === undefined ? {} : { instructions }),
     });
     write(`\nresults: ${file}\n`);
