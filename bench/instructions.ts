@@ -12,14 +12,27 @@
 // catches or misses: printed apart), then by part (JIT code, V8's builtins, V8's runtime, libc, the rest).
 // INSTRUCTIONS_KEEP=<dir> keeps the callgrind files (read them with callgrind_annotate). BENCH_TARGET and
 // BENCH_BACKEND_PETS change what is asked and how large the answers are (bench/gateway-variants.ts, bench/backend.ts).
+// INSTRUCTIONS_LOAD=keep-alive: one load on connections kept from before the first round to after the last, each round
+// a window of it (for TLS variants: no handshake in the counts); by default each round is a wrk run on new connections.
+// INSTRUCTIONS_NAME=<name> also writes every round's counts to bench/results/<date>-<name>.json.
 // The counting itself is bench/instruction-count.ts.
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseVariants, startBench } from './gateway-variants.ts';
 import { countInstructions, valgrindProblem } from './instruction-count.ts';
+import { runNameProblem, runOrigin, writeRunResults } from './results-file.ts';
 
 const ROUNDS = Number(process.env.INSTRUCTIONS_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);
 const WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 120);
+const LOAD = process.env.INSTRUCTIONS_LOAD === 'keep-alive' ? 'keep-alive' : 'wrk';
+const NAME = process.env.INSTRUCTIONS_NAME || undefined;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const STARTED = new Date();
+if (NAME !== undefined && runNameProblem(NAME) !== undefined) {
+  process.stderr.write(`INSTRUCTIONS_NAME ${NAME}: ${runNameProblem(NAME)}\n`);
+  process.exit(2);
+}
 
 const problem = valgrindProblem();
 if (problem !== undefined) {
@@ -36,6 +49,7 @@ try {
     durationS: DURATION_S,
     rounds: ROUNDS,
     outDir,
+    load: LOAD,
     progress: (line) => process.stdout.write(`${line}\n`),
   });
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -52,6 +66,22 @@ try {
     process.stdout.write(
       `${variant.spec.padEnd(32)} ${k(steady)} instructions/req (×${(steady / base).toFixed(3)}; rounds ${count.steady.map(k).join(' ')}); apart: compiler ${count.compiler.map(k).join(' ')}, gc ${count.gc.map(k).join(' ')}\n${''.padEnd(33)}${byPart}\n`,
     );
+  }
+  if (NAME !== undefined) {
+    const file = writeRunResults(join(ROOT, 'bench/results'), NAME, STARTED, {
+      ...runOrigin(ROOT, STARTED),
+      bench: 'instructions',
+      settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD },
+      variants: variants.map((variant, index) => ({
+        spec: variant.spec,
+        steadyPerRequest: counts[index]!.steady,
+        compilerPerRequest: counts[index]!.compiler,
+        gcPerRequest: counts[index]!.gc,
+        failedAnswers: counts[index]!.failed,
+        byPartPerRequest: Object.fromEntries([...counts[index]!.parts].map(([part, count]) => [part, count / counts[index]!.requests])),
+      })),
+    });
+    process.stdout.write(`results: ${file}\n`);
   }
   if (process.env.INSTRUCTIONS_KEEP) process.stdout.write(`callgrind files in ${outDir}\n`);
 } finally {
