@@ -327,7 +327,8 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
         upstreamRequests,
         upstreamConnections,
       },
-      cpu: { targets: cpu, ratios: cpuRatios, addedUsPerRequest: addedUs, discardedRounds: discarded },
+      // `cpu` is the origin's CPU model.
+      cpuTime: { targets: cpu, ratios: cpuRatios, addedUsPerRequest: addedUs, discardedRounds: discarded },
       ...(instructions === undefined ? {} : { instructions }),
     });
     write(`\nresults: ${file}\n`);
