@@ -29,6 +29,8 @@ const LOAD = process.env.INSTRUCTIONS_LOAD === 'keep-alive' ? 'keep-alive' : 'wr
 const NAME = process.env.INSTRUCTIONS_NAME || undefined;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTED = new Date();
+/** What is measured is the build at the start (dist/ is built then): its commit, not the one at the end. */
+const ORIGIN = runOrigin(ROOT, STARTED);
 if (NAME !== undefined && runNameProblem(NAME) !== undefined) {
   process.stderr.write(`INSTRUCTIONS_NAME ${NAME}: ${runNameProblem(NAME)}\n`);
   process.exit(2);
@@ -69,7 +71,7 @@ try {
   }
   if (NAME !== undefined) {
     const file = writeRunResults(join(ROOT, 'bench/results'), NAME, STARTED, {
-      ...runOrigin(ROOT, STARTED),
+      ...ORIGIN,
       bench: 'instructions',
       settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD },
       variants: variants.map((variant, index) => ({
