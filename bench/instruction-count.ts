@@ -50,6 +50,8 @@ export interface CountOptions {
   rounds: number;
   /** Where the callgrind files go. */
   outDir: string;
+  /** Names the processes' logs apart from another count's in the same bench (default `callgrind`). */
+  name?: string;
   /** wrk's connections (8: under callgrind a request takes tens of milliseconds). */
   connections?: number;
   /** Printed after each round. */
@@ -127,7 +129,7 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
   const running = await Promise.all(
     variants.map((variant, index) =>
       bench.launch(variant, {
-        name: `callgrind-${index}`,
+        name: `${options.name ?? 'callgrind'}-${index}`,
         cpu: String(index % 2),
         // Counting starts when a round does; V8's JIT writes code it then runs, which valgrind must see.
         wrapper: [
@@ -141,6 +143,7 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
         warmS: options.warmS,
         connections,
         wrkTimeoutS: WRK_TIMEOUT_S,
+        warmUpErrorsAllowed: true,
       }),
     ),
   );

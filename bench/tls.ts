@@ -22,8 +22,9 @@ environment:
   BENCH_TLS_DURATION_S       seconds of each measured run (4)
   BENCH_TLS_WARM_S           seconds of load on a new process before it is measured (6)
   BENCH_CONNECTIONS          wrk's connections (50)
-  BENCH_TLS_INSTRUCTIONS     0: no callgrind phase (it takes 7-10 minutes)
-  INSTRUCTIONS_WARM_S        callgrind warm-up, seconds (300)
+  BENCH_TLS_INSTRUCTIONS     0: no callgrind phase (it takes about 15 minutes)
+  INSTRUCTIONS_FLOOR_WARM_S  callgrind warm-up of the two floors, seconds (150)
+  INSTRUCTIONS_WARM_S        callgrind warm-up of the two gateways, seconds (600)
   INSTRUCTIONS_DURATION_S    seconds of each counted round (20)
   INSTRUCTIONS_ROUNDS        counted rounds (3)
 `;
@@ -33,7 +34,13 @@ const DURATION_S = Math.max(1, Number(process.env.BENCH_TLS_DURATION_S ?? 4));
 const WARM_S = Math.max(1, Number(process.env.BENCH_TLS_WARM_S ?? 6));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const INSTRUCTIONS = process.env.BENCH_TLS_INSTRUCTIONS !== '0';
-const INSTRUCTIONS_WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 300);
+/**
+ * Under callgrind the gateway serves a few dozen requests a second on a core of its own, and its hot code is
+ * compiled after some 600 s (300 s left V8's compiler in every round of 2026-11-26's runs); the floor, with far
+ * less code, after 150 s.
+ */
+const INSTRUCTIONS_FLOOR_WARM_S = Number(process.env.INSTRUCTIONS_FLOOR_WARM_S ?? 150);
+const INSTRUCTIONS_WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 600);
 const INSTRUCTIONS_DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);
 const INSTRUCTIONS_ROUNDS = Number(process.env.INSTRUCTIONS_ROUNDS ?? 3);
 /** wrk's connections under callgrind, as bench/instructions.ts: a request there takes tens of milliseconds. */
@@ -234,33 +241,46 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
     let instructions: Record<string, unknown> | undefined;
     if (INSTRUCTIONS) {
       write(
-        `\nInstructions under callgrind: the four at once, two a core, ${CALLGRIND_CONNECTIONS} keep-alive connections each; warmed ${INSTRUCTIONS_WARM_S} s, ${INSTRUCTIONS_ROUNDS} rounds of ${INSTRUCTIONS_DURATION_S} s\n`,
+        `\nInstructions under callgrind, in two pairs (plain and TLS floor, warmed ${INSTRUCTIONS_FLOOR_WARM_S} s; plain and TLS gateway, warmed ${INSTRUCTIONS_WARM_S} s), ` +
+          `each process on a core of its own, ${CALLGRIND_CONNECTIONS} keep-alive connections each; ${INSTRUCTIONS_ROUNDS} rounds of ${INSTRUCTIONS_DURATION_S} s\n`,
       );
       const variants = parseVariants(TARGETS.map((target) => target.spec));
       // The upstream connections opened and requests sent while rounds were counted: a connection opened then is a
       // handshake the counts include.
+      let countedUpstreamRequests = 0;
+      let countedUpstreamConnections = 0;
       let countedBefore = { requests: 0, connections: {} as Record<string, number> };
-      let countedAfter = countedBefore;
-      const counts = await countInstructions(bench, variants, {
-        warmS: INSTRUCTIONS_WARM_S,
-        durationS: INSTRUCTIONS_DURATION_S,
-        rounds: INSTRUCTIONS_ROUNDS,
-        outDir: join(bench.workDir, 'callgrind'),
-        connections: CALLGRIND_CONNECTIONS,
-        load: 'keep-alive',
-        settleS: 15,
-        aroundRounds: {
-          before: async () => {
-            countedBefore = (await bench.tlsBackendStats()) ?? countedBefore;
-          },
-          after: async () => {
-            countedAfter = (await bench.tlsBackendStats()) ?? countedAfter;
-          },
+      const aroundRounds = {
+        before: async () => {
+          countedBefore = (await bench.tlsBackendStats()) ?? countedBefore;
         },
-        progress: (line) => write(`${line}\n`),
-      });
-      const countedUpstreamRequests = countedAfter.requests - countedBefore.requests;
-      const countedUpstreamConnections = sum(countedAfter.connections) - sum(countedBefore.connections);
+        after: async () => {
+          const after = (await bench.tlsBackendStats()) ?? countedBefore;
+          countedUpstreamRequests += after.requests - countedBefore.requests;
+          countedUpstreamConnections += sum(after.connections) - sum(countedBefore.connections);
+        },
+      };
+      // Two at a time, a core each: four at once on two cores left the gateways compiling in every round.
+      const pair = (indexes: readonly number[], name: string, warmS: number) =>
+        countInstructions(
+          bench,
+          indexes.map((index) => variants[index]!),
+          {
+            warmS,
+            durationS: INSTRUCTIONS_DURATION_S,
+            rounds: INSTRUCTIONS_ROUNDS,
+            outDir: join(bench.workDir, name),
+            name,
+            connections: CALLGRIND_CONNECTIONS,
+            load: 'keep-alive',
+            settleS: 15,
+            aroundRounds,
+            progress: (line) => write(`${line}\n`),
+          },
+        );
+      const [plainFloor, tlsFloor] = await pair([PLAIN_FLOOR, TLS_FLOOR], 'callgrind-floors', INSTRUCTIONS_FLOOR_WARM_S);
+      const [plainGateway, tlsGateway] = await pair([PLAIN_GATEWAY, TLS_GATEWAY], 'callgrind-gateways', INSTRUCTIONS_WARM_S);
+      const counts = [plainFloor!, tlsFloor!, plainGateway!, tlsGateway!];
       write(
         `keep-alive under callgrind: ${CALLGRIND_CONNECTIONS} connections a target, made before the first round; while rounds were counted the mTLS backend ` +
           `served ${countedUpstreamRequests} requests and accepted ${countedUpstreamConnections} new connections\n`,
@@ -298,8 +318,10 @@ export async function runTlsBench({ root, runName, resultsDir }: { root: string;
         );
       }
       instructions = {
-        warmS: INSTRUCTIONS_WARM_S,
+        floorWarmS: INSTRUCTIONS_FLOOR_WARM_S,
+        gatewayWarmS: INSTRUCTIONS_WARM_S,
         durationS: INSTRUCTIONS_DURATION_S,
+        pairs: 'the floors, then the gateways: ratios across pairs pair the rounds by their number',
         connections: CALLGRIND_CONNECTIONS,
         load: 'keep-alive connections made before the first round, kept to the last',
         upstreamDuringRounds: { requests: countedUpstreamRequests, newConnections: countedUpstreamConnections },
