@@ -4,14 +4,19 @@
 //   a variant: off | traced | floor, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
 //   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128;
 //   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend;
-//   the setting BENCH_KEY=quota makes the variant's requests carry a key with a daily and a monthly quota.
+//   the setting BENCH_KEY=quota makes the variant's requests carry a key with a daily and a monthly quota;
+//   BENCH_TLS=1 puts the variant behind TLS on both legs: an HTTPS listener (TLS_CERT_FILE, TLS_KEY_FILE) and mutual
+//   TLS to a second backend that demands a client certificate (UPSTREAM_TLS_CA_FILE, _CERT_FILE, _KEY_FILE), with
+//   certificates bench/certificates.ts makes for the run; the floor reads the same settings (bench/node-floor.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { type BenchPki, createBenchPki } from './certificates.ts';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
 import { writeSigningKeyFile } from '../src/identity/generate-key.ts';
@@ -29,6 +34,8 @@ export interface Variant {
   traced: boolean;
   /** The Node floor, not a gateway: no key, no features, the same backend. */
   floor: boolean;
+  /** HTTPS listener and mutual TLS to the backend (the setting BENCH_TLS=1). */
+  tls: boolean;
   entry: string;
   /** Environment settings of its own. */
   extra: Record<string, string>;
@@ -40,7 +47,14 @@ export function parseVariants(specs: readonly string[]): Variant[] {
     const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
     if (kind !== 'off' && kind !== 'traced' && kind !== 'floor') throw new Error(`variant ${spec}: off, traced or floor`);
     const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
-    return { spec, traced: kind === 'traced', floor: kind === 'floor', entry: kind === 'floor' ? 'bench/node-floor.ts' : entry, extra };
+    return {
+      spec,
+      traced: kind === 'traced',
+      floor: kind === 'floor',
+      tls: extra.BENCH_TLS === '1',
+      entry: kind === 'floor' ? 'bench/node-floor.ts' : entry,
+      extra,
+    };
   });
 }
 
@@ -48,6 +62,8 @@ export function parseVariants(specs: readonly string[]): Variant[] {
 export interface RunningVariant {
   child: ChildProcess;
   url: string;
+  /** The backend it proxies to (the mTLS one for a TLS variant), for its CPU per request. */
+  backendPid: number;
 }
 
 export interface LaunchOptions {
@@ -65,6 +81,11 @@ export interface LaunchOptions {
   connections?: number;
   /** How long wrk waits for an answer during the warm-up (see `wrk`). */
   wrkTimeoutS?: number;
+  /**
+   * Errors in the warm-up are not figures (callgrind: a gateway's first minutes are slow enough for its Redis
+   * commands to time out, 503); any other error still fails the launch.
+   */
+  warmUpErrorsAllowed?: boolean;
 }
 
 export interface Bench {
@@ -74,6 +95,10 @@ export interface Bench {
   /** The key a variant's requests carry: `key`, or one with quotas under BENCH_KEY=quota. */
   keyFor(variant: Variant): string;
   sinkPort: number;
+  /** The certificates of the TLS variants, made when the first one is launched. */
+  pki(): BenchPki;
+  /** The mTLS backend's count of TLS connections accepted (by protocol and cipher) and requests served; undefined before a TLS variant ran. */
+  tlsBackendStats(): Promise<{ requests: number; connections: Record<string, number> } | undefined>;
   launch(variant: Variant, options: LaunchOptions): Promise<RunningVariant>;
   /** Stops processes (SIGTERM: the gateway drains and exits, and --cpu-prof writes its profile). */
   stop(children: readonly ChildProcess[], waitMs?: number): Promise<void>;
@@ -86,8 +111,12 @@ export interface Bench {
   close(): void;
 }
 
+/** A run answered with errors (non-2xx): its figures are not those of the path being measured. */
+export class FailedAnswers extends Error {}
+
 /**
- * Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it.
+ * Requests answered by a `wrk -t1` run of `seconds` pinned to CPU 1; any non-2xx answer fails it, and so does a
+ * connection refused (for a TLS variant: a handshake that failed).
  * `timeoutS`: how long wrk waits for an answer (its default, 2 s, is shorter than a request takes under
  * callgrind on a loaded machine: every request would time out and the round count none).
  */
@@ -110,11 +139,22 @@ export function wrk(url: string, key: string, seconds: number, connections = 50,
   return new Promise((resolve, reject) =>
     execFile('taskset', args, (error, stdout) => {
       if (error) return reject(error);
-      const report = JSON.parse(stdout.split('\n').findLast((line) => line.startsWith('{'))!) as { requests: number; non2xx: number };
-      if (report.non2xx > 0) return reject(new Error(`${report.non2xx} non-2xx answers`));
+      const report = JSON.parse(stdout.split('\n').findLast((line) => line.startsWith('{'))!) as { requests: number; non2xx: number; connect: number };
+      if (report.non2xx > 0) return reject(new FailedAnswers(`${report.non2xx} non-2xx answers`));
+      if (report.connect > 0 || report.requests === 0)
+        return reject(new Error(`${report.connect} connections failed, ${report.requests} requests answered (${url})`));
       resolve(report.requests);
     }),
   );
+}
+
+/** The warm-up's load (see LaunchOptions.warmUpErrorsAllowed). */
+async function warmUp(url: string, key: string, options: LaunchOptions): Promise<void> {
+  try {
+    await wrk(url, key, options.warmS, options.connections, options.wrkTimeoutS);
+  } catch (error) {
+    if (!(options.warmUpErrorsAllowed && error instanceof FailedAnswers)) throw error;
+  }
 }
 
 /** Builds dist/, then starts redis-server, the backend and the sink, and makes the key. */
@@ -155,7 +195,8 @@ export async function startBench(): Promise<Bench> {
     const admin = new Redis({ port: redisPort, retryStrategy: () => 50, maxRetriesPerRequest: null });
     admin.on('error', () => {});
     await admin.ping();
-    const backend = await portOf('backend', start('backend', process.execPath, ['bench/backend.ts', '0'], process.env, '0'));
+    const backendChild = start('backend', process.execPath, ['bench/backend.ts', '0'], process.env, '0');
+    const backend = await portOf('backend', backendChild);
     const sink = await portOf('sink', start('sink', process.execPath, ['bench/otlp-sink.ts', '0'], process.env, '1'));
     const identityKeyFile = join(workDir, 'identity-key.pem');
     await writeSigningKeyFile(identityKeyFile, 'ed25519');
@@ -186,11 +227,70 @@ export async function startBench(): Promise<Bench> {
     const keyFor = (variant: Variant) => (variant.extra.BENCH_KEY === 'quota' ? quotaKey : key);
     const flags = START_ARGS.slice(0, -1);
 
+    // TLS on both legs, started with the first TLS variant: the certificates, then the store over mTLS.
+    let pki: BenchPki | undefined;
+    let tlsBackend: { port: number; pid: number } | undefined;
+    const makePki = () => {
+      if (pki === undefined) {
+        const dir = join(workDir, 'pki');
+        mkdirSync(dir);
+        pki = createBenchPki(dir);
+      }
+      return pki;
+    };
+    const startTlsBackend = async () => {
+      if (tlsBackend === undefined) {
+        const { caFile, serverCertFile, serverKeyFile } = makePki();
+        const backendEnv = {
+          ...process.env,
+          BENCH_BACKEND_TLS_CERT_FILE: serverCertFile,
+          BENCH_BACKEND_TLS_KEY_FILE: serverKeyFile,
+          BENCH_BACKEND_TLS_CA_FILE: caFile,
+        };
+        const child = start('backend-tls', process.execPath, ['bench/backend.ts', '0'], backendEnv, '0');
+        tlsBackend = { port: (await portOf('backend-tls', child)).port, pid: child.pid! };
+      }
+      return tlsBackend;
+    };
+    /** The settings that put a process behind TLS on both legs, the gateway's names (the floor reads them too), and its upstream. */
+    const tlsSettings = async (variant: Variant) => {
+      if (!variant.tls) return { env: {}, scheme: 'http', upstream: `http://127.0.0.1:${backend.port}`, backendPid: backendChild.pid! };
+      const { caFile, serverCertFile, serverKeyFile, clientCertFile, clientKeyFile } = makePki();
+      const { port, pid } = await startTlsBackend();
+      return {
+        env: {
+          TLS_CERT_FILE: serverCertFile,
+          TLS_KEY_FILE: serverKeyFile,
+          UPSTREAM_TLS_CA_FILE: caFile,
+          UPSTREAM_TLS_CERT_FILE: clientCertFile,
+          UPSTREAM_TLS_KEY_FILE: clientKeyFile,
+        },
+        scheme: 'https',
+        upstream: `https://127.0.0.1:${port}`,
+        backendPid: pid,
+      };
+    };
+
     return {
       workDir,
       key,
       keyFor,
       sinkPort: sink.port,
+      pki: makePki,
+      async tlsBackendStats() {
+        if (tlsBackend === undefined || pki === undefined) return undefined;
+        const { port } = tlsBackend;
+        const { caFile, clientCertFile, clientKeyFile } = pki;
+        return new Promise((resolve, reject) => {
+          const options = { ca: readFileSync(caFile), cert: readFileSync(clientCertFile), key: readFileSync(clientKeyFile), agent: false as const };
+          httpsGet(`https://127.0.0.1:${port}/bench-stats`, options, (response) => {
+            let body = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (body += chunk));
+            response.on('end', () => resolve(JSON.parse(body) as { requests: number; connections: Record<string, number> }));
+          }).on('error', reject);
+        });
+      },
       async redisCommands() {
         const calls = new Map([...(await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((match) => [match[1]!, Number(match[2])]));
         const run = [...calls.values()].reduce((sum, count) => sum + count, 0);
@@ -200,36 +300,38 @@ export async function startBench(): Promise<Bench> {
         return { sent: run - fromScripts, run };
       },
       async launch(variant, options) {
+        const tls = await tlsSettings(variant);
         if (variant.floor) {
-          const node = [process.execPath, ...(options.nodeFlags ?? []), variant.entry, `http://127.0.0.1:${backend.port}`, '0'];
+          const node = [process.execPath, ...(options.nodeFlags ?? []), variant.entry, tls.upstream, '0'];
           const [command, ...args] = [...(options.wrapper ?? []), ...node] as [string, ...string[]];
-          const child = start(options.name, command, args, { ...process.env, ...variant.extra }, options.cpu);
+          const child = start(options.name, command, args, { ...process.env, ...tls.env, ...variant.extra }, options.cpu);
           const { port } = await portOf(options.name, child, options.startMs);
-          const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-          await wrk(url, keyFor(variant), options.warmS, options.connections, options.wrkTimeoutS);
+          const url = `${tls.scheme}://127.0.0.1:${port}${PATH_AND_QUERY}`;
+          await warmUp(url, keyFor(variant), options);
           await sleep(1000);
-          return { child, url };
+          return { child, url, backendPid: tls.backendPid };
         }
+        const tlsGatewayEnv = variant.tls ? { ...gatewayEnv, ...tls.env, UPSTREAM_URL: `${tls.upstream}/v1` } : gatewayEnv;
         const variantEnv = variant.traced
           ? {
-              ...gatewayEnv,
+              ...tlsGatewayEnv,
               OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}/`,
               OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
               OTEL_TRACES_SAMPLER: 'always_on',
               ...variant.extra,
             }
-          : { ...gatewayEnv, ...variant.extra };
+          : { ...tlsGatewayEnv, ...variant.extra };
         const node = [process.execPath, ...(options.nodeFlags ?? []), ...flags, variant.entry];
         const [command, ...args] = [...(options.wrapper ?? []), ...node] as [string, ...string[]];
         const child = start(options.name, command, args, variantEnv, options.cpu);
         const { port, adminPort } = await portOf(options.name, child, options.startMs);
         // Listening comes before the Redis connections: a request before readiness is refused (503).
         await waitUntilReady({ adminPort: adminPort! }, options.startMs);
-        const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
-        await wrk(url, keyFor(variant), options.warmS, options.connections, options.wrkTimeoutS);
+        const url = `${tls.scheme}://127.0.0.1:${port}${PATH_AND_QUERY}`;
+        await warmUp(url, keyFor(variant), options);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);
-        return { child, url };
+        return { child, url, backendPid: tls.backendPid };
       },
       async stop(stopping, waitMs = 15_000) {
         const exits = stopping.map((child) => new Promise((resolve) => child.once('exit', resolve)));

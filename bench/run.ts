@@ -2,6 +2,7 @@
 // the Node floor (node:http + undici's Pool, no features), a bare Express + http-proxy-middleware proxy, and the gateway with every feature on (exact rate limits, then
 // local-first ones, then exact ones with every request traced and its spans exported over OTLP). Load from wrk.
 // Every figure of a run is written to bench/results/<date>-<name>.json as well (--help lists the settings).
+// `npm run bench -- tls` runs the TLS bench instead (bench/tls.ts): the floor and the gateway, plain and behind TLS on both legs.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -11,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultRunName, runNameProblem, runOrigin, writeRunResults } from './results-file.ts';
+import { runTlsBench, TLS_USAGE } from './tls.ts';
 import { Redis } from 'ioredis';
 import { KeyAdmin } from '../src/auth/key-admin.ts';
 import { createKeyHasher } from '../src/auth/key-hash.ts';
@@ -20,7 +22,7 @@ import { privateRedisArgs } from '../support/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-const USAGE = `usage: npm run bench -- [--name NAME] [--results-dir DIR]
+const USAGE = `usage: npm run bench -- [tls] [--name NAME] [--results-dir DIR]
 
 Runs GET /v1/pets?limit=20&status=available through the backend directly, nginx (when installed), the Node
 floor, a bare Express proxy and the gateway (exact rate limits, local-first ones, tracing 100%), the targets
@@ -45,15 +47,21 @@ environment:
   BENCH_PREVIOUS_GATEWAY  a built checkout of another commit, measured as one more target
 
 Any failed request makes it exit 1. docs/performance.md says how to read the figures.
-`;
+
+${TLS_USAGE}`;
 
 /** The command line's options; a wrong one prints the usage and exits 2, before anything is started. */
 function benchArgs() {
   try {
-    const { values } = parseArgs({ options: { name: { type: 'string' }, 'results-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    const { values, positionals } = parseArgs({
+      options: { name: { type: 'string' }, 'results-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+    });
     const problem = values.name === undefined ? undefined : runNameProblem(values.name);
     if (problem !== undefined) throw new Error(`--name ${values.name}: ${problem}`);
-    return values;
+    if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== 'tls'))
+      throw new Error(`${positionals.join(' ')}: the one target that runs alone is tls`);
+    return { ...values, tls: positionals[0] === 'tls' };
   } catch (error) {
     process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
     return process.exit(2);
@@ -66,6 +74,7 @@ if (args.help) {
 }
 const RUN_NAME = args.name ?? defaultRunName(ROOT);
 const RESULTS_DIR = args['results-dir'] ?? join(ROOT, 'bench/results');
+if (args.tls) process.exit(await runTlsBench({ root: ROOT, runName: args.name ?? `${RUN_NAME}-tls`, resultsDir: RESULTS_DIR }));
 const STARTED = new Date();
 const ORIGIN = runOrigin(ROOT, STARTED);
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');
