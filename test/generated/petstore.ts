@@ -249,7 +249,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document (an undeclared status or media type, a body off its schema, a required header missing, an Error whose `status` is not the answer's) and the gateway, checking answers strictly in this environment, did not relay it. */
+        /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document (an undeclared status or media type, a body off its schema, a required header missing, an Error whose `status` is not the answer's) and the gateway, checking answers strictly in this environment, did not relay it. `upstream_tls_failed`: the TLS handshake with the backend failed (its certificate untrusted, expired or issued for another name, or the gateway's client certificate refused). */
         BadGateway: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -595,7 +595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document and the gateway, checking answers strictly in this environment, did not relay it. */
+            /** @description `bad_gateway`: the backend refused or reset the connection or could not be resolved, or answered 502 itself. `upstream_refused_identity`: the backend answered 401 or 403, refusing the gateway's identity token or its setup (the API key was accepted; the gateway never forwards it). `upstream_contract_violation`: the backend's answer broke this document and the gateway, checking answers strictly in this environment, did not relay it. `upstream_tls_failed`: the TLS handshake with the backend failed (its certificate untrusted, expired or issued for another name, or the gateway's client certificate refused). */
             502: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
