@@ -208,7 +208,6 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
     /** TLS to the backends, per environment: the authorities trusted, the client certificate of mutual TLS, the name checked. */
     upstreamTls: z.object({ production: upstreamTls, staging: upstreamTls }).strict().prefault({}),
     /** The certificate and key files in use are re-read this often; changed bytes run a reload, as SIGHUP does (0: not watched). */
@@ -216,6 +215,7 @@ export const configSchema = z
       .object({ watchIntervalMs: z.coerce.number({ error: MILLISECONDS }).int({ error: MILLISECONDS }).min(0).default(10_000) })
       .strict()
       .prefault({}),
+    /** Additions to the headers the gateway lets through (docs/reference.md, "Proxying"); everything not allowed is dropped. */
     headers: z
       .object({
         /** Client headers forwarded to the upstream besides the standard set, trace context and the document's header parameters. */

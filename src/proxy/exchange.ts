@@ -126,7 +126,8 @@ export interface Upstream {
  * upstream that offers h2 through ALPN would otherwise be spoken to in h2.
  */
 function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts): buildConnector.connector {
-  const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: false });
+  // Verification asked for last, whatever `tls` holds: NODE_TLS_REJECT_UNAUTHORIZED=0 would otherwise switch it off.
+  const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: false, rejectUnauthorized: true });
   const seen = options.onServerCertificate;
   // undici names the server from each request's Host header, and that name goes before the connector's option: the configured one replaces it here.
   const servername = options.tls?.servername;
@@ -148,7 +149,7 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
 export function createUpstream(options: UpstreamOptions): Upstream {
   const target = new URL(options.baseUrl);
   const alerts = new TlsAlerts();
-  const timers = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
+  const relayOptions = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
@@ -179,7 +180,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, timers, resolve, reject, settled, request.relay, request.check);
+      const handler = new RelayHandler(res, relayOptions, resolve, reject, settled, request.relay, request.check);
       pool.dispatch(
         {
           method: request.method,

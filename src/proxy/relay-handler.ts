@@ -29,10 +29,10 @@ function contractViolationError(): GatewayError {
   return new GatewayError('upstream_contract_violation', 'The pet store backend answered outside the interface; the answer was not relayed');
 }
 
-/** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 /** The exchange's timers, and what its upstream can say about a failure undici reported in its own words (TlsAlerts). */
-export type RelayTimers = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & { explainFailure?: (error: Error) => Error };
+export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & { explainFailure?: (error: Error) => Error };
 
+/** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
@@ -83,7 +83,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
 
   constructor(
     res: ServerResponse,
-    { idleTimeoutMs, totalTimeoutMs, explainFailure }: RelayTimers,
+    { idleTimeoutMs, totalTimeoutMs, explainFailure }: RelayOptions,
     resolve: (outcome: ExchangeOutcome) => void,
     reject: (failure: UpstreamFailure) => void,
     onSettled: ExchangeObserver | undefined,

@@ -1,5 +1,5 @@
 // The TLS the gateway speaks to its backends: one environment's settings, their files read and checked, as a connection's options.
-import { getCACertificates, type SecureVersion } from 'node:tls';
+import { createSecureContext, getCACertificates, type SecureVersion } from 'node:tls';
 import type { Environment, GatewayConfig, UpstreamTlsSettings } from '../config/schema.ts';
 import { CertificateFileError, readCertificateBundle, readCertificatePair } from '../http/certificates.ts';
 
@@ -56,6 +56,13 @@ export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'ups
     clientNotAfter = pair.notAfter;
   }
   if (settings.servername !== null) connect.servername = settings.servername;
+  try {
+    // What every connection will make, made once here: OpenSSL's refusals (a key too small...) refuse the configuration.
+    createSecureContext(connect);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new CertificateFileError(`upstreamTls.${environment}: the files cannot make a TLS connection: ${why}`, { cause: error });
+  }
   return clientNotAfter === undefined ? { connect } : { connect, clientNotAfter };
 }
 

@@ -25,8 +25,8 @@ function clientErrorRefusal(error: NodeJS.ErrnoException): GatewayError {
   }
 }
 
-/** A handshake that failed on a TLS listener: node:https reports it as a client error too, on a socket with no session to answer on. */
-const TLS_HANDSHAKE_ERROR = /^ERR_(SSL|TLS)_/;
+/** Node's HTTP layer's errors: its parser's (HPE_*) and its timeouts' (ERR_HTTP_*). */
+const HTTP_LAYER_ERROR = /^(HPE_|ERR_HTTP_)/;
 
 /**
  * Whether the client has gone rather than sent bytes it could read an answer to: a reset; a socket no longer
@@ -36,8 +36,9 @@ const TLS_HANDSHAKE_ERROR = /^ERR_(SSL|TLS)_/;
  */
 function clientGone(error: NodeJS.ErrnoException, socket: Socket): boolean {
   if (error.code === 'ECONNRESET' || !socket.writable) return true;
-  if (error.code !== undefined && TLS_HANDSHAKE_ERROR.test(error.code)) return true;
-  return error.code === 'HPE_INVALID_EOF_STATE' && 'encrypted' in socket;
+  if (!('encrypted' in socket)) return false;
+  // node:https reports its handshake failures as client errors too: only the HTTP layer's own errors come with a session to answer on.
+  return !HTTP_LAYER_ERROR.test(error.code ?? '') || error.code === 'HPE_INVALID_EOF_STATE';
 }
 
 /** CONNECT asks for a tunnel, which only a proxy makes: the gateway is an origin server to its clients. */

@@ -1,7 +1,7 @@
 // HTTPS on the listeners: the TLS policy, the certificate pairs read from their files, and a pair taken up without a restart.
 import { constants } from 'node:crypto';
-import type { Server as TlsServer, TlsOptions } from 'node:tls';
-import { type CertificatePair, readCertificatePair } from '../http/certificates.ts';
+import { createSecureContext, type Server as TlsServer, type TlsOptions } from 'node:tls';
+import { CertificateFileError, type CertificatePair, readCertificatePair } from '../http/certificates.ts';
 import type { CertificatePairFiles, GatewayConfig } from '../config/schema.ts';
 import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
 
@@ -59,7 +59,16 @@ export function readListenerPairs(listen: GatewayConfig['listen']): ListenerPair
   for (const role of ['listener', 'admin'] as const) {
     const { certFile, keyFile } = SETTINGS[role].files(listen);
     if (certFile === null || keyFile === null) continue;
-    pairs[role] = readCertificatePair({ certFile, keyFile, certSetting: SETTINGS[role].cert, keySetting: SETTINGS[role].key });
+    const pair = readCertificatePair({ certFile, keyFile, certSetting: SETTINGS[role].cert, keySetting: SETTINGS[role].key });
+    // The context the listener will make, made here: what OpenSSL refuses (a key too small for its security level...)
+    // refuses the reload before anything is swapped, not halfway through taking it up.
+    try {
+      createSecureContext(listenerTlsOptions(pair));
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new CertificateFileError(`${SETTINGS[role].cert}: ${certFile} cannot serve TLS: ${why}`, { cause: error });
+    }
+    pairs[role] = pair;
   }
   return pairs;
 }

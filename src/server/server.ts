@@ -42,6 +42,8 @@ export interface ListenableGateway {
 export interface StartOptions {
   gateway: ListenableGateway;
   logger: Logger;
+  /** Told as shutdown begins, before readiness turns false (what would change the gateway on its own stops here). */
+  onDraining?: () => void;
   /** Released after the listeners have closed (upstream pool, Redis connections...). */
   onClosed?: () => Promise<void> | void;
 }
@@ -170,6 +172,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
   let shuttingDown: Promise<void> | undefined;
   async function shutdown(reason: string): Promise<void> {
+    options.onDraining?.();
     accepting = false;
     logger.info({ reason, unanswered: gateway.tracker.inFlight() }, 'shutting down: readiness is now false');
     await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainDelayMs));

@@ -9,6 +9,8 @@ export interface CertificateWatchOptions {
   intervalMs: number;
   /** Runs the reload; resolves whether it was taken up. */
   reload: () => Promise<boolean>;
+  /** The files' bytes when they were read for serving (certificateDigests, taken before): the bytes in force. */
+  baseline: CertificateDigests;
 }
 
 export interface CertificateWatch {
@@ -17,6 +19,23 @@ export interface CertificateWatch {
 
 /** A file's bytes as a digest; `missing` while it cannot be read (a Secret being rewritten). */
 type Digests = Map<string, string>;
+export type CertificateDigests = ReadonlyMap<string, string>;
+
+/**
+ * The files' digests now, read synchronously: taken before the files are read for serving, so a renewal written
+ * between the two is seen as a change by the first check (a reload too many at worst), never taken as the baseline.
+ */
+export function certificateDigests(files: readonly string[]): CertificateDigests {
+  return new Map(
+    files.map((file) => {
+      try {
+        return [file, digestOf(readFileSync(file))];
+      } catch {
+        return [file, 'missing'];
+      }
+    }),
+  );
+}
 
 const digestOf = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -36,17 +55,7 @@ const same = (a: Digests, b: Digests) => a.size === b.size && [...a].every(([fil
  * is tried again only when the bytes change again, so a bad file is refused once, not every interval.
  */
 export function watchCertificates(options: CertificateWatchOptions): CertificateWatch {
-  const initial = options.files();
-  // The bytes start-up read: read again synchronously here, so a change in the first interval is not taken as the baseline.
-  let accepted: Digests = new Map(
-    initial.map((file) => {
-      try {
-        return [file, digestOf(readFileSync(file))];
-      } catch {
-        return [file, 'missing'];
-      }
-    }),
-  );
+  let accepted: Digests = new Map(options.baseline);
   let attempted = accepted;
   let checking = false;
   async function check(): Promise<void> {

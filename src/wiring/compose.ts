@@ -36,7 +36,7 @@ import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdm
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
-import { watchCertificates } from './certificate-watch.ts';
+import { certificateDigests, watchCertificates } from './certificate-watch.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -110,6 +110,16 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   }
   const versions = loadApiVersions(config.sources);
   const operations = allOperations(versions);
+  // The watch's baseline first, then the files as served: a renewal in between is a change, not the baseline.
+  const certificateFiles = (served: GatewayConfig) =>
+    [
+      served.listen.tls.certFile,
+      served.listen.tls.keyFile,
+      served.listen.adminTls.certFile,
+      served.listen.adminTls.keyFile,
+      ...upstreamTlsFiles(served),
+    ].filter((file): file is string => file !== null);
+  const certificateBaseline = certificateDigests(certificateFiles(config));
   // Read before any connection is opened: a certificate that does not parse stops start-up, naming its setting.
   const upstreamTls = readUpstreamTls(config);
   const listenerPairs = readListenerPairs(config.listen);
@@ -227,14 +237,11 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     onComplete: createRequestCompletion(metrics, logger, config.environment, tracing, deprecatedCalls.record, usage.record),
   });
   // Renewed certificates (cert-manager rewriting a Secret) are taken up by the reload SIGHUP runs, without a signal.
-  const { tls: listenerFiles, adminTls: adminFiles } = config.listen;
   const watch =
     config.certificates.watchIntervalMs > 0
       ? watchCertificates({
-          files: () =>
-            [listenerFiles.certFile, listenerFiles.keyFile, adminFiles.certFile, adminFiles.keyFile, ...upstreamTlsFiles(live.current.config)].filter(
-              (file): file is string => file !== null,
-            ),
+          files: () => certificateFiles(live.current.config),
+          baseline: certificateBaseline,
           intervalMs: config.certificates.watchIntervalMs,
           reload: async () => {
             logger.info('certificate or key files changed: reloading');
@@ -280,7 +287,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     onAdminConnectionEvicted: metrics.adminConnectionEvicted,
     certificates,
     onHandshakeFailed: metrics.tls.handshakeFailed,
-    listen: () => startGateway({ gateway, logger, onClosed: close }),
+    // A shutting-down gateway reloads nothing on its own: the watch stops as the drain begins.
+    listen: () => startGateway({ gateway, logger, onDraining: () => watch?.stop(), onClosed: close }),
     reload,
     close,
   };

@@ -5,7 +5,15 @@ import { connect, type TLSSocket } from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCertificatePair } from '../../../src/http/certificates.ts';
 import { createListenerServer, secureContextOf } from '../../../src/http/node-http.ts';
-import { createListenerCertificates, handshakeFailureReason, listenerTlsOptions, type ListenerPairs } from '../../../src/server/listener-tls.ts';
+import { execFileSync } from 'node:child_process';
+import { loadConfig } from '../../../src/config/load-config.ts';
+import {
+  createListenerCertificates,
+  handshakeFailureReason,
+  listenerTlsOptions,
+  readListenerPairs,
+  type ListenerPairs,
+} from '../../../src/server/listener-tls.ts';
 import { createTestPki } from '../../helpers/test-certificates.ts';
 
 const pki = createTestPki();
@@ -65,5 +73,17 @@ describe('createListenerCertificates', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('readListenerPairs', () => {
+  it('refuses a pair OpenSSL would not serve (an RSA key of 512 bits), before any listener takes it up', () => {
+    const keyFile = `${pki.dir}/weak.key`;
+    const certFile = `${pki.dir}/weak.pem`;
+    execFileSync('openssl', ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:512', '-out', keyFile], { stdio: 'ignore' });
+    execFileSync('openssl', ['req', '-x509', '-new', '-key', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=weak'], { stdio: 'ignore' });
+    expect(() => readListenerPairs(loadConfig({ TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile }).listen)).toThrow(
+      `TLS_CERT_FILE (listen.tls.certFile): ${certFile} cannot serve TLS: `,
+    );
   });
 });

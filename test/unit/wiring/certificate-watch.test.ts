@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { watchCertificates, type CertificateWatch } from '../../../src/wiring/certificate-watch.ts';
+import { certificateDigests, watchCertificates, type CertificateWatch } from '../../../src/wiring/certificate-watch.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'certificate-watch-'));
 const cert = join(dir, 'tls.crt');
@@ -21,6 +21,7 @@ function start(outcomes: boolean[]): { reloads: () => number } {
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
   watch = watchCertificates({
     files: () => [cert, key],
+    baseline: certificateDigests([cert, key]),
     intervalMs: 1000,
     reload: async () => outcomes[reloads++] ?? true,
   });
