@@ -37,7 +37,7 @@ function readPem(file: string, setting: string): Buffer {
 }
 
 /** Every certificate of a PEM bundle, in order; a file with none, or with one that does not parse, is refused. */
-export function certificatesIn(pem: Buffer, file: string, setting: string): X509Certificate[] {
+function certificatesIn(pem: Buffer, file: string, setting: string): X509Certificate[] {
   const blocks = pem.toString('latin1').match(PEM_CERTIFICATE) ?? [];
   if (blocks.length === 0) throw new CertificateFileError(`${setting}: ${file} holds no PEM certificate`);
   return blocks.map((block, index) => {

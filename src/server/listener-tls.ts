@@ -12,7 +12,7 @@ export type ListenerRole = 'listener' | 'admin';
  * Mozilla's "intermediate" configuration (v5.7): TLS 1.2 with forward-secret AEAD suites only, and TLS 1.3's three.
  * The DHE suites of that list are left out: without a `dhparam` Node never offers them.
  */
-export const LISTENER_CIPHERS = [
+const LISTENER_CIPHERS = [
   'TLS_AES_128_GCM_SHA256',
   'TLS_AES_256_GCM_SHA384',
   'TLS_CHACHA20_POLY1305_SHA256',

@@ -137,15 +137,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   });
   const adminTls = secureContextOf(adminServer);
   if (adminTls) gateway.certificates?.attach('admin', adminTls);
-  for (const [listener, server] of [
-    ['listener', publicServer],
-    ['admin', adminServer],
+  for (const [listener, server, secure] of [
+    ['listener', publicServer, publicTls],
+    ['admin', adminServer, adminTls],
   ] as const) {
-    // The socket is closed either way; with a listener here Node leaves that to it.
-    server.on('tlsClientError', (error: Error, socket: { destroy(): void }) => {
-      gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error));
-      socket.destroy();
-    });
+    // Counted only: node:https hands the failure to `clientError` too, which closes the socket (client-error.ts).
+    if (secure) server.on('tlsClientError', (error: Error) => gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error)));
   }
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {

@@ -61,9 +61,8 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
   async function check(): Promise<void> {
     const files = options.files();
     const now = await readDigests(files);
-    // A file new to the list (a reload named it) was read by that reload: it is taken as accepted.
-    for (const file of files) if (!accepted.has(file)) accepted.set(file, now.get(file)!);
-    const known = new Map(files.map((file) => [file, accepted.get(file)!]));
+    // A file new to the list (a reload named it) was read by that reload: its bytes now are the accepted ones.
+    const known = new Map(files.map((file) => [file, accepted.get(file) ?? now.get(file)!]));
     if (same(now, known) || same(now, attempted)) {
       accepted = known;
       return;

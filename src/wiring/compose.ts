@@ -150,6 +150,9 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const certificates = createListenerCertificates(listenerPairs, (pairs) => {
     metrics.tls.held('listener', pairs.listener?.notAfter);
     metrics.tls.held('admin', pairs.admin?.notAfter);
+    // Which certificate each TLS listener serves now, at start and after each reload: how an operator tells a renewal was taken up.
+    const served = Object.entries(pairs).map(([role, pair]) => [role, { fingerprint: pair.fingerprint, notAfter: pair.notAfter.toISOString() }]);
+    if (served.length > 0) logger.info({ certificates: Object.fromEntries(served) }, 'TLS certificates in force on the listeners');
   });
   metrics.tls.held('upstream_client', upstreamTls.clientNotAfter);
   const tracing = parts.tracing ?? propagationOnly();

@@ -170,6 +170,16 @@ describe('a reload under load', () => {
     expect(await gateway.reload()).toMatchObject({ result: 'success' });
     expect((await scrape(gateway)).get(LISTENER_EXPIRY)).toBe(notAfterSeconds(second.cert));
   });
+
+  it('logs the certificate in force, at start and after the reload, by its fingerprint and notAfter', async () => {
+    const files = liveFiles('live-logged', first);
+    const { gateway } = await listening(files);
+    replaceFiles(files, second.cert, second.key);
+    expect(await gateway.reload()).toMatchObject({ result: 'success' });
+    const logged = gateway.logs.filter((line) => line.msg === 'TLS certificates in force on the listeners').map((line) => line.certificates);
+    const inForce = (pem: string) => ({ listener: { fingerprint: fingerprintOf(pem), notAfter: new Date(notAfterSeconds(pem) * 1000).toISOString() } });
+    expect(logged).toEqual([inForce(first.cert), inForce(second.cert)]);
+  });
 });
 
 describe('a reload with the admin listener over TLS', () => {

@@ -3,11 +3,12 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpsRequest } from 'node:https';
 import { connect as connectTcp, type Socket } from 'node:net';
-import { connect as connectTls, type TLSSocket } from 'node:tls';
+import { connect as connectTls } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { parseResponses } from '../helpers/raw-socket.ts';
+import type { EdgeTransport } from '../helpers/edge-transport.ts';
+import { parseResponses, sendRaw } from '../helpers/raw-socket.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
 import { curl, handshake } from '../helpers/tls-peers.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
@@ -51,30 +52,13 @@ async function listening(listen: Record<string, unknown> = {}): Promise<{ gatewa
   return { gateway, port: running.port, adminPort: running.adminPort };
 }
 
-/** Writes `bytes` exactly over a new TLS connection and collects what comes back until the connection closes or `waitMs` passes. */
-function sendRawTls(port: number, bytes: string, waitMs = 2000): Promise<{ text: string; closed: boolean }> {
-  return new Promise((resolve, reject) => {
-    const socket: TLSSocket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', ca: ca.cert }, () => socket.write(bytes));
-    let text = '';
-    let closed = false;
-    const finish = () => {
-      clearTimeout(deadline);
-      socket.destroy();
-      resolve({ text, closed });
-    };
-    const deadline = setTimeout(finish, waitMs);
-    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-    socket.on('close', () => {
-      closed = true;
-      finish();
-    });
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return;
-      clearTimeout(deadline);
-      reject(error);
-    });
-  });
-}
+/** The raw-socket helper's TLS, trusting this file's authority (the listener's pair is issued by it). */
+const overTls = (): EdgeTransport => ({
+  name: 'tls',
+  proto: 'https',
+  env: () => ({}),
+  connect: (port, ready) => connectTls({ host: '127.0.0.1', port, servername: 'localhost', ca: ca.cert }, ready),
+});
 
 /** A TCP connection that sends nothing: no ClientHello. Resolves with how long the listener let it stay. */
 async function silentConnection(port: number): Promise<number> {
@@ -90,7 +74,9 @@ async function silentConnection(port: number): Promise<number> {
 describe('refusals over TLS', () => {
   it('answers Content-Length with Transfer-Encoding with a 400 Error body and closes, as over plain HTTP', async () => {
     const { port } = await listening();
-    const answer = await sendRawTls(port, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+    const answer = await sendRaw(port, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', {
+      transport: overTls(),
+    });
     const responses = parseResponses(answer.text);
     expect(responses.map((response) => response.status)).toEqual([400]);
     expect(responses[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
@@ -101,7 +87,7 @@ describe('refusals over TLS', () => {
   it('serves two pipelined requests on one TLS connection, in order', async () => {
     const { gateway, port } = await listening();
     const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\n\r\n`;
-    const answer = await sendRawTls(port, `${request}${request.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`);
+    const answer = await sendRaw(port, `${request}${request.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`, { transport: overTls() });
     expect(parseResponses(answer.text).map((response) => [response.status, response.body])).toEqual([
       [200, '[]'],
       [200, '[]'],
