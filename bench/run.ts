@@ -117,7 +117,7 @@ const SPANS_PER_REQUEST = 5;
 /**
  * BENCH_PREVIOUS_GATEWAY: a checkout of an earlier commit (its node_modules installed, `npm run build` run),
  * whose gateway joins the run as one more target, started as this one is: "tracing off" against the build
- * before tracing, in the same run (docs/performance.md#benchmark).
+ * before tracing, in the same run (docs/performance.md#running-the-benches).
  */
 const PREVIOUS_CHECKOUT = process.env.BENCH_PREVIOUS_GATEWAY || undefined;
 const PATH_AND_QUERY = '/v1/pets?limit=20&status=available';
@@ -794,7 +794,7 @@ try {
       reference(`tracing 100% / off CPU per request at ${RATE} req/s`, (paced[TRACED]!.cpuUsPerRequest / paced[GATEWAY]!.cpuUsPerRequest).toFixed(2)) +
       reference(`tracing 100% p99 - off p99 at ${RATE} req/s`, `${tracedAddedP99 >= 0 ? '+' : ''}${tracedAddedP99.toFixed(2)} ms`) +
       (PREVIOUS === undefined
-        ? '  tracing off / the build before tracing: not measured in this run (BENCH_PREVIOUS_GATEWAY; docs/performance.md#benchmark)\n'
+        ? '  tracing off / the build before tracing: not measured in this run (BENCH_PREVIOUS_GATEWAY; docs/performance.md#running-the-benches)\n'
         : (() => {
             const previousT = throughput[PREVIOUS]!;
             const offCpuRatio = offT.cpuUsPerRequest / previousT.cpuUsPerRequest;
