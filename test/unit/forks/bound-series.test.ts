@@ -124,6 +124,26 @@ describe('bound series', () => {
     expect(inc).toHaveBeenCalledTimes(1);
   });
 
+  it.each(['histogram', 'exemplars'] as const)("never call prom-client's own observe past a %s's first", (kind) => {
+    const histogram = metricsIn(new Registry())[kind];
+    let ownObserves = 0;
+    const labels = histogram.labels.bind(histogram);
+    // The child prom-client hands out, its observe counted: the bound series' way back to prom-client's own update.
+    vi.spyOn(histogram, 'labels').mockImplementation((...args: Parameters<typeof labels>) => {
+      const child = labels(...args);
+      return {
+        ...child,
+        observe: (value: number) => {
+          ownObserves += 1;
+          child.observe(value);
+        },
+      };
+    });
+    const series = boundHistogram(histogram, SERIES[0]!);
+    for (const value of [0.0004, 0.01, 0.5, 3, 0.01]) series.observe(value);
+    expect(ownObserves).toBe(1);
+  });
+
   it("counts a series' updates past its first in prom-client's own values", async () => {
     const registry = new Registry();
     const { histogram } = metricsIn(registry);
