@@ -4,12 +4,15 @@
 //   a variant: off | traced | floor, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
 //   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128;
 //   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend;
+//   `fastify` and `fast-gateway` are the peers (bench/peers/): other Node gateways doing the same job (the key looked up
+//   in the same Redis, a per-key limit counted there, metrics, an access line to a file), installed on first use;
 //   the setting BENCH_KEY=quota makes the variant's requests carry a key with a daily and a monthly quota;
 //   BENCH_TLS=1 puts the variant behind TLS on both legs: an HTTPS listener (TLS_CERT_FILE, TLS_KEY_FILE) and mutual
 //   TLS to a second backend that demands a client certificate (UPSTREAM_TLS_CA_FILE, _CERT_FILE, _KEY_FILE), with
 //   certificates bench/certificates.ts makes for the run; the floor reads the same settings (bench/node-floor.ts).
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +28,7 @@ import { privateRedisArgs } from '../support/start-redis.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEPPER = 'bench-pepper-0123456789abcdef';
+const KEY_PREFIX = 'petstore-gateway:';
 /** What every request asks; BENCH_TARGET changes it (e.g. /v1/pets?limit=100, with BENCH_BACKEND_PETS=100: bench/backend.ts). */
 const PATH_AND_QUERY = process.env.BENCH_TARGET ?? '/v1/pets?limit=20&status=available';
 
@@ -34,6 +38,8 @@ export interface Variant {
   traced: boolean;
   /** The Node floor, not a gateway: no key, no features, the same backend. */
   floor: boolean;
+  /** A peer (bench/peers/), not this gateway: the same job in another stack. */
+  peer: boolean;
   /** HTTPS listener and mutual TLS to the backend (the setting BENCH_TLS=1). */
   tls: boolean;
   entry: string;
@@ -41,18 +47,24 @@ export interface Variant {
   extra: Record<string, string>;
 }
 
+/** The peers, each a server in bench/peers/ named after its kind. */
+export const PEERS = ['fastify', 'fast-gateway'] as const;
+const VARIANT_KINDS: readonly string[] = ['off', 'traced', 'floor', ...PEERS];
+
 export function parseVariants(specs: readonly string[]): Variant[] {
   return (specs.length > 0 ? specs : ['off', 'traced']).map((spec) => {
     const [head, ...settings] = spec.split(',') as [string, ...string[]];
     const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
-    if (kind !== 'off' && kind !== 'traced' && kind !== 'floor') throw new Error(`variant ${spec}: off, traced or floor`);
+    if (!VARIANT_KINDS.includes(kind)) throw new Error(`variant ${spec}: ${VARIANT_KINDS.join(', ')}`);
+    const peer = (PEERS as readonly string[]).includes(kind);
     const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
     return {
       spec,
       traced: kind === 'traced',
       floor: kind === 'floor',
+      peer,
       tls: extra.BENCH_TLS === '1',
-      entry: kind === 'floor' ? 'bench/node-floor.ts' : entry,
+      entry: kind === 'floor' ? 'bench/node-floor.ts' : peer ? `bench/peers/${kind}.mjs` : entry,
       extra,
     };
   });
@@ -148,6 +160,31 @@ export function wrk(url: string, key: string, seconds: number, connections = 50,
   );
 }
 
+/** The peers' own dependencies (bench/peers/package.json), installed once, never with the gateway's. */
+function installPeers(): void {
+  if (existsSync(join(ROOT, 'bench/peers/node_modules'))) return;
+  execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--prefix', join(ROOT, 'bench/peers')], { stdio: 'inherit' });
+}
+
+/** One plain request: its status. */
+function statusOf(url: string, key: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent: false, headers: key === undefined ? {} : { authorization: `Bearer ${key}` } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+/**
+ * Whether a target does the job before it is measured: 200 with the key, 401 without one, and 429 for the second call
+ * of a key limited to one a minute. A target that skipped a part of the job would be measured doing less.
+ */
+async function checkTheJob(url: string, key: string, limitedKey: string, spec: string): Promise<void> {
+  const seen = [await statusOf(url, key), await statusOf(url, undefined), await statusOf(url, limitedKey), await statusOf(url, limitedKey)];
+  if (seen.join() !== '200,401,200,429') throw new Error(`${spec} does not do the job: ${seen.join(', ')} (want 200, 401, 200, 429)`);
+}
+
 /** The warm-up's load (see LaunchOptions.warmUpErrorsAllowed). */
 async function warmUp(url: string, key: string, options: LaunchOptions): Promise<void> {
   try {
@@ -213,7 +250,7 @@ export async function startBench(): Promise<Bench> {
       LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_DELAY_MS: '0',
     };
-    const keys = new KeyAdmin(admin, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } });
+    const keys = new KeyAdmin(admin, { keyPrefix: KEY_PREFIX, hashKey: createKeyHasher(PEPPER), clock: { now: () => Date.now() } });
     const { key } = await keys.create({ consumer: 'bench', environments: ['production'], rateLimitPerMinute: 1_000_000_000 });
     // Quotas no run reaches: the cost of counting them, never a refusal.
     const quota = 1_000_000_000_000;
@@ -225,6 +262,8 @@ export async function startBench(): Promise<Bench> {
       quotaPerMonth: quota,
     });
     const keyFor = (variant: Variant) => (variant.extra.BENCH_KEY === 'quota' ? quotaKey : key);
+    // One call a minute, a key a target (targets share the Redis the limits are counted in): each must refuse its second.
+    const limitedKey = async () => (await keys.create({ consumer: 'bench-limited', environments: ['production'], rateLimitPerMinute: 1 })).key;
     const flags = START_ARGS.slice(0, -1);
 
     // TLS on both legs, started with the first TLS variant: the certificates, then the store over mTLS.
@@ -300,6 +339,30 @@ export async function startBench(): Promise<Bench> {
         return { sent: run - fromScripts, run };
       },
       async launch(variant, options) {
+        if (variant.peer) {
+          if (variant.tls) throw new Error(`variant ${variant.spec}: the peers run plain only`);
+          installPeers();
+          const peerEnv = {
+            ...process.env,
+            PEER_PORT: '0',
+            UPSTREAM_ORIGIN: `http://127.0.0.1:${backend.port}`,
+            REDIS_URL: gatewayEnv.REDIS_URL,
+            API_KEY_PEPPER: PEPPER,
+            KEY_PREFIX: KEY_PREFIX,
+            ACCESS_LOG: join(workDir, `${options.name}-access.log`),
+            ...variant.extra,
+          };
+          // The gateway's V8 flags too: what is compared is the code, not the flags.
+          const node = [process.execPath, ...(options.nodeFlags ?? []), ...flags, variant.entry];
+          const [command, ...args] = [...(options.wrapper ?? []), ...node] as [string, ...string[]];
+          const child = start(options.name, command, args, peerEnv, options.cpu);
+          const { port } = await portOf(options.name, child, options.startMs);
+          const url = `http://127.0.0.1:${port}${PATH_AND_QUERY}`;
+          await checkTheJob(url, keyFor(variant), await limitedKey(), variant.spec);
+          await warmUp(url, keyFor(variant), options);
+          await sleep(1000);
+          return { child, url, backendPid: backendChild.pid! };
+        }
         const tls = await tlsSettings(variant);
         if (variant.floor) {
           const node = [process.execPath, ...(options.nodeFlags ?? []), variant.entry, tls.upstream, '0'];
@@ -328,6 +391,7 @@ export async function startBench(): Promise<Bench> {
         // Listening comes before the Redis connections: a request before readiness is refused (503).
         await waitUntilReady({ adminPort: adminPort! }, options.startMs);
         const url = `${tls.scheme}://127.0.0.1:${port}${PATH_AND_QUERY}`;
+        if (!variant.tls) await checkTheJob(url, keyFor(variant), await limitedKey(), variant.spec);
         await warmUp(url, keyFor(variant), options);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);

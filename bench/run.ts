@@ -3,6 +3,7 @@
 // local-first ones, then exact ones with every request traced and its spans exported over OTLP). Load from wrk.
 // Every figure of a run is written to bench/results/<date>-<name>.json as well (--help lists the settings).
 // `npm run bench -- tls` runs the TLS bench instead (bench/tls.ts): the floor and the gateway, plain and behind TLS on both legs.
+// `npm run bench -- peers` runs the gateway against the floor and the peers (bench/peers/) in alternated rounds (bench/tracecost.ts).
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -22,7 +23,7 @@ import { privateRedisArgs } from '../support/start-redis.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-const USAGE = `usage: npm run bench -- [tls] [--name NAME] [--results-dir DIR]
+const USAGE = `usage: npm run bench -- [tls | peers] [--name NAME] [--results-dir DIR]
 
 Runs GET /v1/pets?limit=20&status=available through the backend directly, nginx (when installed), the Node
 floor, a bare Express proxy and the gateway (exact rate limits, local-first ones, tracing 100%), the targets
@@ -48,6 +49,13 @@ environment:
 
 Any failed request makes it exit 1. docs/performance.md says how to read the figures.
 
+npm run bench -- peers: the gateway (every feature on, tracing off), the Node floor, and the peers doing the same
+job (bench/peers/: Fastify 5 with @fastify/reply-from, @fastify/rate-limit on Redis and fastify-metrics; fast-gateway
+with prom-client metrics), each checked to answer 200, 401 and 429 first, in alternated rounds of new processes
+(bench/tracecost.ts; TRACECOST_ROUNDS, default here 12, TRACECOST_DURATION_S, default here 4): CPU a request and
+requests a second, each one's ratio to the gateway by round with the middle half. Results: <date>-<NAME>-peers.json.
+Instructions a request: node bench/instructions.ts off floor fastify fast-gateway.
+
 ${TLS_USAGE}`;
 
 /** The command line's options; a wrong one prints the usage and exits 2, before anything is started. */
@@ -59,9 +67,9 @@ function benchArgs() {
     });
     const problem = values.name === undefined ? undefined : runNameProblem(values.name);
     if (problem !== undefined) throw new Error(`--name ${values.name}: ${problem}`);
-    if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== 'tls'))
-      throw new Error(`${positionals.join(' ')}: the one target that runs alone is tls`);
-    return { ...values, tls: positionals[0] === 'tls' };
+    if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== 'tls' && positionals[0] !== 'peers'))
+      throw new Error(`${positionals.join(' ')}: the benches that run alone are tls and peers`);
+    return { ...values, tls: positionals[0] === 'tls', peers: positionals[0] === 'peers' };
   } catch (error) {
     process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
     return process.exit(2);
@@ -75,6 +83,13 @@ if (args.help) {
 const RUN_NAME = args.name ?? defaultRunName(ROOT);
 const RESULTS_DIR = args['results-dir'] ?? join(ROOT, 'bench/results');
 if (args.tls) process.exit(await runTlsBench({ root: ROOT, runName: args.name ?? `${RUN_NAME}-tls`, resultsDir: RESULTS_DIR }));
+if (args.peers) {
+  const peers = spawn(process.execPath, [join(ROOT, 'bench/tracecost.ts'), 'off', 'floor', 'fastify', 'fast-gateway'], {
+    stdio: 'inherit',
+    env: { TRACECOST_ROUNDS: '12', TRACECOST_DURATION_S: '4', ...process.env, TRACECOST_NAME: args.name ?? `${RUN_NAME}-peers` },
+  });
+  process.exit(await new Promise<number>((resolve) => peers.on('exit', (code) => resolve(code ?? 1))));
+}
 const STARTED = new Date();
 const ORIGIN = runOrigin(ROOT, STARTED);
 const WRK_SCRIPTS = join(ROOT, 'bench/wrk');

@@ -9,10 +9,14 @@
 // for its whole life, so a comparison of one process each measures the pair, not the builds.
 // TRACECOST_ROUNDS (default 4), TRACECOST_DURATION_S (default 8), TRACECOST_FRESH=0 (one process per variant
 // for every round); TRACECOST_PROFILE=<dir>: the gateways run under --cpu-prof (a profile per process written
-// there on exit; the figures are then the profiler's too).
+// there on exit; the figures are then the profiler's too). TRACECOST_NAME=<name> also writes every round's figures
+// to bench/results/<date>-<name>.json. `npm run bench -- peers` runs it on the gateway, the floor and the peers.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseVariants, startBench, wrk, type RunningVariant } from './gateway-variants.ts';
+import { runNameProblem, runOrigin, writeRunResults } from './results-file.ts';
 
 const ROUNDS = Number(process.env.TRACECOST_ROUNDS ?? 4);
 const DURATION_S = Number(process.env.TRACECOST_DURATION_S ?? 8);
@@ -20,6 +24,15 @@ const PROFILE_DIR = process.env.TRACECOST_PROFILE || undefined;
 const FRESH = process.env.TRACECOST_FRESH !== '0';
 /** Seconds of load before a process is measured: its hot code optimised, its pools and caches filled. */
 const WARM_S = Number(process.env.TRACECOST_WARM_S ?? 6);
+const NAME = process.env.TRACECOST_NAME || undefined;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const STARTED = new Date();
+/** What is measured is the build at the start: its commit, not the one at the end. */
+const ORIGIN = runOrigin(ROOT, STARTED);
+if (NAME !== undefined && runNameProblem(NAME) !== undefined) {
+  process.stderr.write(`TRACECOST_NAME ${NAME}: ${runNameProblem(NAME)}\n`);
+  process.exit(2);
+}
 
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -58,6 +71,8 @@ try {
   const gateways = variants.map((variant) => ({
     ...variant,
     runs: [] as number[],
+    /** Requests a second of each run. */
+    rates: [] as number[],
     /** The share of its core each run used: under 1, the load generator (not the gateway) set the pace. */
     coreShares: [] as number[],
     threads: new Map<string, number>(),
@@ -82,6 +97,7 @@ try {
       const requests = await wrk(url, bench.keyFor(variants[at]!), DURATION_S);
       const used = cpuSeconds(child.pid!) - before;
       gateway.runs.push((used * 1e6) / requests);
+      gateway.rates.push(requests / DURATION_S);
       gateway.coreShares.push(used / DURATION_S);
       for (const [name, seconds] of threadSeconds(child.pid!))
         gateway.threads.set(name, (gateway.threads.get(name) ?? 0) + seconds - (threadsBefore.get(name) ?? 0));
@@ -114,6 +130,19 @@ try {
         .map(([name, seconds]) => `${name} ${((seconds * 1e6) / gateway.requests).toFixed(1)}`)
         .join(', ')}\n`,
     );
+  if (NAME !== undefined) {
+    const record = {
+      origin: ORIGIN,
+      settings: { rounds: ROUNDS, durationS: DURATION_S, warmS: WARM_S, fresh: FRESH, variants: variants.map((variant) => variant.spec) },
+      variants: gateways.map((gateway) => ({
+        spec: gateway.spec,
+        cpuMicrosPerRequest: { median: median(gateway.runs), rounds: gateway.runs },
+        requestsPerSecond: { median: median(gateway.rates), rounds: gateway.rates },
+        ratioToFirst: { medianOfRounds: paired(gateway.runs), middleHalf: middleHalf(gateway.runs), rounds: ratios(gateway.runs) },
+      })),
+    };
+    process.stdout.write(`results: ${writeRunResults(join(ROOT, 'bench/results'), NAME, STARTED, record)}\n`);
+  }
   const stats = (await (await fetch(`http://127.0.0.1:${bench.sinkPort}/stats`)).json()) as { spans: number; exports: number };
   process.stdout.write(`sink so far: ${stats.spans} spans in ${stats.exports} exports\n`);
   if (!FRESH) await stop(running.map(({ child }) => child));
