@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { scaled } from './support/time-scale.ts';
 import { PROCESSES } from './test/tiers.ts';
 
 // Three tiers: `unit` and `integration` run together first (one pool of two workers, so the unit files fill
@@ -6,19 +7,30 @@ import { PROCESSES } from './test/tiers.ts';
 // CLI as a process. `npm test` runs the two steps (`vitest run --project ...`); a bare `vitest run` orders
 // them alike (sequence.groupOrder). Two workers: integration files start their own redis-server and
 // upstreams on free ports, and these machines have two cores.
+// Every tier records the processes its test files start and fails if one outlives it (test/guard/); every
+// timeout is scaled by TEST_TIME_SCALE (support/time-scale.ts: raise it on a busy machine).
+const GUARD = 'test/guard/processes.global-setup.ts';
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: scaled(30_000),
+    hookTimeout: scaled(30_000),
+    teardownTimeout: scaled(10_000),
+    setupFiles: ['test/guard/record-children.setup.ts'],
     maxWorkers: 2,
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: [...PROCESSES], sequence: { groupOrder: 0 } },
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: [...PROCESSES], globalSetup: [GUARD], sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
-        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...PROCESSES], sequence: { groupOrder: 0 } },
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          exclude: [...PROCESSES],
+          globalSetup: [GUARD],
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         extends: true,
@@ -26,7 +38,7 @@ export default defineConfig({
           name: 'processes',
           include: [...PROCESSES],
           // The gateway processes run dist/, npm start's entry point: built from the current sources first.
-          globalSetup: ['test/build-gateway.global-setup.ts'],
+          globalSetup: ['test/build-gateway.global-setup.ts', GUARD],
           sequence: { groupOrder: 1 },
         },
       },

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from './start-gateway-process.ts';
 import { privateRedisArgs } from './start-redis.ts';
-import { unusedPorts } from './start-upstream.ts';
+import { freshPorts } from './start-upstream.ts';
 
 const run = promisify(execFile);
 
@@ -18,7 +18,7 @@ export interface PrivateCluster {
 
 export async function startCluster(): Promise<PrivateCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-cluster-'));
-  const ports = await unusedPorts(3);
+  const ports = await freshPorts(3);
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import packageJson from '../package.json' with { type: 'json' };
+import { scaled } from './time-scale.ts';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -44,7 +45,7 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + scaled(15_000);
   let ports: { port: number; adminPort: number } | undefined;
   while (!ports) {
     const line = output.split('\n').find((entry) => entry.includes('"gateway listening"'));
@@ -64,11 +65,12 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   };
 }
 
-/** Polls until `probe` holds or the deadline passes; returns how long it took. */
+/** Polls until `probe` holds or the deadline (a quiet machine's, scaled by TEST_TIME_SCALE) passes; returns how long it took. */
 export async function waitFor(probe: () => Promise<boolean>, deadlineMs = 10_000, everyMs = 20): Promise<number> {
   const started = Date.now();
+  const deadline = scaled(deadlineMs);
   while (!(await probe())) {
-    if (Date.now() - started > deadlineMs) throw new Error(`condition not met within ${deadlineMs} ms`);
+    if (Date.now() - started > deadline) throw new Error(`condition not met within ${deadline} ms`);
     await sleep(everyMs);
   }
   return Date.now() - started;

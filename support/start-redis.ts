@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createRedisClient, type RedisClient } from '../src/redis/connect.ts';
-import { unusedPort } from './start-upstream.ts';
+import { scaled } from './time-scale.ts';
+import { freshPorts } from './start-upstream.ts';
 
 export interface PrivateRedis {
   port: number;
@@ -28,9 +29,11 @@ export function privateRedisArgs(port: number, dir: string): string[] {
   return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
 }
 
-async function waitForPing(port: number, password: string | undefined, deadlineMs = 5000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
+async function waitForPing(port: number, password: string | undefined, child?: ChildProcess, deadlineMs = 5000): Promise<void> {
+  const deadline = Date.now() + scaled(deadlineMs);
   while (Date.now() < deadline) {
+    // Exited: the port was taken between the pick and its bind (the caller tries another).
+    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new PortTaken(port);
     const probe = new Redis({ port, host: '127.0.0.1', password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => {});
     try {
@@ -54,13 +57,34 @@ function launch(port: number, dir: string, password: string | undefined): ChildP
   return child;
 }
 
+class PortTaken extends Error {
+  constructor(port: number) {
+    super(`redis-server could not listen on port ${port}`);
+  }
+}
+
+/** Launches on a fresh port, and on another while the one drawn turns out taken (redis-server cannot listen on port 0). */
+async function launchOnFreshPort(dir: string, password: string | undefined): Promise<{ port: number; child: ChildProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const [port] = (await freshPorts(1)) as [number];
+    const child = launch(port, dir, password);
+    try {
+      await waitForPing(port, password, child);
+      return { port, child };
+    } catch (error) {
+      child.kill('SIGKILL');
+      if (!(error instanceof PortTaken) || attempt === 5) throw error;
+    }
+  }
+}
+
 /** With a password, the server requires it (AUTH) and `url` carries it. */
 export async function startRedis(options: { password?: string } = {}): Promise<PrivateRedis> {
   const { password } = options;
   const dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
-  const port = await unusedPort();
-  let child = launch(port, dir, password);
-  await waitForPing(port, password);
+  const launched = await launchOnFreshPort(dir, password);
+  const { port } = launched;
+  let child = launched.child;
   const client = new Redis({ port, host: '127.0.0.1', password, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
 

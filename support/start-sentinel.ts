@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from './start-gateway-process.ts';
 import { privateRedisArgs } from './start-redis.ts';
-import { unusedPorts } from './start-upstream.ts';
+import { freshPorts } from './start-upstream.ts';
 
 export interface PrivateSentinels {
   primaryPort: number;
@@ -46,8 +46,8 @@ async function startSentinelsOnce(): Promise<PrivateSentinels> {
   };
   const server = (port: number, extra: string[] = []) => run('redis-server', [...privateRedisArgs(port, dir), '--repl-diskless-sync-delay', '0', ...extra]);
 
-  // Five servers on five different ports (a port released can be handed out again).
-  const [primaryPort, replicaPort, ...sentinelPortList] = (await unusedPorts(5)) as [number, number, ...number[]];
+  // Five servers on five different ports.
+  const [primaryPort, replicaPort, ...sentinelPortList] = (await freshPorts(5)) as [number, number, ...number[]];
   const primary = server(primaryPort);
   server(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]);
   const sentinelPorts: number[] = [];

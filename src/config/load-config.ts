@@ -2,7 +2,9 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigFileError, readConfigFile } from './config-file.ts';
+import { inGatewayWords, unreadableFiles } from './problem-words.ts';
 import { configSchema, ENVIRONMENTS, type GatewayConfig, type VersionSource } from './schema.ts';
+import { unknownVariableFaults } from './unknown-variables.ts';
 
 export const DEFAULT_CONFIG_FILE = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/gateway.yaml');
 
@@ -56,6 +58,13 @@ export const ENV_KEYS = {
   CERTIFICATE_WATCH_MS: ['certificates', 'watchIntervalMs'],
 } as const satisfies Record<string, readonly string[]>;
 
+/**
+ * The variables read outside ENV_KEYS (the file's name, the pepper, its opt-out, the CLIs' admin token): with
+ * ENV_KEYS's names, every variable the gateway knows; any other with one of their prefixes is a fault.
+ */
+export const OTHER_VARIABLES = ['GATEWAY_CONFIG', 'API_KEY_PEPPER', 'API_KEY_ALLOW_NO_PEPPER', 'ADMIN_API_TOKEN'] as const;
+export const KNOWN_VARIABLES: readonly string[] = [...Object.keys(ENV_KEYS), ...OTHER_VARIABLES];
+
 /** Variables that hold lists, as comma-separated values. */
 const LIST_VARIABLES: ReadonlySet<string> = new Set(['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES', 'CORS_ALLOWED_ORIGINS']);
 
@@ -99,25 +108,42 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
     setPath(merged, path, LIST_VARIABLES.has(name) ? value.split(',').map((item) => item.trim()) : value);
     fromEnv.set(path.join('.'), name);
   }
-  const parsed = configSchema.safeParse(merged, { error: numberInWords });
+  // A misspelt variable would be ignored, its setting left at the default (GATEWAY_ENVIROMENT: staging, every production key refused).
+  const fromEnvironment = unknownVariableFaults(env, KNOWN_VARIABLES);
+  if (env.NODE_ENV === 'production' && !env.GATEWAY_ENVIRONMENT && merged.environment === undefined) {
+    fromEnvironment.push(
+      'GATEWAY_ENVIRONMENT: not set while NODE_ENV is production, so the gateway would serve staging; set GATEWAY_ENVIRONMENT=production (or staging), or environment in the file',
+    );
+  }
+  const fromFileProblems: string[] = [];
+  const parsed = configSchema.safeParse(merged, { error: inGatewayWords });
   if (!parsed.success) {
     // Each problem is blamed on where its value came from, an environment variable or the file: PORT=80a is not gateway.yaml's fault.
-    const fromEnvironment: string[] = [];
-    const fromFileProblems: string[] = [];
+    const blame = (path: readonly PropertyKey[]) =>
+      // A list variable's problem is in one of its items (redis.sentinels.0): the variable set the whole list.
+      path.map((_, i) => fromEnv.get(path.slice(0, path.length - i).join('.'))).find((name) => name !== undefined);
     for (const issue of parsed.error.issues) {
       const key = issue.path.join('.');
-      // A list variable's problem is in one of its items (redis.sentinels.0): the variable set the whole list.
-      const envName = issue.path.map((_, i) => fromEnv.get(issue.path.slice(0, issue.path.length - i).join('.'))).find((name) => name !== undefined);
+      const envName = blame(issue.path);
       if (envName) fromEnvironment.push(`${envName} (${key}): ${issue.message}`);
       else fromFileProblems.push(`${key || '(root)'}: ${issue.message}`);
     }
+    // Files the schema's faults would otherwise hide until they are fixed: one pass names every fault.
+    for (const { path, problem } of unreadableFiles(merged, dirname(file))) {
+      const envName = blame(path);
+      if (envName) fromEnvironment.push(`${envName} (${path.join('.')}): ${problem}`);
+      else fromFileProblems.push(`${path.join('.')}: ${problem}`);
+    }
+  }
+  if (fromEnvironment.length > 0 || fromFileProblems.length > 0) {
     const sections = [
-      describeProblems(['invalid environment variable ', 'invalid environment variables:'], fromEnvironment),
-      describeProblems([`invalid configuration in ${file}: `, `invalid configuration in ${file}:`], fromFileProblems),
+      // Each fault once: an intersection (rateLimit.limits) reports a value's fault from both its halves.
+      describeProblems(['invalid environment variable ', 'invalid environment variables:'], [...new Set(fromEnvironment)]),
+      describeProblems([`invalid configuration in ${file}: `, `invalid configuration in ${file}:`], [...new Set(fromFileProblems)]),
     ];
     throw new ConfigError(sections.filter(Boolean).join('\n'));
   }
-  const config = parsed.data;
+  const config = parsed.data!;
   const upstreamBaseUrl = (config.upstreamUrl ?? config.environments[config.environment].upstream).replace(/\/$/, '');
   const contractPath = resolve(dirname(file), config.contract);
   const sources: VersionSource[] = [
@@ -137,11 +163,6 @@ export function loadConfig(env: Env = process.env, overrides: Record<string, unk
 function describeProblems([one, several]: readonly [string, string], problems: readonly string[]): string {
   if (problems.length === 0) return '';
   return problems.length === 1 ? `${one}${problems[0]}` : `${several}\n  ${problems.join('\n  ')}`;
-}
-
-/** zod's message for a number that is not one (UPSTREAM_TIMEOUT_MS=soon) is "expected number, received NaN". */
-function numberInWords(issue: { code?: string; expected?: string; input?: unknown }): string | undefined {
-  return issue.code === 'invalid_type' && issue.expected === 'number' && Number.isNaN(issue.input) ? 'must be a number' : undefined;
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {

@@ -25,7 +25,7 @@ const redisNode = z
     return { host: value.slice(0, separator), port: Number(value.slice(separator + 1)) };
   });
 const baseUrl = z
-  .url({ protocol: /^https?$/ })
+  .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL ending in /v1, such as http://petstore-backend.internal/v1' })
   // zod runs the refinement after a failed url check too: a value that is no URL is that check's to report (`new URL` would throw).
   .refine((value) => !URL.canParse(value) || new URL(value).pathname.replace(/\/$/, '').endsWith('/v1'), 'must end with the path segment /v1');
 
@@ -87,15 +87,22 @@ const pemFiles = {
   /** The certificate's private key (PKCS#8 or the traditional RSA/EC PEM), unencrypted. */
   keyFile: z.string().min(1).nullable().default(null),
 };
-const bothOrNeither = (pair: { certFile: string | null; keyFile: string | null }) => (pair.certFile === null) === (pair.keyFile === null);
-/** Names both ways of setting the pair (the file's keys, the variables): a variable may have set the half that is there. */
-const pairedWith = (variables: { cert: string; key: string }) => ({
-  message: `set certFile and keyFile together (${variables.cert} and ${variables.key}): a certificate needs its key`,
-  path: ['keyFile'],
-});
+/**
+ * Certificate and key: both or neither. Told on the half that is set, so the fault is blamed on where it came from
+ * (TLS_CERT_FILE set alone is the environment's, not the file's), naming both ways of setting the pair.
+ */
+const bothOrNeither = (variables: { cert: string; key: string }) => (pair: { certFile: string | null; keyFile: string | null }, context: z.RefinementCtx) => {
+  if ((pair.certFile === null) === (pair.keyFile === null)) return;
+  const [set, missing] = pair.certFile === null ? ['keyFile', 'certFile'] : ['certFile', 'keyFile'];
+  context.addIssue({
+    code: 'custom',
+    path: [set],
+    message: `set without ${missing}: set certFile and keyFile together (${variables.cert} and ${variables.key}): a certificate needs its key`,
+  });
+};
 
 /** A certificate and its private key, PEM files: both or neither. */
-const certificatePair = (variables: { cert: string; key: string }) => z.object(pemFiles).strict().refine(bothOrNeither, pairedWith(variables)).prefault({});
+const certificatePair = (variables: { cert: string; key: string }) => z.object(pemFiles).strict().superRefine(bothOrNeither(variables)).prefault({});
 export type CertificatePairFiles = z.output<ReturnType<typeof certificatePair>>;
 
 export const TLS_VERSIONS = ['TLSv1.2', 'TLSv1.3'] as const;
@@ -114,7 +121,7 @@ const upstreamTls = z
     minVersion: z.enum(TLS_VERSIONS).default('TLSv1.2'),
   })
   .strict()
-  .refine(bothOrNeither, pairedWith({ cert: 'UPSTREAM_TLS_CERT_FILE', key: 'UPSTREAM_TLS_KEY_FILE' }))
+  .superRefine(bothOrNeither({ cert: 'UPSTREAM_TLS_CERT_FILE', key: 'UPSTREAM_TLS_KEY_FILE' }))
   .prefault({});
 export type UpstreamTlsSettings = z.output<typeof upstreamTls>;
 

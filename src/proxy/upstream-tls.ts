@@ -21,20 +21,38 @@ export interface UpstreamTls {
   clientNotAfter?: Date;
 }
 
+/** The variable of each running-environment setting that asks for TLS to the backend. */
+const TLS_VARIABLES = {
+  caFile: 'UPSTREAM_TLS_CA_FILE',
+  certFile: 'UPSTREAM_TLS_CERT_FILE',
+  keyFile: 'UPSTREAM_TLS_KEY_FILE',
+  servername: 'UPSTREAM_TLS_SERVERNAME',
+} as const;
+
 /** The words an operator knows each setting by, for the running environment's keys. */
 function settingName(variable: string, environment: Environment, key: keyof UpstreamTlsSettings): string {
   return `${variable} (upstreamTls.${environment}.${key})`;
 }
 
 /** Reads the running environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
-export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources'>): UpstreamTls {
+export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl'>): UpstreamTls {
   const { environment } = config;
   const settings = config.upstreamTls[environment];
   const plain = config.sources.find((source) => source.upstreamBaseUrl.startsWith('http:'));
   if (plain !== undefined && upstreamTlsFiles(config).length + (settings.servername === null ? 0 : 1) > 0) {
     // Certificates configured for a backend spoken to in plain HTTP: the operator meant TLS, and would not get it.
+    // Both sides named as the operator set them: the TLS settings given, and the setting of the plain address.
+    const given = (Object.keys(TLS_VARIABLES) as Array<keyof typeof TLS_VARIABLES>)
+      .filter((key) => settings[key] !== null)
+      .map((key) => settingName(TLS_VARIABLES[key], environment, key));
+    const address =
+      plain.key !== 'contract'
+        ? plain.key.replace(/\.document$/, `.upstreams.${environment}`)
+        : config.upstreamUrl !== undefined
+          ? 'UPSTREAM_URL (upstreamUrl)'
+          : `environments.${environment}.upstream`;
     throw new CertificateFileError(
-      `upstreamTls.${environment}: set, but the upstream of ${plain.key} (${plain.upstreamBaseUrl}) is plain http://; use its https:// address`,
+      `${given.join(', ')}: set, but the upstream of ${plain.key} (${plain.upstreamBaseUrl}, from ${address}) is plain http://; use its https:// address there, or unset them`,
     );
   }
   const connect: UpstreamTlsOptions = { minVersion: settings.minVersion, rejectUnauthorized: true };

@@ -51,24 +51,25 @@ const same = (a: Digests, b: Digests) => a.size === b.size && [...a].every(([fil
  * which inotify reports on the directory, not on the file a path names, and not at all through some volume types.
  * Reading follows the links, so the bytes are what the next handshake would get.
  *
- * A change is reloaded once; a refused reload (say a certificate written before its key: they no longer match)
- * is tried again only when the bytes change again, so a bad file is refused once, not every interval.
+ * The bytes are compared with the files last tried (the pair in force at start): a change is reloaded once; a
+ * refused reload (say a certificate written before its key: they no longer match) is tried again only when the
+ * bytes change again, so a bad file is refused once, not every interval. Putting the pair in force back after a
+ * refusal is such a change: its reload succeeds and clears the refused state (config_last_reload_successful).
  */
 export function watchCertificates(options: CertificateWatchOptions): CertificateWatch {
-  let accepted: Digests = new Map(options.baseline);
-  let attempted = accepted;
+  let tried: Digests = new Map(options.baseline);
   let checking = false;
   async function check(): Promise<void> {
     const files = options.files();
     const now = await readDigests(files);
-    // A file new to the list (a reload named it) was read by that reload: its bytes now are the accepted ones.
-    const known = new Map(files.map((file) => [file, accepted.get(file) ?? now.get(file)!]));
-    if (same(now, known) || same(now, attempted)) {
-      accepted = known;
+    // A file new to the list (a reload named it) was read by that reload: its bytes now are the ones tried.
+    const known = new Map(files.map((file) => [file, tried.get(file) ?? now.get(file)!]));
+    if (same(now, known)) {
+      tried = known;
       return;
     }
-    attempted = now;
-    if (await options.reload().catch(() => false)) accepted = now;
+    tried = now;
+    await options.reload().catch(() => false);
   }
   const timer = setInterval(() => {
     // A reload slower than the interval is not overtaken by the next check.

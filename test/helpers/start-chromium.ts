@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scaled } from '../../support/time-scale.ts';
 
 export interface Chromium {
   /** Opens `url` in a new tab, waits for its load event, and returns the value `expression` (awaited) gives in it. */
@@ -44,7 +45,7 @@ export async function startChromium(timeoutMs = 20_000): Promise<Chromium> {
   };
   let stderr = '';
   const endpoint = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`chromium gave no DevTools endpoint within ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`chromium gave no DevTools endpoint within ${scaled(timeoutMs)} ms:\n${stderr}`)), scaled(timeoutMs));
     browser.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
       const found = /DevTools listening on (ws:\/\/\S+)/.exec(stderr);
@@ -89,8 +90,8 @@ export async function startChromium(timeoutMs = 20_000): Promise<Chromium> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         listeners.delete(listener);
-        reject(new Error(`no matching DevTools event within ${timeoutMs} ms`));
-      }, timeoutMs);
+        reject(new Error(`no matching DevTools event within ${scaled(timeoutMs)} ms`));
+      }, scaled(timeoutMs));
       const listener = (message: Message) => {
         if (!matches(message)) return;
         clearTimeout(timer);

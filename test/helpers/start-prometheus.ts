@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../../support/start-gateway-process.ts';
-import { unusedPort } from '../../support/start-upstream.ts';
+import { freshPorts } from '../../support/start-upstream.ts';
 
 export interface PrivatePrometheus {
   url: string;
@@ -17,7 +17,7 @@ export interface PrivatePrometheus {
 
 export async function startPrometheus(targets: string[], jobName: string): Promise<PrivatePrometheus> {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-prometheus-'));
-  const port = await unusedPort();
+  const [port] = (await freshPorts(1)) as [number];
   writeFileSync(
     join(dir, 'prometheus.yml'),
     `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: ${jobName}\n    static_configs:\n      - targets: [${targets.map((target) => `'${target}'`).join(', ')}]\n`,

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { connect, type ConnectionOptions, type SecureContextOptions, type SecureVersion, type TLSSocket } from 'node:tls';
+import { scaled } from '../../support/time-scale.ts';
 import type { IssuedCertificate, TestAuthority, TestPki } from './test-certificates.ts';
 
 export interface TlsUpstreamOptions {
@@ -125,24 +126,26 @@ export async function startOpensslServer(options: {
   keyFile: string;
   caFile: string;
   version: 'TLSv1.2' | 'TLSv1.3';
-  port: number;
+  /** Default 0: the port the system gives, read from s_server's ACCEPT line. */
+  port?: number;
 }): Promise<OpensslServer> {
-  const args = ['s_server', '-accept', `127.0.0.1:${options.port}`, '-cert', options.certFile, '-key', options.keyFile];
+  const args = ['s_server', '-accept', `127.0.0.1:${options.port ?? 0}`, '-cert', options.certFile, '-key', options.keyFile];
   args.push('-CAfile', options.caFile, '-Verify', '1', '-verify_return_error', '-www', options.version === 'TLSv1.2' ? '-tls1_2' : '-tls1_3');
   const child = spawn('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
+  const port = await new Promise<number>((resolve, reject) => {
     let output = '';
     const read = (chunk: Buffer) => {
       output += chunk.toString('utf8');
-      if (output.includes('ACCEPT')) resolve();
+      const accepting = /ACCEPT \S+:(\d+)/.exec(output);
+      if (accepting) resolve(Number(accepting[1]));
     };
     child.stdout.on('data', read);
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.once('exit', (code) => reject(new Error(`openssl s_server exited (${code}): ${output}`)));
   });
   return {
-    baseUrl: `https://localhost:${options.port}/v1`,
-    port: options.port,
+    baseUrl: `https://localhost:${port}/v1`,
+    port,
     close: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -229,7 +232,7 @@ export function curl(port: number, path: string, options: { caFile: string; apiK
     `https://localhost:${port}${path}`,
   ];
   return new Promise((resolve, reject) => {
-    execFile('curl', args, { timeout: 10_000 }, (error, stdout, stderr) => {
+    execFile('curl', args, { timeout: scaled(10_000) }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`curl failed: ${stderr}`, { cause: error }));
       const separator = stdout.lastIndexOf('\n');
       const trailer = stdout.slice(separator + 1);

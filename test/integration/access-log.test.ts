@@ -4,7 +4,7 @@ import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyStoreUnavailableError, type KeyStore } from '../../src/auth/key-store.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
-import { startPetStore, unusedPort } from '../../support/start-upstream.ts';
+import { startPetStore, refusedPort } from '../../support/start-upstream.ts';
 
 const PINO_WARN = 40;
 const PINO_INFO = 30;
@@ -42,7 +42,7 @@ describe('access log levels', () => {
   });
 
   it('logs a 502 (backend refuses connections) at warn, with no stack anywhere in the line', async () => {
-    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1` });
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await refusedPort()}/v1` });
     const res = await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-level-502');
     expect(res.status).toBe(502);
     const line = accessLine(gateway, 'log-level-502');
@@ -84,7 +84,7 @@ describe('access log fields', () => {
 
 describe('an upstream failure on the access line', () => {
   it("carries the failure kind and what went wrong on the request's one line, with its request id", async () => {
-    const port = await unusedPort();
+    const port = await refusedPort();
     gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${port}/v1` });
     await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-down');
     expect(accessLine(gateway, 'log-upstream-down')).toMatchObject({
@@ -96,7 +96,7 @@ describe('an upstream failure on the access line', () => {
   });
 
   it('is logged once: no second line without the request id', async () => {
-    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1` });
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await refusedPort()}/v1` });
     await request(gateway.app).get('/v1/pets').set('Authorization', `Bearer ${gateway.apiKey}`).set('X-Request-Id', 'log-upstream-once');
     expect(gateway.logs.filter((entry) => entry.reqId !== 'log-upstream-once')).toEqual([]);
   });

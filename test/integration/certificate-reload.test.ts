@@ -272,6 +272,17 @@ describe('the certificate watch (certificates.watchIntervalMs)', () => {
     await waitFor(async () => (await servedFingerprint(port, ca.cert)) === fingerprintOf(second.cert), 5000, 50);
   });
 
+  it('clears a refusal when the pair in force is put back, within an interval and without a signal', async () => {
+    const volume = createSecretVolume(join(pki.dir, 'secret-volume-restored'), { 'tls.crt': first.cert, 'tls.key': first.key });
+    const { gateway, port } = await listening({ certFile: volume.path('tls.crt'), keyFile: volume.path('tls.key') }, WATCH);
+    const lastReloadOk = seriesKey('petstore_gateway_config_last_reload_successful', ENVIRONMENT);
+    volume.update({ 'tls.crt': second.cert, 'tls.key': first.key });
+    await waitFor(async () => (await scrape(gateway)).get(lastReloadOk) === 0, 5000, 50);
+    volume.update({ 'tls.crt': first.cert, 'tls.key': first.key });
+    await waitFor(async () => (await scrape(gateway)).get(lastReloadOk) === 1, 5000, 50);
+    expect(await servedFingerprint(port, ca.cert)).toBe(fingerprintOf(first.cert));
+  });
+
   it('leaves the files alone when the interval is 0: no reload happens by itself', async () => {
     const files = liveFiles('live-unwatched', first);
     const { gateway, port } = await listening(files, { certificates: { watchIntervalMs: 0 } });

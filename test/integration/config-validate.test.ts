@@ -55,6 +55,16 @@ describe('npm run config -- validate', () => {
     expect(connections).toBe(0);
   });
 
+  it('refuses a misspelt variable, naming the one meant, where a typo used to pass as OK', async () => {
+    const result = await validate([configFile('typo.yaml')], { GATEWAY_ENVIROMENT: 'production' });
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'invalid environment variable GATEWAY_ENVIROMENT: not a setting of the gateway (did you mean GATEWAY_ENVIRONMENT?); docs/configuration.md lists every variable\n',
+    });
+  });
+
   it('checks GATEWAY_CONFIG’s file when given none', async () => {
     const result = await validate([], { GATEWAY_CONFIG: configFile('by-variable.yaml', { upstream: { timeoutMs: 'soon' } }) });
     expect(result.code).toBe(1);

@@ -5,7 +5,7 @@ import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway, type TestGatewayOptions } from '../helpers/build-test-app.ts';
 import { describeContract, readInterfaceDocument, type ProvokedCase } from '../helpers/openapi-contract.ts';
 import { listen, rawRequest, type RawResponse } from '../helpers/raw-request.ts';
-import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
+import { startPetStore, startScriptedUpstream, refusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 const document = readInterfaceDocument(new URL('../../config/petstore.openapi.yaml', import.meta.url));
 
@@ -68,7 +68,7 @@ beforeAll(async () => {
   failingUpstream = await startScriptedUpstream((_req, res) => {
     res.writeHead(500, { 'Content-Type': 'text/plain' }).end('the backend fell over');
   });
-  const nowhere = `http://127.0.0.1:${await unusedPort()}/v1`;
+  const nowhere = `http://127.0.0.1:${await refusedPort()}/v1`;
   served = await start({ upstreamUrl: backend.baseUrl });
   pastSunset = await start({ upstreamUrl: backend.baseUrl });
   pastSunset.gateway.clock.set(SUNSET);

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
-import { unusedPort } from '../../support/start-upstream.ts';
+import { refusedPort } from '../../support/start-upstream.ts';
 
 let redis: PrivateRedis;
 let env: Record<string, string>;
@@ -276,7 +276,7 @@ describe('REDIS_URL', () => {
 
 describe('when Redis is unreachable', () => {
   it('exits non-zero with a message that names the address, without its password', async () => {
-    const port = await unusedPort();
+    const port = await refusedPort();
     const result = await runKeysCli(['list'], { REDIS_URL: `redis://:hunter2@127.0.0.1:${port}` });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`keys: Redis at redis://:***@127.0.0.1:${port} is unreachable`);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
-import { startPetStore, startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
+import { startPetStore, startScriptedUpstream, refusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;
@@ -123,8 +123,8 @@ describe('upstream failure metrics', () => {
     const auth = `Bearer ${failing.apiKey}`;
     await request(failing.app).get('/v1/pets?limit=1').set('Authorization', auth);
     await request(failing.app).get('/v1/pets?limit=2').set('Authorization', auth);
-    const refusedPort = await unusedPort();
-    const refused = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${refusedPort}/v1` });
+    const closedPort = await refusedPort();
+    const refused = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${closedPort}/v1` });
     await request(refused.app).get('/v1/pets/3').set('Authorization', `Bearer ${refused.apiKey}`);
     // Both registries hold every series (initialised at 0): add them up rather than let one hide the other.
     failures = new Map();

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { startPetStoreGateway, type PetStoreGateway } from '../helpers/start-pet-store-gateway.ts';
-import { startScriptedUpstream, unusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
+import { startScriptedUpstream, refusedPort, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 let backend: SampleBackend;
 let gateway: TestGateway;
@@ -151,7 +151,7 @@ describe('upstream answers', () => {
   });
 
   it('answers 502 when the upstream refuses the connection', async () => {
-    const port = await unusedPort();
+    const port = await refusedPort();
     scripted = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${port}/v1` });
     const res = await request(scripted.app).get('/v1/pets').set('Authorization', `Bearer ${scripted.apiKey}`);
     expect(res.status).toBe(502);

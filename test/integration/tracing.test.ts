@@ -15,7 +15,7 @@ import { buildTestGateway, TEST_NOW, type TestGateway, type TestGatewayOptions }
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { startRawUpstream } from '../helpers/raw-socket.ts';
 import { requestPathClient, startRedis } from '../../support/start-redis.ts';
-import { type ScriptedUpstream, startScriptedUpstream, unusedPort } from '../../support/start-upstream.ts';
+import { type ScriptedUpstream, startScriptedUpstream, refusedPort } from '../../support/start-upstream.ts';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_SPAN = 'b7ad6b7169203331';
@@ -194,7 +194,7 @@ describe('spans exported over OTLP/HTTP', () => {
   it("names the upstream in the CLIENT span's url.full without the user and password of its configured URL, or the query", async () => {
     receiver = await startOtlpReceiver();
     const tracing = tracingFromEnvironment(exporting('http/json'), { name: 'petstore-gateway', version: '1.0.0' }).tracing;
-    const port = await unusedPort();
+    const port = await refusedPort();
     gateway = buildTestGateway({ upstreamUrl: `http://gateway:s3cret@127.0.0.1:${port}/v1`, tracing });
     await request(gateway.app).get('/v1/pets?limit=5').set('Authorization', `Bearer ${gateway.apiKey}`);
     const spans = await receiver.waitForSpans(4);
@@ -204,7 +204,7 @@ describe('spans exported over OTLP/HTTP', () => {
   it('marks the CLIENT and SERVER spans as errors when the upstream cannot be reached', async () => {
     receiver = await startOtlpReceiver();
     const tracing = tracingFromEnvironment(exporting('http/json'), { name: 'petstore-gateway', version: '1.0.0' }).tracing;
-    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await unusedPort()}/v1`, tracing });
+    gateway = buildTestGateway({ upstreamUrl: `http://127.0.0.1:${await refusedPort()}/v1`, tracing });
     const res = await listPets({});
     expect(res.status).toBe(502);
     const spans = await receiver.waitForSpans(4);
@@ -226,7 +226,7 @@ describe('spans exported over OTLP/HTTP', () => {
   });
 
   it('with the collector down, answers, shuts down, and counts the dropped spans', async () => {
-    const port = await unusedPort();
+    const port = await refusedPort();
     await start({
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',

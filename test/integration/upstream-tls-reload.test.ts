@@ -8,7 +8,6 @@ import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
 import { createSecretVolume } from '../helpers/secret-volume.ts';
 import { fingerprintOf, notAfterSeconds, startOpensslServer, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
-import { unusedPort } from '../../support/start-upstream.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
@@ -191,7 +190,6 @@ describe('a reload pointing at other files', () => {
       keyFile: backend.keyFile,
       caFile: newClientCa.certFile,
       version: 'TLSv1.3',
-      port: await unusedPort(),
     });
     closeServer = server.close;
     let settings: Record<string, unknown> = { caFile: backendCa.certFile, certFile: clientFirst.certFile, keyFile: clientFirst.keyFile };

@@ -9,7 +9,6 @@ import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
 import { fingerprintOf, issueNotYetValid, notAfterSeconds, startOpensslServer, startTlsUpstream, type TlsUpstream } from '../helpers/tls-peers.ts';
-import { unusedPort } from '../../support/start-upstream.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 
 const ENVIRONMENT = { environment: 'production' } as const;
@@ -125,7 +124,6 @@ describe('a backend that requires a client certificate (mutual TLS)', () => {
         keyFile: backend.keyFile,
         caFile: clientCa.certFile,
         version,
-        port: await unusedPort(),
       });
       closeExtra = server.close;
       const target = gatewayWith(server.baseUrl, { caFile: backendCa.certFile, certFile: strangerClient.certFile, keyFile: strangerClient.keyFile });

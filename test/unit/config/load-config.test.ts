@@ -104,7 +104,9 @@ describe('loadConfig', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).toBe('invalid environment variable UPSTREAM_URL (upstreamUrl): Invalid URL');
+    expect((error as Error).message).toBe(
+      'invalid environment variable UPSTREAM_URL (upstreamUrl): must be an http:// or https:// URL ending in /v1, such as http://petstore-backend.internal/v1',
+    );
   });
 
   it('reads ADMIN_HOST without the spaces around it', () => {

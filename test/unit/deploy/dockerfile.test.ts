@@ -1,7 +1,7 @@
 // deploy/Dockerfile: the gateway starts from exactly the files its COPY lines take (the build stage's dist/ among them), with production dependencies only, as its non-root USER, on its Node release.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { refusedPort } from '../../../support/start-upstream.ts';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -184,7 +184,9 @@ describe('deploy/Dockerfile', () => {
           PATH: '/usr/bin:/bin',
           PORT: '0',
           ADMIN_PORT: '0',
-          REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+          REDIS_URL: `redis://127.0.0.1:${await refusedPort()}`,
+          // As the manifests set it: with the image's NODE_ENV=production, an unset environment stops start-up.
+          GATEWAY_ENVIRONMENT: 'staging',
           LOG_LEVEL: 'info',
           SHUTDOWN_DRAIN_DELAY_MS: '0',
         },
@@ -220,12 +222,3 @@ describe('deploy/Dockerfile', () => {
     });
   });
 });
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

@@ -136,4 +136,26 @@ describe('config/gateway.yaml', () => {
     expect(fileKeys.length).toBeGreaterThan(60);
     expect(fileKeys.filter((key) => !paths.has(asSchemaPath(key)))).toEqual([]);
   });
+
+  it('holds every setting of the schema, so an operator finds each one in the file', () => {
+    const text = read('config/gateway.yaml');
+    const file = parseYaml(text) as Record<string, unknown>;
+    // Left to their variables on purpose, each shown as a commented example: environment (so that
+    // NODE_ENV=production without GATEWAY_ENVIRONMENT stops start-up), upstreamUrl (an override).
+    const commented = ['environment', 'upstreamUrl'];
+    const has = (path: string) => {
+      if (commented.includes(path)) return new RegExp(`^#\\s+${path}: `, 'm').test(text);
+      let node: unknown = file;
+      for (const key of path.split('.')) {
+        // null: an object setting that is off (versionDeprecation), its shape in the comment above it.
+        if (node === null) return true;
+        if (typeof node !== 'object' || !(key in node)) return false;
+        node = (node as Record<string, unknown>)[key];
+      }
+      return true;
+    };
+    // A setting inside a record or a list (deprecations.*.brownouts, versions[].document) is there when its record or list is.
+    const container = (setting: string) => setting.replace(/(\.\*|\[\]).*$/, '');
+    expect(SETTINGS.filter((setting) => !has(container(setting)))).toEqual([]);
+  });
 });

@@ -42,7 +42,7 @@ describe('readUpstreamTls', () => {
 
   it('refuses TLS settings for an upstream spoken to in plain HTTP', () => {
     expect(() => readUpstreamTls(loadConfig({ UPSTREAM_URL: 'http://pets.internal/v1', UPSTREAM_TLS_CA_FILE: ca.certFile }))).toThrow(
-      'upstreamTls.staging: set, but the upstream of contract (http://pets.internal/v1) is plain http://; use its https:// address',
+      'UPSTREAM_TLS_CA_FILE (upstreamTls.staging.caFile): set, but the upstream of contract (http://pets.internal/v1, from UPSTREAM_URL (upstreamUrl)) is plain http://; use its https:// address there, or unset them',
     );
   });
 

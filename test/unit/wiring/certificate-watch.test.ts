@@ -70,6 +70,20 @@ describe('watchCertificates', () => {
     expect(reloads()).toBe(2);
   });
 
+  it('reloads when the pair in force is put back after a refused change, which clears the refusal', async () => {
+    writeFileSync(cert, 'cert 1');
+    writeFileSync(key, 'key 1');
+    const { reloads } = start([false, true]);
+    writeFileSync(cert, 'cert 2');
+    await tick();
+    expect(reloads()).toBe(1);
+    // The operator restores the certificate in force: the bytes match the pair served, not the pair last tried.
+    writeFileSync(cert, 'cert 1');
+    await tick();
+    await tick();
+    expect(reloads()).toBe(2);
+  });
+
   it('counts a file that went missing as a change', async () => {
     writeFileSync(cert, 'cert 1');
     writeFileSync(key, 'key 1');
