@@ -39,7 +39,7 @@ try {
         refusedRateLimit: 56,
       })),
     );
-    await store.add(batch, none);
+    await store.add(batch, none, `bench-${start}`);
   }
   const after = await usedMemory();
   const perKeyDay = (after - before) / KEYS;

@@ -117,13 +117,35 @@ function sameFields(a: Record<string, string>, b: Record<string, string>): boole
   return names.length === Object.keys(b).length && names.every((name) => a[name] === b[name]);
 }
 
-/** Whether the file's pepper is the CLI's and the target Redis's; in an empty Redis it is claimed (not in a dry run). */
+/** A file `checkExportFile` read whole without Redis: the only kind `importKeys` takes. */
+export interface CheckedExport {
+  readonly file: string;
+  readonly header: ExportHeader;
+  readonly checked: true;
+}
+
+/**
+ * Reads the file once without asking Redis: the header's pepper fingerprint against the CLI's (refused at the first
+ * line), then every line's size (MAX_EXPORT_LINE_BYTES), syntax and uniqueness, and the count. Memory: one batch.
+ */
+export async function checkExportFile(file: string, fingerprint: string): Promise<CheckedExport> {
+  let header: ExportHeader | undefined;
+  const onHeader = (read: ExportHeader) => {
+    if (read.pepperFingerprint !== fingerprint)
+      throw new KeyAdminError(
+        'pepper_mismatch',
+        `refusing to import: the file's keys were made with another pepper than this CLI's (API_KEY_PEPPER or API_KEY_PEPPER_FILE); nothing was written`,
+      );
+    header = read;
+  };
+  for await (const _batch of readExport(file, BATCH, onHeader)) {
+    // Checked as read; kept only one batch at a time.
+  }
+  return { file, header: header!, checked: true };
+}
+
+/** Whether the file's pepper is the target Redis's; in an empty Redis it is claimed (not in a dry run). The CLI's was checked with the file. */
 async function checkPepper(redis: RedisClient, header: ExportHeader, options: ImportOptions): Promise<void> {
-  if (header.pepperFingerprint !== options.fingerprint)
-    throw new KeyAdminError(
-      'pepper_mismatch',
-      `refusing to import: the file's keys were made with another pepper than this CLI's (API_KEY_PEPPER or API_KEY_PEPPER_FILE); nothing was written`,
-    );
   const stored = await readPepperFingerprint(redis, options.keyPrefix);
   if (stored !== null && stored !== header.pepperFingerprint)
     throw new KeyAdminError('pepper_mismatch', `refusing to import: ${describePepperMismatch(stored, options.fingerprint)}; nothing was written`);
@@ -161,20 +183,20 @@ async function write(redis: RedisClient, layout: KeyLayout, planned: readonly Pl
 }
 
 /**
- * Restores a file from `exportKeys`. Reads it twice: once to check every line and compare it with Redis (nothing is
- * written if any line is damaged or conflicts), once to write. Running it again changes nothing.
+ * Restores a file from `exportKeys`, once `checkExportFile` has read it without Redis. Reads it twice more: once to
+ * compare every line with Redis (nothing is written if any conflicts), once to write. Running it again changes nothing.
  */
-export async function importKeys(redis: RedisClient, file: string, options: ImportOptions): Promise<ImportSummary> {
+export async function importKeys(redis: RedisClient, checked: CheckedExport, options: ImportOptions): Promise<ImportSummary> {
   const layout = keyLayout(options.keyPrefix);
+  const { file, header } = checked;
   const summary: ImportSummary = { created: 0, changed: 0, unchanged: 0, keptRevoked: 0, dryRun: options.dryRun };
-  let header: ExportHeader | undefined;
-  for await (const batch of readExport(file, BATCH, (read) => (header = read))) {
+  for await (const batch of readExport(file, BATCH, () => undefined)) {
     for (const each of await plan(redis, layout, batch)) {
       summary[each.outcome] += 1;
       if (each.keptRevoked) summary.keptRevoked += 1;
     }
   }
-  await checkPepper(redis, header!, options);
+  await checkPepper(redis, header, options);
   if (options.dryRun) return summary;
   for await (const batch of readExport(file, BATCH, () => undefined)) await write(redis, layout, await plan(redis, layout, batch));
   return summary;

@@ -1,8 +1,10 @@
 // `npm run keys -- export` and `import`: back up the key store to a file of JSON lines, and restore it (src/auth/key-backup.ts).
-import { open } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { KeyAdminError } from '../auth/key-admin-error.ts';
-import { exportKeys, importKeys, type ImportSummary } from '../auth/key-backup.ts';
+import { checkExportFile, exportKeys, importKeys, type ImportSummary } from '../auth/key-backup.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { loadConfig } from '../config/load-config.ts';
@@ -14,17 +16,30 @@ function stdoutWriter(): (line: string) => Promise<void> {
   return (line) => new Promise((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve())));
 }
 
-/** Writes to `file`, created (or truncated) readable by its owner only: the hashes let a thief test guessed keys offline if the pepper leaks too. */
+/**
+ * Writes a new file beside `file` (same directory, so the rename is atomic), readable by its owner only (the hashes
+ * let a thief test guessed keys offline if the pepper leaks too), and renames it over `file` only once the export is
+ * whole and on disk: on any failure (Redis down, a full disk) `file` stays as it was and the new file is removed. A
+ * symlink at `file` is replaced by the file, its target untouched (rename never follows it).
+ */
 async function withFileWriter(file: string, work: (write: (line: string) => Promise<void>) => Promise<void>): Promise<void> {
-  const handle = await open(file, 'w', 0o600);
+  const temporary = join(dirname(file), `.${basename(file)}.${randomBytes(6).toString('hex')}.partial`);
+  // `wx`: a new file, never one that is there (nor a link's target).
+  const handle = await open(temporary, 'wx', 0o600);
+  let renamed = false;
   try {
-    // An existing file keeps its mode on open: narrowed here too.
-    await handle.chmod(0o600);
     await work(async (line) => {
       await handle.write(line);
     });
-  } finally {
+    await handle.sync();
     await handle.close();
+    await rename(temporary, file);
+    renamed = true;
+  } finally {
+    if (!renamed) {
+      await handle.close().catch(() => undefined);
+      await unlink(temporary).catch(() => undefined);
+    }
   }
 }
 
@@ -74,8 +89,10 @@ export function addKeyBackupCommands(program: Command): void {
       const config = loadConfig();
       // The hashes restored must be this pepper's: production requires one, as `create` does.
       const fingerprint = createKeyHasher(loadPepper(config)).pepperFingerprint;
+      // The whole file checked before Redis is asked (or even connected to): a wrong pepper, a damaged or huge line.
+      const checked = await checkExportFile(file, fingerprint);
       const summary = await withToolRedis(config.redis, 'petstore-gateway-keys', (redis) =>
-        importKeys(redis, file, {
+        importKeys(redis, checked, {
           keyPrefix: config.redis.keyPrefix,
           fingerprint,
           dryRun: options.dryRun === true,

@@ -1,6 +1,7 @@
 // Who still calls deprecated operations: counted in process, added to a shared store in batches, read as a report.
 import type { Logger } from 'pino';
 import type { Clock } from '../time/clock.ts';
+import { onceBatches } from './once-batches.ts';
 import { periodicFlush } from './periodic-flush.ts';
 
 /** One consumer's calls to one deprecated operation; instants in milliseconds since the epoch. */
@@ -25,8 +26,11 @@ export interface DeprecatedCallRow {
 
 /** Where every process's counts add up: Redis in production (src/observability/redis-deprecated-call-store.ts). */
 export interface DeprecatedCallStore {
-  /** Adds calls, keeps the earliest firstSeen and the latest lastSeen, and the latest consumer name. */
-  add(batch: readonly DeprecatedCallCount[]): Promise<void>;
+  /**
+   * Adds calls, keeps the earliest firstSeen and the latest lastSeen, and the latest consumer name. A batch whose
+   * `batchId` the store has already added adds nothing again (a retry of an unanswered write).
+   */
+  add(batch: readonly DeprecatedCallCount[], batchId: string): Promise<void>;
   read(operations: readonly string[]): Promise<DeprecatedCallCount[]>;
 }
 
@@ -68,7 +72,8 @@ function merge(into: Map<string, DeprecatedCallCount>, count: DeprecatedCallCoun
 export class MemoryDeprecatedCallStore implements DeprecatedCallStore {
   readonly #counts = new Map<string, DeprecatedCallCount>();
 
-  async add(batch: readonly DeprecatedCallCount[]): Promise<void> {
+  async add(batch: readonly DeprecatedCallCount[], _batchId: string): Promise<void> {
+    // In process a write always has its answer: no batch is ever sent twice.
     for (const count of batch) merge(this.#counts, count);
   }
 
@@ -88,31 +93,35 @@ export interface DeprecatedCallRecorderOptions {
 export interface DeprecatedCallRecorder {
   /** On the request path: a map update, never a store round trip. */
   record(operation: string, keyId: string, consumer: string): void;
-  /** Writes what was counted since the last flush (single flight); a failed batch is kept for the next. */
+  /** Writes what was counted since the last flush (single flight); a failed batch is sent again, as it was, first. */
   flush(): Promise<void>;
   /** Stops the timer and flushes once more. */
   close(): Promise<void>;
 }
 
 /**
- * Counts per operation and key in memory, flushed every `flushIntervalMs`; a failed batch is merged into the next, so
- * nothing is lost while the process lives, but a write whose answer was lost (a timeout) counts twice.
+ * Counts per operation and key in memory, flushed every `flushIntervalMs` as batches with an id
+ * (src/observability/once-batches.ts): a failed batch is sent again under its id, never merged into the next, so a
+ * write whose answer was lost (a timeout while Redis stalled) is added once. Lost only: what a crash finds unwritten.
  */
 export function createDeprecatedCallRecorder(options: DeprecatedCallRecorderOptions): DeprecatedCallRecorder {
   const { store, clock, logger } = options;
   let pending = new Map<string, DeprecatedCallCount>();
 
-  async function write(): Promise<void> {
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    try {
-      await store.add([...batch.values()]);
-    } catch (error) {
-      for (const count of batch.values()) merge(pending, count);
-      logger?.warn({ err: error, pending: pending.size }, 'could not write deprecated-call counts: kept for the next flush');
-    }
-  }
+  const write = onceBatches<DeprecatedCallCount[]>({
+    clock,
+    take() {
+      if (pending.size === 0) return undefined;
+      const batch = [...pending.values()];
+      pending = new Map();
+      return batch;
+    },
+    send: (id, batch) => store.add(batch, id),
+    onFailure(error, givenUp) {
+      if (givenUp) logger?.error({ err: error }, 'could not write deprecated-call counts for too long: the batch is dropped');
+      else logger?.warn({ err: error, pending: pending.size }, 'could not write deprecated-call counts: the batch is sent again at the next flush');
+    },
+  });
 
   const { flush, close } = periodicFlush(write, options.flushIntervalMs);
 

@@ -1,16 +1,37 @@
-// The deprecated-call counts of every replica, added up in Redis: one transaction per flush, whatever the batch holds.
+// The deprecated-call counts of every replica, added up in Redis: one script per flush, whatever the batch holds, each batch once.
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { DeprecatedCallCount, DeprecatedCallStore } from './deprecated-calls.ts';
+import { BATCH_ID_KEPT_MS } from './once-batches.ts';
 
 /**
  * Per operation: calls and consumers (HASHes by keyId), first and last seen (ZSETs by ZADD LT and GT, so flush order
- * does not matter). The hash tag `{deprecations}` keeps one Cluster slot: a flush is one MULTI.
+ * does not matter); a flush's batch id, kept `BATCH_ID_KEPT_MS`. The hash tag `{deprecations}` keeps one Cluster slot:
+ * a flush is one script.
  */
 function deprecatedCallLayout(prefix: string) {
   const base = (what: string) => (operation: string) => `${prefix}{deprecations}:${what}:${operation}`;
-  return { calls: base('calls'), consumers: base('consumers'), firstSeen: base('first-seen'), lastSeen: base('last-seen') };
+  return { calls: base('calls'), consumers: base('consumers'), firstSeen: base('first-seen'), lastSeen: base('last-seen'), batch: base('batch') };
 }
+
+/**
+ * KEYS[1]: the batch id's key; then per count its operation's calls, consumers, first-seen and last-seen keys.
+ * ARGV[1]: how long the id is kept; then per count keyId, consumer, calls, firstSeen, lastSeen. Added only if the id
+ * was not there (SET NX in the same script), so a retry of a batch Redis already ran adds nothing.
+ */
+const ADD_DEPRECATED_CALLS = `
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
+for i = 0, (#KEYS - 1) / 4 - 1 do
+  local k, a = 1 + 4 * i, 1 + 5 * i
+  redis.call('HINCRBY', KEYS[k + 1], ARGV[a + 1], ARGV[a + 3])
+  redis.call('HSET', KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
+  redis.call('ZADD', KEYS[k + 3], 'LT', ARGV[a + 4], ARGV[a + 1])
+  redis.call('ZADD', KEYS[k + 4], 'GT', ARGV[a + 5], ARGV[a + 1])
+end
+return 1
+`;
+
+type RedisWithAddDeprecatedCalls = RedisClient & { addDeprecatedCalls(...keysThenArguments: string[]): Promise<number> };
 
 function scores(flat: readonly string[]): Map<string, number> {
   const map = new Map<string, number>();
@@ -25,28 +46,24 @@ export class RedisDeprecatedCallStore implements DeprecatedCallStore {
 
   /** `observe` is told how each flush's transaction went (the Redis command metrics); reads for the report are not timed. */
   constructor(redis: RedisClient, keyPrefix: string, observe?: RedisCommandObserver) {
+    // The number of keys varies with the batch: given with each call.
+    if (!('addDeprecatedCalls' in redis)) redis.defineCommand('addDeprecatedCalls', { lua: ADD_DEPRECATED_CALLS });
     this.#redis = redis;
     this.#layout = deprecatedCallLayout(keyPrefix);
     this.#observe = observe;
   }
 
-  async add(batch: readonly DeprecatedCallCount[]): Promise<void> {
+  async add(batch: readonly DeprecatedCallCount[], batchId: string): Promise<void> {
     if (batch.length === 0) return;
     const layout = this.#layout;
-    const transaction = this.#redis.multi();
+    // The id's key shares the batch's slot: `{deprecations}` in every key.
+    const keys = [layout.batch(batchId)];
+    const args = [String(BATCH_ID_KEPT_MS)];
     for (const count of batch) {
-      transaction
-        .hincrby(layout.calls(count.operation), count.keyId, count.calls)
-        .hset(layout.consumers(count.operation), count.keyId, count.consumer)
-        .zadd(layout.firstSeen(count.operation), 'LT', count.firstSeen, count.keyId)
-        .zadd(layout.lastSeen(count.operation), 'GT', count.lastSeen, count.keyId);
+      keys.push(layout.calls(count.operation), layout.consumers(count.operation), layout.firstSeen(count.operation), layout.lastSeen(count.operation));
+      args.push(count.keyId, count.consumer, String(count.calls), String(count.firstSeen), String(count.lastSeen));
     }
-    // A command refused inside the transaction fails the flush as much as Redis not answering: timed together.
-    await timed(this.#observe, async () => {
-      const results = await transaction.exec();
-      const failed = results?.find(([error]) => error);
-      if (!results || failed) throw new Error(`deprecated-call counts were not written${failed ? `: ${String(failed[0])}` : ''}`);
-    });
+    await timed(this.#observe, () => (this.#redis as RedisWithAddDeprecatedCalls).addDeprecatedCalls(String(keys.length), ...keys, ...args));
   }
 
   async read(operations: readonly string[]): Promise<DeprecatedCallCount[]> {

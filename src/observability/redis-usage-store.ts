@@ -1,15 +1,16 @@
-// Every replica's usage counts, added up in Redis: one transaction per flush, whatever the batch holds.
+// Every replica's usage counts, added up in Redis: one script per flush, whatever the batch holds, each batch once.
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import { periodAt, QUOTA_PERIODS } from '../policy/quota-periods.ts';
 import type { Clock } from '../time/clock.ts';
+import { BATCH_ID_KEPT_MS } from './once-batches.ts';
 import { daysBetween } from './usage-report.ts';
 import { USAGE_OUTCOMES, type NearLimitCounts, type NearLimitKeys, type UsageCount, type UsageOutcome, type UsageStore } from './usage.ts';
 
 /**
  * A HASH per UTC day and key (`operation|outcome` → calls) and a SET per day of the keys that called, both expiring
  * `retentionDays` after their day; the consumers' names in one HASH; per quota period, a SET of the keys seen near
- * a limit. The hash tag `{usage}` keeps one Cluster slot: a flush is one MULTI.
+ * a limit; a flush's batch id, kept `BATCH_ID_KEPT_MS`. The hash tag `{usage}` keeps one Cluster slot: a flush is one script.
  */
 function usageLayout(prefix: string) {
   const base = `${prefix}{usage}:`;
@@ -18,8 +19,38 @@ function usageLayout(prefix: string) {
     dayKeys: (day: string) => `${base}day:${day}:keys`,
     consumers: `${base}consumers`,
     nearLimit: (period: string, name: string) => `${base}near:${period}:${name}`,
+    batch: (id: string) => `${base}batch:${id}`,
   };
 }
+
+/**
+ * KEYS: the batch id's key, the consumers' HASH, the day's and the month's near-limit SETs, then each count's day
+ * HASH and day SET. ARGV[1]: the plan as JSON. The counts are added only if the batch id was not there (SET NX in
+ * the same script: Redis runs it whole or not at all), so a retry of a batch Redis already ran adds nothing; the
+ * near-limit SETs are idempotent and answer the gauge either way.
+ */
+const ADD_USAGE = `
+local plan = cjson.decode(ARGV[1])
+if #plan.counts == 0 or redis.call('SET', KEYS[1], '1', 'NX', 'PX', plan.keep) then
+  for i, count in ipairs(plan.counts) do
+    local day, keys = KEYS[3 + 2 * i], KEYS[4 + 2 * i]
+    for field, calls in pairs(count.add) do redis.call('HINCRBY', day, field, calls) end
+    redis.call('PEXPIRE', day, count.ttl)
+    redis.call('SADD', keys, count.keyId)
+    redis.call('PEXPIRE', keys, count.ttl)
+    redis.call('HSET', KEYS[2], count.keyId, count.consumer)
+  end
+end
+for i, near in ipairs(plan.near) do
+  if #near.keyIds > 0 then
+    redis.call('SADD', KEYS[2 + i], unpack(near.keyIds))
+    redis.call('PEXPIRE', KEYS[2 + i], near.ttl)
+  end
+end
+return {redis.call('SCARD', KEYS[3]), redis.call('SCARD', KEYS[4])}
+`;
+
+type RedisWithAddUsage = RedisClient & { addUsage(...keysThenPlan: string[]): Promise<[number, number]> };
 
 /** Keys read at once when a report covers every key. */
 const READ_BATCH = 1000;
@@ -50,33 +81,32 @@ export class RedisUsageStore implements UsageStore {
   readonly #options: RedisUsageStoreOptions;
 
   constructor(redis: RedisClient, options: RedisUsageStoreOptions) {
+    // The number of keys varies with the batch: given with each call.
+    if (!('addUsage' in redis)) redis.defineCommand('addUsage', { lua: ADD_USAGE });
     this.#redis = redis;
     this.#layout = usageLayout(options.keyPrefix);
     this.#options = options;
   }
 
-  async add(batch: readonly UsageCount[], nearLimit: NearLimitKeys): Promise<NearLimitCounts> {
+  async add(batch: readonly UsageCount[], nearLimit: NearLimitKeys, batchId: string): Promise<NearLimitCounts> {
     const layout = this.#layout;
     const now = this.#options.clock.now();
     // Relative expiries, from the gateway's clock: whatever Redis's own clock says, a day lives its retention.
     const keptFor = (day: string) => periodAt('day', Date.parse(`${day}T00:00:00Z`)).endsAt + this.#options.retentionDays * DAY_MS - now;
-    const transaction = this.#redis.multi();
-    const consumers: Record<string, string> = {};
-    for (const count of batch) {
-      const key = layout.day(count.day, count.keyId);
-      for (const outcome of USAGE_OUTCOMES) if (count[outcome] > 0) transaction.hincrby(key, `${count.operation}|${outcome}`, count[outcome]);
-      transaction.pexpire(key, keptFor(count.day)).sadd(layout.dayKeys(count.day), count.keyId).pexpire(layout.dayKeys(count.day), keptFor(count.day));
-      consumers[count.keyId] = count.consumer;
-    }
-    if (batch.length > 0) transaction.hset(layout.consumers, consumers);
-    for (const period of QUOTA_PERIODS) {
+    const keys = [layout.batch(batchId), layout.consumers];
+    const near = QUOTA_PERIODS.map((period) => {
       const { period: name, keyIds } = nearLimit[period];
-      const key = layout.nearLimit(period, name);
-      if (keyIds.size > 0) transaction.sadd(key, ...keyIds).pexpire(key, periodAt(period, now).endsAt + DAY_MS - now);
-      transaction.scard(key);
-    }
-    const replies = await timed(this.#options.observe, async () => repliesOf(await transaction.exec(), 'usage counts were not written'));
-    const [day, month] = replies.slice(-2) as [number, number];
+      keys.push(layout.nearLimit(period, name));
+      return { keyIds: [...keyIds], ttl: periodAt(period, now).endsAt + DAY_MS - now };
+    });
+    const counts = batch.map((count) => {
+      keys.push(layout.day(count.day, count.keyId), layout.dayKeys(count.day));
+      const add: Record<string, number> = {};
+      for (const outcome of USAGE_OUTCOMES) if (count[outcome] > 0) add[`${count.operation}|${outcome}`] = count[outcome];
+      return { keyId: count.keyId, consumer: count.consumer, ttl: keptFor(count.day), add };
+    });
+    const plan = JSON.stringify({ keep: BATCH_ID_KEPT_MS, near, counts });
+    const [day, month] = await timed(this.#options.observe, () => (this.#redis as RedisWithAddUsage).addUsage(String(keys.length), ...keys, plan));
     return { day, month };
   }
 

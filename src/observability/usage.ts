@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RateLimitFacts } from '../policy/rate-limit.ts';
 import { periodAt, QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
 import type { Clock } from '../time/clock.ts';
+import { onceBatches } from './once-batches.ts';
 import { periodicFlush } from './periodic-flush.ts';
 
 /** What happened to a counted call (the names of the API's and the CLI's columns: an interface). */
@@ -31,8 +32,11 @@ export type NearLimitCounts = Record<QuotaPeriod, number>;
 
 /** Where every replica's counts add up: Redis in production (src/observability/redis-usage-store.ts). */
 export interface UsageStore {
-  /** Adds a batch, and the keys seen near their limits; answers how many keys are near them now, across replicas. */
-  add(batch: readonly UsageCount[], nearLimit: NearLimitKeys): Promise<NearLimitCounts>;
+  /**
+   * Adds a batch, and the keys seen near their limits; answers how many keys are near them now, across replicas.
+   * A batch whose `batchId` the store has already added adds nothing again (a retry of an unanswered write).
+   */
+  add(batch: readonly UsageCount[], nearLimit: NearLimitKeys, batchId: string): Promise<NearLimitCounts>;
   /** Every count of the days from `from` to `to` (UTC, `YYYY-MM-DD`, both included), of one key or of all. */
   read(from: string, to: string, keyId?: string): Promise<UsageCount[]>;
 }
@@ -74,7 +78,8 @@ export class MemoryUsageStore implements UsageStore {
   readonly #counts = new Map<string, UsageCount>();
   readonly #nearLimit = new Map<string, Set<string>>();
 
-  async add(batch: readonly UsageCount[], nearLimit: NearLimitKeys): Promise<NearLimitCounts> {
+  async add(batch: readonly UsageCount[], nearLimit: NearLimitKeys, _batchId: string): Promise<NearLimitCounts> {
+    // In process a write always has its answer: no batch is ever sent twice.
     for (const count of batch) merge(this.#counts, count);
     const counts = {} as NearLimitCounts;
     for (const period of QUOTA_PERIODS) {
@@ -113,15 +118,16 @@ export interface CountedCall extends Pick<RateLimitFacts, 'rateLimitOutcome' | '
 export interface UsageRecorder {
   /** On the request path (at completion): a map update, never a store round trip. */
   record(call: CountedCall): void;
-  /** Writes what was counted since the last flush (single flight); a failed batch is kept for the next. */
+  /** Writes what was counted since the last flush (single flight); a failed batch is sent again, as it was, first. */
   flush(): Promise<void>;
   /** Stops the timer and flushes once more. */
   close(): Promise<void>;
 }
 
 /**
- * Counts per day, key and operation in memory, flushed every `flushIntervalMs`; a failed batch is merged into the
- * next, so nothing is lost while the process lives, but a write whose answer was lost (a timeout) counts twice.
+ * Counts per day, key and operation in memory, flushed every `flushIntervalMs` as batches with an id
+ * (src/observability/once-batches.ts): a failed batch is sent again under its id, never merged into the next, so a
+ * write whose answer was lost (a timeout while Redis stalled) is added once. Lost only: what a crash finds unwritten.
  */
 export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorder {
   const { store, clock, logger } = options;
@@ -137,20 +143,24 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
     return keys;
   }
 
-  async function write(): Promise<void> {
-    const batch = pending;
-    const near = nearLimitNow(clock.now());
-    pending = new Map();
-    nearLimit = new Map();
-    try {
-      const counts = await store.add([...batch.values()], near);
+  const write = onceBatches<{ counts: UsageCount[]; near: NearLimitKeys }>({
+    clock,
+    take() {
+      // Always a batch, even an empty one: its answer is the near-limit gauge.
+      const batch = { counts: [...pending.values()], near: nearLimitNow(clock.now()) };
+      pending = new Map();
+      nearLimit = new Map();
+      return batch;
+    },
+    async send(id, batch) {
+      const counts = await store.add(batch.counts, batch.near, id);
       options.onNearLimit?.(counts);
-    } catch (error) {
-      for (const count of batch.values()) merge(pending, count);
-      for (const period of QUOTA_PERIODS) for (const keyId of near[period].keyIds) noteNearLimit(period, near[period].period, keyId);
-      logger?.warn({ err: error, pending: pending.size }, 'could not write usage counts: kept for the next flush');
-    }
-  }
+    },
+    onFailure(error, givenUp) {
+      if (givenUp) logger?.error({ err: error }, 'could not write usage counts for too long: the batch is dropped');
+      else logger?.warn({ err: error, pending: pending.size }, 'could not write usage counts: the batch is sent again at the next flush');
+    },
+  });
 
   function noteNearLimit(period: QuotaPeriod, name: string, keyId: string): void {
     const key = `${period}:${name}`;

@@ -1,5 +1,5 @@
 // Backup and restore of the key store: `keys export` from one Redis, `keys import` into another, and a gateway there serves the same keys.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gat
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startCluster, type PrivateCluster } from '../../support/start-cluster.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
-import { startPetStore } from '../../support/start-upstream.ts';
+import { startPetStore, unusedPort } from '../../support/start-upstream.ts';
 
 const PEPPER = 'key-backup-test-pepper-000001';
 const PREFIX = 'petstore-gateway:';
@@ -96,6 +96,48 @@ describe('keys export', () => {
   });
 });
 
+describe('keys export --output, never losing the backup there', () => {
+  let place: string;
+  beforeAll(() => {
+    place = mkdtempSync(join(tmpdir(), 'key-backup-output-'));
+  });
+  afterAll(() => rmSync(place, { recursive: true, force: true }));
+
+  it('leaves the previous backup as it was when Redis is down, and no file beside it', async () => {
+    const previous = join(place, 'previous.jsonl');
+    writeFileSync(previous, 'the previous backup\n');
+    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const result = await runKeysCli(['export', '--output', previous], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^keys: Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/);
+    expect(readFileSync(previous, 'utf8')).toBe('the previous backup\n');
+    expect(readdirSync(place)).toEqual(['previous.jsonl']);
+  });
+
+  it('replaces a symlink at the destination with the file, its target untouched', async () => {
+    const target = join(place, 'elsewhere.txt');
+    const link = join(place, 'linked.jsonl');
+    writeFileSync(target, 'not a backup\n');
+    symlinkSync(target, link);
+    expect((await keysCli(source, 'export', '--output', link)).code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(false);
+    expect(statSync(link).mode & 0o777).toBe(0o600);
+    // The same export as the file's above, but for its instant.
+    const withoutInstant = (text: string) => text.replace(/"exportedAt":"[^"]+"/, '');
+    expect(withoutInstant(readFileSync(link, 'utf8'))).toBe(withoutInstant(readFileSync(file, 'utf8')));
+    expect(readFileSync(target, 'utf8')).toBe('not a backup\n');
+  });
+
+  it('replaces a dangling symlink with the file, creating no file where it pointed', async () => {
+    const nowhere = join(place, 'nowhere.txt');
+    const link = join(place, 'dangling.jsonl');
+    symlinkSync(nowhere, link);
+    expect((await keysCli(source, 'export', '--output', link)).code).toBe(0);
+    expect(lstatSync(link).isFile()).toBe(true);
+    expect(existsSync(nowhere)).toBe(false);
+  });
+});
+
 describe('keys import', () => {
   it('--dry-run says what it would create and writes nothing', async () => {
     const result = await keysCli(target, 'import', file, '--dry-run');
@@ -112,6 +154,30 @@ describe('keys import', () => {
       "keys: refusing to import: the file's keys were made with another pepper than this CLI's (API_KEY_PEPPER or API_KEY_PEPPER_FILE); nothing was written\n",
     );
     expect(await target.client.dbsize()).toBe(0);
+  });
+
+  it('refuses a file made with another pepper before it asks Redis (Redis down: still the pepper refusal)', async () => {
+    const other = join(dir, 'other-pepper-no-redis.jsonl');
+    writeFileSync(other, readFileSync(file, 'utf8').replace(pepperFingerprint(PEPPER), pepperFingerprint('another-pepper-0000000001')));
+    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const result = await runKeysCli(['import', other], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
+    expect(result).toMatchObject({
+      code: 1,
+      stderr:
+        "keys: refusing to import: the file's keys were made with another pepper than this CLI's (API_KEY_PEPPER or API_KEY_PEPPER_FILE); nothing was written\n",
+    });
+  });
+
+  it('refuses a line past the bound, naming it, before it asks Redis', async () => {
+    const huge = join(dir, 'huge-line.jsonl');
+    const [header] = readFileSync(file, 'utf8').split('\n');
+    writeFileSync(huge, `${header}\n{"keyHash":"${'a'.repeat(50 * 1024 * 1024)}"}\n`);
+    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const result = await runKeysCli(['import', huge], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
+    expect(result).toMatchObject({
+      code: 1,
+      stderr: `keys: ${huge}, line 2: longer than 16384 bytes, the most a line of a key export can be; nothing was written\n`,
+    });
   });
 
   it('refuses a damaged file, naming the line, and writes nothing', async () => {

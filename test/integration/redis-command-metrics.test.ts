@@ -51,10 +51,10 @@ describe('Redis command metrics', () => {
     expect(await timedCommands('key_lookup')).toEqual({ count: 1, errors: 0 });
   });
 
-  it('time each flush of the deprecated-call counts as one transaction', async () => {
+  it('time each flush of the deprecated-call counts as one script', async () => {
     const calls = new RedisDeprecatedCallStore(client, 'test:', metrics.redisCommand('report_flush'));
     const count = { operation: 'getPet', keyId: 'key_a', consumer: 'acme', calls: 2, firstSeen: NOW, lastSeen: NOW };
-    await calls.add([count, { ...count, keyId: 'key_b' }]);
+    await calls.add([count, { ...count, keyId: 'key_b' }], 'batch-1');
     expect(await timedCommands('report_flush')).toEqual({ count: 1, errors: 0 });
   });
 

@@ -34,11 +34,11 @@ describe('usageOutcomeOf', () => {
 });
 
 describe('the usage recorder', () => {
-  it('keeps a batch the store refused, and writes it with the next', async () => {
+  it('keeps a batch the store refused, and writes it before the next', async () => {
     const memory = new MemoryUsageStore();
     let failing = true;
     const store: UsageStore = {
-      add: (batch, near) => (failing ? Promise.reject(new Error('Redis is away')) : memory.add(batch, near)),
+      add: (batch, near, id) => (failing ? Promise.reject(new Error('Redis is away')) : memory.add(batch, near, id)),
       read: (from, to, keyId) => memory.read(from, to, keyId),
     };
     const recorder = createUsageRecorder({ store, clock: fixedClock(Date.parse('2030-03-14T10:00:00Z')), flushIntervalMs: 3_600_000 });
