@@ -12,6 +12,7 @@ import type { RelayPolicy } from './upstream-response.ts';
 import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
 import type { UpstreamTlsOptions } from './upstream-tls.ts';
 import { TlsAlerts } from './tls-alerts.ts';
+import { createAnswerBinding, type RequestIdEcho } from './answer-binding.ts';
 
 export interface UpstreamOptions {
   /** The upstream base address, ending in /v1. */
@@ -26,6 +27,8 @@ export interface UpstreamOptions {
   maxSockets: number;
   /** What connections to an https:// upstream are made with (readUpstreamTls); absent: Node's defaults. Unused for http://. */
   tls?: UpstreamTlsOptions;
+  /** Whether an answer must carry the X-Request-Id sent with its request (config `upstream.requestIdEcho`); absent: `auto`. */
+  requestIdEcho?: RequestIdEcho;
   /** Told the notAfter of the certificate an https:// upstream presents on each new connection (the expiry metric). */
   onServerCertificate?: (origin: string, notAfter: Date) => void;
 }
@@ -149,7 +152,12 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
 export function createUpstream(options: UpstreamOptions): Upstream {
   const target = new URL(options.baseUrl);
   const alerts = new TlsAlerts();
-  const relayOptions = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
+  const relayOptions = {
+    idleTimeoutMs: options.idleTimeoutMs,
+    totalTimeoutMs: options.totalTimeoutMs,
+    explainFailure: alerts.explain,
+    answerBinding: createAnswerBinding(options.requestIdEcho ?? 'auto'),
+  };
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
@@ -180,7 +188,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, relayOptions, resolve, reject, settled, request.relay, request.check);
+      const handler = new RelayHandler(res, relayOptions, resolve, reject, settled, request);
       pool.dispatch(
         {
           method: request.method,

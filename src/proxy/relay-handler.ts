@@ -5,7 +5,8 @@ import { type BodyRule, checkAnswerHead } from '../contract/check-answer.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
 import { type AnswerCheck, type AnswerVerdict, checkBody, TOO_LARGE, VALID, violation } from './answer-check.ts';
-import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions } from './exchange.ts';
+import type { AnswerBinding } from './answer-binding.ts';
+import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions, UpstreamRequest } from './exchange.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
 import {
   answerUpstreamError,
@@ -30,7 +31,11 @@ function contractViolationError(): GatewayError {
 }
 
 /** The exchange's timers, and what its upstream can say about a failure undici reported in its own words (TlsAlerts). */
-export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & { explainFailure?: (error: Error) => Error };
+export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & {
+  explainFailure?: (error: Error) => Error;
+  /** Whether an answer is the request's, by its X-Request-Id; undefined: not looked at (`upstream.requestIdEcho: off`). */
+  answerBinding?: AnswerBinding | undefined;
+};
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
@@ -80,19 +85,23 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly onSettled: ExchangeObserver | undefined;
   private readonly relay: RelayPolicy;
   private readonly explainFailure: ((error: Error) => Error) | undefined;
+  private readonly answerBinding: AnswerBinding | undefined;
+  /** The X-Request-Id sent with the request, which its answer echoes. */
+  private readonly sentId: string;
 
   constructor(
     res: ServerResponse,
-    { idleTimeoutMs, totalTimeoutMs, explainFailure }: RelayOptions,
+    { idleTimeoutMs, totalTimeoutMs, explainFailure, answerBinding }: RelayOptions,
     resolve: (outcome: ExchangeOutcome) => void,
     reject: (failure: UpstreamFailure) => void,
     onSettled: ExchangeObserver | undefined,
-    relay: RelayPolicy,
-    check: AnswerCheck | undefined,
+    request: Pick<UpstreamRequest, 'relay' | 'check' | 'headers'>,
   ) {
     this.res = res;
-    this.relay = relay;
-    this.check = check;
+    this.relay = request.relay;
+    this.check = request.check;
+    this.answerBinding = answerBinding;
+    this.sentId = String(request.headers['x-request-id']);
     this.resolve = resolve;
     this.reject = reject;
     this.onSettled = onSettled;
@@ -130,6 +139,12 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.idleTimer?.refresh();
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200) return;
+    if (this.answerBinding !== undefined && !this.answerBinding(this.sentId, headers['x-request-id'])) {
+      // Made for another request (a stray the backend wrote after an earlier answer): none of it is relayed, and the abort
+      // closes the connection, on which every later answer would be one request late.
+      this.fail(new UpstreamFailure('answer_mismatch', 'the answer carried an X-Request-Id other than the one sent, or none'));
+      return;
+    }
     if (hasUndecodedTransferCoding(headers)) {
       // Before anything is set on the response: the client gets a 502 Error on a connection it keeps,
       // and the abort (in fail) closes the upstream connection, whose framing is lost, instead of reusing it.

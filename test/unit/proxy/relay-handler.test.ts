@@ -89,8 +89,7 @@ function exchange() {
     (outcome) => (state.settled = { relayed: outcome }),
     (failure) => (state.settled = { failed: failure }),
     undefined,
-    RELAY_CONTENT_TYPE,
-    undefined,
+    { relay: RELAY_CONTENT_TYPE, check: undefined, headers: { 'x-request-id': 'relay-unit-0001' } },
   );
   const chunk = () => handler.onResponseData(controller, Buffer.from('[{"id":1}]'));
   return { res, controller, handler, state, chunk, head: (status = 200) => handler.onResponseStart(controller, status, HEAD) };
