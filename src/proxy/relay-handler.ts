@@ -3,10 +3,10 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type BodyRule, checkAnswerHead } from '../contract/check-answer.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { sendError } from '../errors/send-error.ts';
-import { type AnswerCheck, type AnswerVerdict, checkBody, TOO_LARGE, VALID, violation } from './answer-check.ts';
+import { sendRefusal } from '../errors/send-error.ts';
+import { type AnswerCheck, type AnswerVerdict, checkBody, refusedUnderEnforce, TOO_LARGE, VALID, violation } from './answer-check.ts';
 import type { AnswerBinding } from './answer-binding.ts';
-import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions, UpstreamRequest } from './exchange.ts';
+import type { ExchangeFacts, ExchangeObserver, ExchangeOutcome, UpstreamOptions, UpstreamRequest } from './exchange-types.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
 import {
   answerUpstreamError,
@@ -36,6 +36,14 @@ export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeout
   /** Whether an answer is the request's, by its X-Request-Id; undefined: not looked at (`upstream.requestIdEcho: off`). */
   answerBinding?: AnswerBinding | undefined;
 };
+
+/** Where the exchange's end is told: its promise, the record's slice, and the record itself (for the Error the relay answers with). */
+export interface RelaySettlement {
+  resolve: (outcome: ExchangeOutcome) => void;
+  reject: (failure: UpstreamFailure) => void;
+  onSettled?: ExchangeObserver | undefined;
+  record?: Pick<ExchangeFacts, 'error'> | undefined;
+}
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
@@ -88,15 +96,15 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly answerBinding: AnswerBinding | undefined;
   /** The X-Request-Id sent with the request, which its answer echoes. */
   private readonly sentId: string;
+  private readonly record: Pick<ExchangeFacts, 'error'> | undefined;
 
   constructor(
     res: ServerResponse,
     { idleTimeoutMs, totalTimeoutMs, explainFailure, answerBinding }: RelayOptions,
-    resolve: (outcome: ExchangeOutcome) => void,
-    reject: (failure: UpstreamFailure) => void,
-    onSettled: ExchangeObserver | undefined,
     request: Pick<UpstreamRequest, 'relay' | 'check' | 'headers'>,
+    { resolve, reject, onSettled, record }: RelaySettlement,
   ) {
+    this.record = record;
     this.res = res;
     this.relay = request.relay;
     this.check = request.check;
@@ -203,8 +211,11 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private refuseAnswer(): void {
     this.answered = true;
     this.succeed({ status: this.status });
-    sendError(this.res, contractViolationError());
+    this.refuse(contractViolationError());
   }
+
+  /** The relay's one way to answer with an Error of its own: through sendRefusal, so the record carries its code. */
+  private readonly refuse = (error: GatewayError): void => sendRefusal(this.res, this.record, error);
 
   /**
    * A 204 or 304 has no body, so nothing frames bytes a backend might wrongly write after it: they would be read as the answer to
@@ -260,14 +271,14 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       if (this.bodyRule !== undefined) {
         this.verdict = body === undefined || this.errorBodySize > this.check!.maxBodyBytes ? TOO_LARGE : this.checkWholeBody(body);
       }
-      if (this.verdict?.result === 'violation' && this.verdict.enforced) {
+      if (refusedUnderEnforce(this.check, this.verdict)) {
         this.refuseAnswer();
         return;
       }
       this.answered = true;
-      this.succeed({ status });
       // Written before the record is given its slice (in succeed), so the count is on it.
-      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay);
+      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay, this.refuse);
+      this.succeed({ status });
       return;
     }
     const copy = this.bodyCopy;
@@ -285,7 +296,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.verdict = this.checkWholeBody(body);
-    if (this.verdict.result === 'violation') {
+    if (refusedUnderEnforce(this.check, this.verdict)) {
       this.refuseAnswer();
       return;
     }
