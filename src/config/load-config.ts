@@ -19,6 +19,7 @@ export const ENV_KEYS = {
   GATEWAY_ENVIRONMENT: ['environment'],
   UPSTREAM_URL: ['upstreamUrl'],
   UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
+  UPSTREAM_REQUEST_ID_ECHO: ['upstream', 'requestIdEcho'],
   LOG_LEVEL: ['logging', 'level'],
   REDIS_URL: ['redis', 'url'],
   REDIS_SENTINELS: ['redis', 'sentinels'],

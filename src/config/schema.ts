@@ -203,6 +203,12 @@ export const configSchema = z
         connectTimeoutMs: positiveMs.default(2000),
         totalTimeoutMs: positiveMs.default(30_000),
         maxSockets: z.coerce.number().int().positive().default(256),
+        /**
+         * Whether an answer must carry the X-Request-Id the gateway sent with its request: `off` (not looked at); `auto` (one that
+         * carries another id is refused, and once the backend has echoed an id, one without it too); `required` (one without it is
+         * refused from the first). Refused answers are 502 upstream_answer_mismatch, their connection closed.
+         */
+        requestIdEcho: z.enum(['off', 'auto', 'required']).default('auto'),
         circuitBreaker: z
           .object({
             /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */

@@ -37,6 +37,15 @@ export interface BodyRule {
 /** A head that keeps the promise, and the rule its body is checked by (undefined: no body to check). */
 export type HeadVerdict = { violation: ContractViolation } | { violation?: undefined; body: BodyRule | undefined };
 
+/**
+ * Answers nested deeper than this are not checked (counted unchecked, `too_deep`): the document's nest a few levels, and the
+ * bound stops the parse of a hostile answer after its first bytes (docs/decisions/0025-bounded-answer-checks.md).
+ */
+export const MAX_ANSWER_DEPTH = 32;
+
+/** What checking a body found that is not a violation: it was nested past MAX_ANSWER_DEPTH, and so not checked. */
+export const NESTED_TOO_DEEP = 'too_deep';
+
 /** Longest pointer a violation carries: the member names of a deeply nested answer are not worth a long log line. */
 const MAX_POINTER_LENGTH = 200;
 
@@ -63,15 +72,18 @@ export function checkAnswerHead(
   return { body: { declared, content } };
 }
 
-/** Checks a body (decoded, whole) by the rule its head gave. */
-export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | undefined {
+/**
+ * Checks a body (decoded, whole) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
+ * (only requests need them), and not past MAX_ANSWER_DEPTH, so one answer's check costs bounded CPU.
+ */
+export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | typeof NESTED_TOO_DEEP | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
-  const parsed = parseJsonBody(body);
-  if (!parsed.ok) return { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
+  const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, spellings: false });
+  if (!parsed.ok) return parsed.tooDeep ? NESTED_TOO_DEEP : { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
   if (!validate(parsed.value)) {
     const error = validate.errors?.[0];
-    return { kind: 'body_schema', response: declared.key, pointer: pointerOf(error), keyword: error?.keyword ?? 'schema' };
+    return { kind: 'body_schema', response: declared.key, pointer: pointerOf(error, content.memberNames), keyword: error?.keyword ?? 'schema' };
   }
   if (content.isError && (parsed.value as { status: unknown }).status !== status) {
     return { kind: 'error_status_mismatch', response: declared.key, pointer: '/status', keyword: 'const' };
@@ -79,11 +91,23 @@ export function checkAnswerBody({ declared, content }: BodyRule, status: number,
   return undefined;
 }
 
-/** The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. */
-function pointerOf(error: ErrorObject | undefined): string {
+/** An array index in a pointer: kept, it is the body's shape, not its data. */
+const INDEX = /^(0|[1-9]\d*)$/;
+
+/**
+ * The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. A member name the
+ * schema does not declare (`memberNames`) is written `*`: it is the backend's data (a map keyed by e-mail addresses), not the document's.
+ */
+function pointerOf(error: ErrorObject | undefined, memberNames: ReadonlySet<string>): string {
   if (error === undefined) return '';
   const params = error.params as { missingProperty?: string; additionalProperty?: string; unevaluatedProperty?: string };
   const member = params.missingProperty ?? params.additionalProperty ?? params.unevaluatedProperty;
-  const pointer = member === undefined ? error.instancePath : `${error.instancePath}/${member.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  let pointer = '';
+  if (error.instancePath !== '') {
+    for (const segment of error.instancePath.slice(1).split('/')) {
+      pointer += INDEX.test(segment) || memberNames.has(segment.replaceAll('~1', '/').replaceAll('~0', '~')) ? `/${segment}` : '/*';
+    }
+  }
+  if (member !== undefined) pointer += memberNames.has(member) ? `/${member.replaceAll('~', '~0').replaceAll('/', '~1')}` : '/*';
   return pointer.length > MAX_POINTER_LENGTH ? `${pointer.slice(0, MAX_POINTER_LENGTH)}…` : pointer;
 }

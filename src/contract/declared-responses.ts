@@ -10,6 +10,8 @@ export interface DeclaredContent {
   validate: ValidateFunction | undefined;
   /** The body is the document's Error, whose `status` must be the answer's. */
   isError: boolean;
+  /** Every member name the schema declares (its `properties`, through its references): a violation's pointer names no other. */
+  memberNames: ReadonlySet<string>;
 }
 
 /** One response of an operation, as the document declares it under its key. */
@@ -93,8 +95,37 @@ function compileContent(content: unknown, where: string, resolveRef: ResolveRef,
       mediaType: type,
       validate: json ? compileSchema(schema) : undefined,
       isError: json && (schema as Json).$ref === ERROR_SCHEMA,
+      memberNames: json ? declaredMemberNames(schema, where, resolveRef) : NO_NAMES,
     };
   });
+}
+
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/** The names a schema declares under `properties` anywhere within it, following its local references once each. */
+function declaredMemberNames(schema: unknown, where: string, resolveRef: ResolveRef): ReadonlySet<string> {
+  const names = new Set<string>();
+  const followed = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null) return;
+    if (Array.isArray(node)) {
+      for (const item of node) walk(item);
+      return;
+    }
+    const ref = (node as Json).$ref;
+    if (typeof ref === 'string') {
+      if (followed.has(ref)) return;
+      followed.add(ref);
+      walk(resolveRef({ $ref: ref }, where));
+    }
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'properties' && typeof value === 'object' && value !== null) for (const name of Object.keys(value)) names.add(name);
+      // Examples and defaults are data, not declarations.
+      if (key !== 'example' && key !== 'examples' && key !== 'default' && key !== 'enum' && key !== 'const') walk(value);
+    }
+  };
+  walk(schema);
+  return names;
 }
 
 function requiredHeaders(headers: unknown, where: string, resolveRef: ResolveRef): string[] {

@@ -1,4 +1,4 @@
-// Strict JSON for request bodies: fatal UTF-8, RFC 8259 grammar, unique member names, numbers with their spelling.
+// Strict JSON for request bodies and backend answers: fatal UTF-8, RFC 8259 grammar, unique member names; for requests, numbers with their spelling.
 
 /** A number written with a fraction, an exponent or as `-0` although its value is an integer (`1.0`, `1e2`, `-0`). */
 export interface NonCanonicalInteger {
@@ -8,11 +8,19 @@ export interface NonCanonicalInteger {
   text: string;
 }
 
-export type JsonBodyParse = { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] } | { ok: false; reason: string };
+export type JsonBodyParse =
+  | { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] }
+  /** `tooDeep`: refused for its nesting alone (past `maxDepth`), the rest not read. */
+  | { ok: false; reason: string; tooDeep?: true };
 
 export interface JsonBodyOptions {
   /** Arrays and objects nested deeper than this are refused, so recursion stays bounded (default 64). */
   maxDepth?: number;
+  /**
+   * Whether integers written as `1.0`, `1e2` or `-0` are recorded with their place (default true): request validation needs them.
+   * Answers are parsed without: the record costs a copy of the path per such number, which made one hostile answer cost 0.2-0.7 s.
+   */
+  spellings?: boolean;
 }
 
 // The BOM is checked on the bytes and refused; ignoreBOM keeps the decoder from dropping one silently.
@@ -38,8 +46,10 @@ const LITERALS: ReadonlyArray<readonly [string, boolean | null]> = [
 /** Thrown inside the parser only; parseJsonBody turns it into a result. */
 class Refusal {
   readonly reason: string;
-  constructor(reason: string) {
+  readonly tooDeep: boolean;
+  constructor(reason: string, tooDeep = false) {
     this.reason = reason;
+    this.tooDeep = tooDeep;
   }
 }
 
@@ -49,7 +59,7 @@ class Refusal {
  * nesting beyond `maxDepth`. Integers beyond double precision become a safe integer of their sign in the int64 range, else one it refuses.
  */
 export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
-  const { maxDepth = 64 } = options;
+  const { maxDepth = 64, spellings = true } = options;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
   let text: string;
   try {
@@ -58,18 +68,20 @@ export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}):
     return { ok: false, reason: 'is not valid UTF-8' };
   }
   try {
-    return { ok: true, ...parseText(text, maxDepth) };
+    return { ok: true, ...parseText(text, maxDepth, spellings) };
   } catch (error) {
-    if (error instanceof Refusal) return { ok: false, reason: error.reason };
+    if (error instanceof Refusal) return error.tooDeep ? { ok: false, reason: error.reason, tooDeep: true } : { ok: false, reason: error.reason };
     throw error;
   }
 }
 
 // One recursive descent over the text and a shared cursor; it stays whole in one file, though past
 // 200 lines, because split apart its pieces would have to pass the cursor around.
-function parseText(text: string, maxDepth: number): { value: unknown; nonCanonicalIntegers: NonCanonicalInteger[] } {
+function parseText(text: string, maxDepth: number, spellings: boolean): { value: unknown; nonCanonicalIntegers: NonCanonicalInteger[] } {
   const nonCanonicalIntegers: NonCanonicalInteger[] = [];
+  // Member names and indices from the root, kept only where spellings are recorded (they carry it); `depth` bounds the recursion.
   const path: (string | number)[] = [];
+  let depth = 0;
   let i = 0;
 
   const notJson = (): Refusal => new Refusal('is not valid JSON');
@@ -113,14 +125,18 @@ function parseText(text: string, maxDepth: number): { value: unknown; nonCanonic
   }
 
   function enter(): void {
-    if (path.length >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`);
+    if (depth >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`, true);
+    depth++;
   }
 
   function parseObject(): Record<string, unknown> {
     enter();
     i++;
     const object: Record<string, unknown> = {};
-    if (closes(0x7d)) return object;
+    if (closes(0x7d)) {
+      depth--;
+      return object;
+    }
     for (;;) {
       skipWhitespace();
       if (text.charCodeAt(i) !== 0x22) throw notJson();
@@ -128,13 +144,16 @@ function parseText(text: string, maxDepth: number): { value: unknown; nonCanonic
       if (Object.hasOwn(object, name)) throw new Refusal(`field '${describePath([...path, name])}' must be given once`);
       skipWhitespace();
       eat(0x3a);
-      path.push(name);
+      if (spellings) path.push(name);
       const value = parseValue();
-      path.pop();
+      if (spellings) path.pop();
       // Assigning "__proto__" would set the prototype; JSON.parse makes it an own member, and so does this.
       if (name === '__proto__') Object.defineProperty(object, name, { value, writable: true, enumerable: true, configurable: true });
       else object[name] = value;
-      if (closes(0x7d)) return object;
+      if (closes(0x7d)) {
+        depth--;
+        return object;
+      }
       eat(0x2c);
     }
   }
@@ -143,12 +162,18 @@ function parseText(text: string, maxDepth: number): { value: unknown; nonCanonic
     enter();
     i++;
     const array: unknown[] = [];
-    if (closes(0x5d)) return array;
+    if (closes(0x5d)) {
+      depth--;
+      return array;
+    }
     for (;;) {
-      path.push(array.length);
+      if (spellings) path.push(array.length);
       array.push(parseValue());
-      path.pop();
-      if (closes(0x5d)) return array;
+      if (spellings) path.pop();
+      if (closes(0x5d)) {
+        depth--;
+        return array;
+      }
       eat(0x2c);
     }
   }
@@ -226,7 +251,7 @@ function parseText(text: string, maxDepth: number): { value: unknown; nonCanonic
     const literal = text.slice(start, i);
     const value = Number(literal);
     if (!plainDigits || literal === '-0') {
-      if (Number.isInteger(value)) nonCanonicalIntegers.push({ path: [...path], text: literal });
+      if (spellings && Number.isInteger(value)) nonCanonicalIntegers.push({ path: [...path], text: literal });
       return value;
     }
     if (Number.isSafeInteger(value)) return value;

@@ -183,6 +183,10 @@ export async function startSampleBackend(options: SampleBackendOptions = {}): Pr
   }
 
   const server = createServer((req, res) => {
+    // Every answer echoes the gateway's X-Request-Id, as backends are asked to (docs/operations.md): the gateway then refuses
+    // an answer made for another request instead of relaying it (config `upstream.requestIdEcho`).
+    const requestId = req.headers['x-request-id'];
+    if (typeof requestId === 'string') res.setHeader('X-Request-Id', requestId);
     handle(req, res).catch(() => fail(res, 500, 'internal_error', 'sample backend failed'));
   });
   server.keepAliveTimeout = 65_000;

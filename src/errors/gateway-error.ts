@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   upstream_tls_failed: 502,
   /** The backend's answer broke the interface document, checked under `contractResponses` mode `enforce`: not relayed. */
   upstream_contract_violation: 502,
+  /** The backend's answer carried an X-Request-Id other than the one sent (or none, where `upstream.requestIdEcho` asks for it): not relayed. */
+  upstream_answer_mismatch: 502,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -76,7 +76,7 @@ export function createAccessLog(logger: Logger, environment: string): (req: Inco
         upstreamMs: record.upstream?.ms === undefined ? null : toMicroseconds(record.upstream.ms),
         ...(record.upstream?.failure ? { upstreamFailure: record.upstream.failure, upstreamFailureDetail: record.upstream.failureDetail } : {}),
         ...(broken ? { contractViolation: violationFields(broken.violation, broken.enforced) } : {}),
-        errorCode: record.error?.code ?? (broken?.enforced ? 'upstream_contract_violation' : null),
+        errorCode: record.error?.code ?? null,
       },
       statusCode >= 400 ? 'request failed' : 'request completed',
     );

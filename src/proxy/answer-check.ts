@@ -1,7 +1,7 @@
 // The backend's answers checked against the document (config `contractResponses`): which answers are checked, how, and what was found.
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { ContractResponseMode } from '../config/schema.ts';
-import { type BodyRule, checkAnswerBody, type ContractViolation } from '../contract/check-answer.ts';
+import { type BodyRule, checkAnswerBody, type ContractViolation, NESTED_TOO_DEEP } from '../contract/check-answer.ts';
 import type { Operation } from '../contract/operations.ts';
 
 /** How one answer is checked: handed to the exchange with the request; absent, the answer is relayed unchecked. */
@@ -15,9 +15,12 @@ export interface AnswerCheck {
   maxBodyBytes: number;
 }
 
-/** Why an answer that was to be checked could not be: its body was over the bound, or in a coding the gateway does not decode. */
-export type UncheckedReason = 'too_large' | 'encoding';
-export const UNCHECKED_REASONS: readonly UncheckedReason[] = ['too_large', 'encoding'];
+/**
+ * Why an answer that was to be checked could not be: its body was over the size bound, or nested past the depth bound, or in a
+ * coding the gateway does not decode (or codings stacked past MAX_CODINGS).
+ */
+export type UncheckedReason = 'too_large' | 'too_deep' | 'encoding';
+export const UNCHECKED_REASONS: readonly UncheckedReason[] = ['too_large', 'too_deep', 'encoding'];
 
 /** What checking one answer found: on the exchange's slice of the request record, read at completion. */
 export type AnswerVerdict =
@@ -28,6 +31,9 @@ export type AnswerVerdict =
 export const VALID: AnswerVerdict = { result: 'valid' };
 export const TOO_LARGE: AnswerVerdict = { result: 'unchecked', reason: 'too_large' };
 const UNKNOWN_CODING: AnswerVerdict = { result: 'unchecked', reason: 'encoding' };
+const TOO_DEEP: AnswerVerdict = { result: 'unchecked', reason: 'too_deep' };
+/** Codings applied one over another that are decoded, at most (`gzip, gzip`); more are not checked (`encoding`). */
+const MAX_CODINGS = 2;
 
 export interface AnswerCheckSettings {
   mode: ContractResponseMode;
@@ -52,26 +58,50 @@ export function createAnswerChecks(
 }
 
 /**
- * Checks a whole body against what its head fell under, decoding its Content-Encoding first (bounded: a body that inflates past the
- * bound is relayed unchecked, like one that arrives over it).
+ * The codings of a Content-Encoding field, in the order they were applied (RFC 9110 §8.4): one list over every line of the field,
+ * `identity` and empty members left out. Undefined when one is not decoded here, or more than MAX_CODINGS are stacked.
+ */
+export function codingsOf(contentEncoding: string | string[] | undefined): Decoder[] | undefined {
+  if (contentEncoding === undefined) return [];
+  const decoders: Decoder[] = [];
+  for (const member of String(contentEncoding).split(',')) {
+    const coding = member.trim().toLowerCase();
+    if (coding === '' || coding === 'identity') continue;
+    const decode = DECODERS[coding];
+    if (decode === undefined || decoders.length === MAX_CODINGS) return undefined;
+    decoders.push(decode);
+  }
+  return decoders;
+}
+
+/**
+ * Checks a whole body against what its head fell under, decoding its Content-Encoding first, the last coding applied first (bounded:
+ * a body that inflates past the bound at any step is relayed unchecked, like one that arrives over it).
  */
 export function checkBody(check: AnswerCheck, rule: BodyRule, status: number, contentEncoding: string | string[] | undefined, body: Buffer): AnswerVerdict {
+  const decoders = codingsOf(contentEncoding);
+  if (decoders === undefined) return UNKNOWN_CODING;
   let decoded = body;
-  if (contentEncoding !== undefined) {
-    const coding = String(contentEncoding).trim().toLowerCase();
-    if (coding !== '' && coding !== 'identity') {
-      const decode = DECODERS[coding];
-      if (decode === undefined) return UNKNOWN_CODING;
-      try {
-        decoded = decode(body, { maxOutputLength: check.maxBodyBytes });
-      } catch (error) {
-        if (error instanceof RangeError) return TOO_LARGE;
-        return violation(check, { kind: 'unparseable_body', response: rule.declared.key, pointer: '', keyword: 'content-encoding' });
-      }
+  for (let at = decoders.length - 1; at >= 0; at--) {
+    try {
+      decoded = decoders[at]!(decoded, { maxOutputLength: check.maxBodyBytes });
+    } catch (error) {
+      if (error instanceof RangeError) return TOO_LARGE;
+      return violation(check, { kind: 'unparseable_body', response: rule.declared.key, pointer: '', keyword: 'content-encoding' });
     }
   }
   const found = checkAnswerBody(rule, status, decoded);
-  return found === undefined ? VALID : violation(check, found);
+  if (found === undefined) return VALID;
+  return found === NESTED_TOO_DEEP ? TOO_DEEP : violation(check, found);
+}
+
+/**
+ * Whether the client gets 502 upstream_contract_violation instead of the answer: under enforce, a violation, or a coding the check
+ * cannot see through (stacked codings are how a broken answer would pass unchecked). One over the size or depth bound is relayed.
+ */
+export function refusedUnderEnforce(check: AnswerCheck | undefined, verdict: AnswerVerdict | undefined): boolean {
+  if (check === undefined || !check.enforce || verdict === undefined) return false;
+  return verdict.result === 'violation' || (verdict.result === 'unchecked' && verdict.reason === 'encoding');
 }
 
 export function violation(check: AnswerCheck, found: ContractViolation): AnswerVerdict {

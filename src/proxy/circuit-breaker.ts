@@ -33,7 +33,11 @@ export type GuardedExchange = (attempt: () => Promise<ExchangeOutcome>) => Promi
 /** Wraps the exchange: counts its failures, and while open refuses with 503 upstream_unavailable without calling it. */
 export function createCircuitBreaker(options: CircuitBreakerOptions): GuardedExchange {
   const policy = circuitBreaker(
-    handleWhen((error) => error instanceof UpstreamFailure).orWhenResult((outcome) => isUnhealthy(outcome as ExchangeOutcome)),
+    // An answer made for another request says the backend wrote one too many, not that it is down: it answers, and opening the
+    // circuit would turn the refusals that name the fault (502 upstream_answer_mismatch) into 503s that hide it.
+    handleWhen((error) => error instanceof UpstreamFailure && error.kind !== 'answer_mismatch').orWhenResult((outcome) =>
+      isUnhealthy(outcome as ExchangeOutcome),
+    ),
     { halfOpenAfter: options.openMs, breaker: new ConsecutiveBreaker(options.failureThreshold) },
   );
   if (options.onStateChange) {

@@ -2,123 +2,27 @@
 // Built on undici's dispatcher: its handler callbacks are the exchange's events, with no stream or
 // ClientRequest between the upstream's socket and the client's response (what that saves:
 // docs/decisions/0002-exchange-on-undici.md).
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { buildConnector, Pool } from 'undici';
 import { monotonicMs } from '../time/monotonic.ts';
+import { createAnswerBinding } from './answer-binding.ts';
+import type { ExchangeFacts, ExchangeObserver, ExchangeOutcome, Upstream, UpstreamOptions, UpstreamOrigin, UpstreamRequest } from './exchange-types.ts';
 import { RelayHandler } from './relay-handler.ts';
-import type { UpstreamFailureKind } from './upstream-failure.ts';
-import type { RelayPolicy } from './upstream-response.ts';
-import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
-import type { UpstreamTlsOptions } from './upstream-tls.ts';
 import { TlsAlerts } from './tls-alerts.ts';
 
-export interface UpstreamOptions {
-  /** The upstream base address, ending in /v1. */
-  baseUrl: string;
-  /** Nothing from the upstream for this long: 504 (headers_timeout until its head arrived, idle_timeout within its body). */
-  idleTimeoutMs: number;
-  /** A new upstream connection must be established within this. */
-  connectTimeoutMs: number;
-  /** The whole exchange, to the last byte of the response, must finish within this. */
-  totalTimeoutMs: number;
-  /** Connections to the upstream at most; further requests wait for one. */
-  maxSockets: number;
-  /** What connections to an https:// upstream are made with (readUpstreamTls); absent: Node's defaults. Unused for http://. */
-  tls?: UpstreamTlsOptions;
-  /** Told the notAfter of the certificate an https:// upstream presents on each new connection (the expiry metric). */
-  onServerCertificate?: (origin: string, notAfter: Date) => void;
-}
-
-export interface UpstreamRequest {
-  method: string;
-  /** Path and query below the base address, e.g. `/pets?limit=2`. */
-  path: string;
-  headers: OutgoingHttpHeaders;
-  /** Sent with the Content-Length the headers declare. */
-  body: Buffer | undefined;
-  /** Which of the upstream's headers the client may see, and the secret never to echo. */
-  relay: RelayPolicy;
-  /** How the answer is checked against the document; undefined: relayed unchecked. */
-  check: AnswerCheck | undefined;
-}
-
-/** The proxy stage's slice of the request record, written as the exchange settles. */
-export interface UpstreamSlice {
-  /** The upstream's status, once its answer began. */
-  status?: number;
-  /** Milliseconds from sending the request to the end of the relayed answer. */
-  ms?: number;
-  /** Why the exchange failed or was cut short, when it was. */
-  failure?: UpstreamFailureKind;
-  /** What went wrong, for the access log: the gateway's words and the socket error's code, never the upstream's bytes. */
-  failureDetail?: { message: string; code?: string };
-  /** Header fields of the upstream's answer the relay policy dropped, when any were. */
-  headersDropped?: number;
-  /** What checking the answer against the document found, when it was checked. */
-  contract?: AnswerVerdict;
-}
-
-/** An upstream's origin, parsed once per upstream: where a trace says the exchange went. */
-export interface UpstreamOrigin {
-  hostname: string;
-  port: number;
-  /** As URL serialises it: scheme, host and a port that is not the default; never a user or password. */
-  origin: string;
-}
-
-/** The exchange's facts on the request record (monotonic ms; 0: not yet), its `upstream` slice as it settles. */
-export interface ExchangeFacts {
-  exchangeStartMs: number;
-  exchangeEndMs: number;
-  exchangeMethod: string;
-  exchangeOrigin: UpstreamOrigin | undefined;
-  /** The path sent, with its query. */
-  exchangePath: string;
-  upstream?: UpstreamSlice;
-}
-
-/** How an exchange ended once the upstream's answer began to be relayed. */
-export interface ExchangeOutcome {
-  status: number;
-  /** Milliseconds from sending the request to the end of the relayed response. */
-  upstreamMs: number;
-  /** Set when the answer was cut short after its head was relayed (the client sees a truncated response). */
-  failure?: UpstreamFailureKind;
-  /** The client went away before the answer was complete. */
-  clientClosed?: boolean;
-}
-
-/**
- * Resolves once the answer is relayed, or rejects with an UpstreamFailure when nothing was relayed yet. The record gets its facts
- * synchronously as the exchange settles: the response's `close` (metrics, access log, trace) can fire before a promise continuation runs.
- */
-export type Exchange = (request: UpstreamRequest, res: ServerResponse, record?: ExchangeFacts) => Promise<ExchangeOutcome>;
-
-/** Given the exchange's slice as it settles (the relay handler's report). */
-export type ExchangeObserver = (slice: UpstreamSlice) => void;
-
-/** An upstream pool's use at one moment, from undici's pool stats. */
-export interface UpstreamPoolStats {
-  /** Connections open. */
-  connected: number;
-  /** Open connections carrying no request. */
-  free: number;
-  /** Requests sent on a connection, not yet answered. */
-  running: number;
-  /** Requests waiting for a connection (every one allowed is busy). */
-  queued: number;
-}
-
-export interface Upstream {
-  exchange: Exchange;
-  /** host[:port], as the Host header the upstream expects. */
-  host: string;
-  /** Closes pooled connections (on shutdown). */
-  close(): Promise<void>;
-  /** The pool's use now (read at scrape time). */
-  stats(): UpstreamPoolStats;
-}
+export type {
+  Exchange,
+  ExchangeFacts,
+  ExchangeObserver,
+  ExchangeOutcome,
+  Upstream,
+  UpstreamOptions,
+  UpstreamOrigin,
+  UpstreamPoolStats,
+  UpstreamRequest,
+  UpstreamSlice,
+} from './exchange-types.ts';
 
 /**
  * For an https:// upstream: undici's own connector with the configured TLS, telling `onServerCertificate` what each new
@@ -149,7 +53,12 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
 export function createUpstream(options: UpstreamOptions): Upstream {
   const target = new URL(options.baseUrl);
   const alerts = new TlsAlerts();
-  const relayOptions = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
+  const relayOptions = {
+    idleTimeoutMs: options.idleTimeoutMs,
+    totalTimeoutMs: options.totalTimeoutMs,
+    explainFailure: alerts.explain,
+    answerBinding: createAnswerBinding(options.requestIdEcho ?? 'auto'),
+  };
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
@@ -180,7 +89,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, relayOptions, resolve, reject, settled, request.relay, request.check);
+      const handler = new RelayHandler(res, relayOptions, request, { resolve, reject, onSettled: settled, record });
       pool.dispatch(
         {
           method: request.method,

@@ -3,9 +3,10 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type BodyRule, checkAnswerHead } from '../contract/check-answer.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { sendError } from '../errors/send-error.ts';
-import { type AnswerCheck, type AnswerVerdict, checkBody, TOO_LARGE, VALID, violation } from './answer-check.ts';
-import type { ExchangeObserver, ExchangeOutcome, UpstreamOptions } from './exchange.ts';
+import { sendRefusal } from '../errors/send-error.ts';
+import { type AnswerCheck, type AnswerVerdict, checkBody, refusedUnderEnforce, TOO_LARGE, VALID, violation } from './answer-check.ts';
+import type { AnswerBinding } from './answer-binding.ts';
+import type { ExchangeFacts, ExchangeObserver, ExchangeOutcome, UpstreamOptions, UpstreamRequest } from './exchange-types.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
 import {
   answerUpstreamError,
@@ -30,7 +31,19 @@ function contractViolationError(): GatewayError {
 }
 
 /** The exchange's timers, and what its upstream can say about a failure undici reported in its own words (TlsAlerts). */
-export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & { explainFailure?: (error: Error) => Error };
+export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeoutMs'> & {
+  explainFailure?: (error: Error) => Error;
+  /** Whether an answer is the request's, by its X-Request-Id; undefined: not looked at (`upstream.requestIdEcho: off`). */
+  answerBinding?: AnswerBinding | undefined;
+};
+
+/** Where the exchange's end is told: its promise, the record's slice, and the record itself (for the Error the relay answers with). */
+export interface RelaySettlement {
+  resolve: (outcome: ExchangeOutcome) => void;
+  reject: (failure: UpstreamFailure) => void;
+  onSettled?: ExchangeObserver | undefined;
+  record?: Pick<ExchangeFacts, 'error'> | undefined;
+}
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
@@ -80,19 +93,23 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private readonly onSettled: ExchangeObserver | undefined;
   private readonly relay: RelayPolicy;
   private readonly explainFailure: ((error: Error) => Error) | undefined;
+  private readonly answerBinding: AnswerBinding | undefined;
+  /** The X-Request-Id sent with the request, which its answer echoes. */
+  private readonly sentId: string;
+  private readonly record: Pick<ExchangeFacts, 'error'> | undefined;
 
   constructor(
     res: ServerResponse,
-    { idleTimeoutMs, totalTimeoutMs, explainFailure }: RelayOptions,
-    resolve: (outcome: ExchangeOutcome) => void,
-    reject: (failure: UpstreamFailure) => void,
-    onSettled: ExchangeObserver | undefined,
-    relay: RelayPolicy,
-    check: AnswerCheck | undefined,
+    { idleTimeoutMs, totalTimeoutMs, explainFailure, answerBinding }: RelayOptions,
+    request: Pick<UpstreamRequest, 'relay' | 'check' | 'headers'>,
+    { resolve, reject, onSettled, record }: RelaySettlement,
   ) {
+    this.record = record;
     this.res = res;
-    this.relay = relay;
-    this.check = check;
+    this.relay = request.relay;
+    this.check = request.check;
+    this.answerBinding = answerBinding;
+    this.sentId = String(request.headers['x-request-id']);
     this.resolve = resolve;
     this.reject = reject;
     this.onSettled = onSettled;
@@ -130,6 +147,12 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.idleTimer?.refresh();
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200) return;
+    if (this.answerBinding !== undefined && !this.answerBinding(this.sentId, headers['x-request-id'])) {
+      // Made for another request (a stray the backend wrote after an earlier answer): none of it is relayed, and the abort
+      // closes the connection, on which every later answer would be one request late.
+      this.fail(new UpstreamFailure('answer_mismatch', 'the answer carried an X-Request-Id other than the one sent, or none'));
+      return;
+    }
     if (hasUndecodedTransferCoding(headers)) {
       // Before anything is set on the response: the client gets a 502 Error on a connection it keeps,
       // and the abort (in fail) closes the upstream connection, whose framing is lost, instead of reusing it.
@@ -188,8 +211,11 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   private refuseAnswer(): void {
     this.answered = true;
     this.succeed({ status: this.status });
-    sendError(this.res, contractViolationError());
+    this.refuse(contractViolationError());
   }
+
+  /** The relay's one way to answer with an Error of its own: through sendRefusal, so the record carries its code. */
+  private readonly refuse = (error: GatewayError): void => sendRefusal(this.res, this.record, error);
 
   /**
    * A 204 or 304 has no body, so nothing frames bytes a backend might wrongly write after it: they would be read as the answer to
@@ -245,14 +271,14 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       if (this.bodyRule !== undefined) {
         this.verdict = body === undefined || this.errorBodySize > this.check!.maxBodyBytes ? TOO_LARGE : this.checkWholeBody(body);
       }
-      if (this.verdict?.result === 'violation' && this.verdict.enforced) {
+      if (refusedUnderEnforce(this.check, this.verdict)) {
         this.refuseAnswer();
         return;
       }
       this.answered = true;
-      this.succeed({ status });
       // Written before the record is given its slice (in succeed), so the count is on it.
-      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay);
+      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay, this.refuse);
+      this.succeed({ status });
       return;
     }
     const copy = this.bodyCopy;
@@ -270,7 +296,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.verdict = this.checkWholeBody(body);
-    if (this.verdict.result === 'violation') {
+    if (refusedUnderEnforce(this.check, this.verdict)) {
       this.refuseAnswer();
       return;
     }

@@ -17,6 +17,7 @@ export const UPSTREAM_FAILURE_KINDS = [
   'tls_wrong_name',
   'tls_client_certificate_refused',
   'tls_handshake',
+  'answer_mismatch',
   'other',
 ] as const;
 
@@ -127,12 +128,23 @@ const WHY: Readonly<Record<UpstreamFailureKind, string>> = {
   tls_wrong_name: 'presented a certificate issued for another name (TLS)',
   tls_client_certificate_refused: "refused the gateway's client certificate (TLS)",
   tls_handshake: 'could not agree a TLS connection with the gateway',
+  answer_mismatch: 'answered with an answer made for another request (its X-Request-Id); it was not relayed',
   other: 'could not be reached',
 };
 
-/** Timeouts are 504; a failed TLS handshake is 502 upstream_tls_failed; everything else is 502 bad_gateway. */
+/**
+ * Timeouts are 504; a failed TLS handshake is 502 upstream_tls_failed; an answer not bound to its request 502
+ * upstream_answer_mismatch; everything else is 502 bad_gateway.
+ */
 export function upstreamFailureError(kind: UpstreamFailureKind, cause?: unknown): GatewayError {
-  const code = kind.endsWith('_timeout') ? 'gateway_timeout' : kind.startsWith('tls_') ? 'upstream_tls_failed' : 'bad_gateway';
+  const code =
+    kind === 'answer_mismatch'
+      ? 'upstream_answer_mismatch'
+      : kind.endsWith('_timeout')
+        ? 'gateway_timeout'
+        : kind.startsWith('tls_')
+          ? 'upstream_tls_failed'
+          : 'bad_gateway';
   return new GatewayError(code, `The pet store backend ${WHY[kind]}`, { cause });
 }
 

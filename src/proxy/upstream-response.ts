@@ -1,7 +1,6 @@
 // Relays the upstream's response: the headers its policy lets through, success bodies as they come, error bodies as Errors.
 import type { ServerResponse } from 'node:http';
 import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-error.ts';
-import { sendError } from '../errors/send-error.ts';
 import { STATUS_CODES } from '../http/node-http.ts';
 import { withVary } from '../http/cors-vocabulary.ts';
 import { HOP_BY_HOP } from '../http/header-names.ts';
@@ -157,11 +156,19 @@ export function refusesTheGateway(status: number): boolean {
 
 /**
  * Answers with an upstream error body (read up to MAX_ERROR_BODY_BYTES): relayed when Error-shaped, wrapped otherwise. A 401 or 403
- * becomes the gateway's own 502, none of the backend's head or body. Returns how many header fields the policy dropped.
+ * becomes the gateway's own 502, none of the backend's head or body. The gateway's own Errors are written by `refuse` (the one
+ * refusal path: sendRefusal). Returns how many header fields the policy dropped.
  */
-export function answerUpstreamError(status: number, headers: UpstreamHeaders, body: Buffer | undefined, res: ServerResponse, relay: RelayPolicy): number {
+export function answerUpstreamError(
+  status: number,
+  headers: UpstreamHeaders,
+  body: Buffer | undefined,
+  res: ServerResponse,
+  relay: RelayPolicy,
+  refuse: (error: GatewayError) => void,
+): number {
   if (refusesTheGateway(status)) {
-    sendError(res, new GatewayError('upstream_refused_identity', `The pet store backend refused the gateway's request (${status} ${STATUS_CODES[status]})`));
+    refuse(new GatewayError('upstream_refused_identity', `The pet store backend refused the gateway's request (${status} ${STATUS_CODES[status]})`));
     return 0;
   }
   // An Error body that echoes the identity token is wrapped like any other, so the token stays behind.
@@ -173,6 +180,6 @@ export function answerUpstreamError(status: number, headers: UpstreamHeaders, bo
     return dropped;
   }
   const dropped = copyHead(status, headers, res, relay, NOT_DESCRIBING_AN_ERROR);
-  sendError(res, wrapUpstreamError(status));
+  refuse(wrapUpstreamError(status));
   return dropped;
 }

@@ -33,6 +33,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       connectTimeoutMs: config.upstream.connectTimeoutMs,
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
+      requestIdEcho: config.upstream.requestIdEcho,
       tls: options.upstreamTls.connect,
       onServerCertificate: options.onServerCertificate,
       breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),

@@ -10,6 +10,7 @@ import { buildTestGateway } from '../helpers/build-test-app.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 const PETS = '[{"id":1,"name":"Rex","categoryId":2,"status":"available"}]';
+const OFF_SHAPE = '[{"id":"1","name":"Rex","categoryId":2}]';
 const VIOLATION = {
   code: 'upstream_contract_violation',
   message: 'The pet store backend answered outside the interface; the answer was not relayed',
@@ -184,11 +185,35 @@ describe('enforce: an answer that breaks the document is never relayed', () => {
     expect(accessLine(edge, 'contract-0006').contractViolation).toMatchObject({ kind: 'body_schema', pointer: '/0/id' });
   });
 
-  it('relays a body in a coding it cannot decode unchecked, counted as encoding', async () => {
-    const { edge } = await gatewayInFront('enforce', () => answer('200 OK', ['Content-Type: application/json', 'Content-Encoding: compress'], 'xyz'));
+  it.each([
+    ['a coding it cannot decode', ['Content-Encoding: compress'], Buffer.from('xyz')],
+    ['three codings stacked', ['Content-Encoding: gzip, gzip, gzip'], gzipSync(gzipSync(gzipSync(PETS)))],
+  ])('refuses a body in %s: counted unchecked as encoding, answered 502 upstream_contract_violation', async (_name, fields, bytes) => {
+    const { edge } = await gatewayInFront('enforce', () => answer('200 OK', ['Content-Type: application/json', ...fields], bytes));
     const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0007'), { responses: 1 });
-    expect(sent.statuses).toEqual([200]);
+    expect(sent.statuses).toEqual([502]);
+    expect(JSON.parse(parseResponses(sent.text)[0]!.body)).toEqual(VIOLATION);
     expect(await metric(edge, 'petstore_gateway_upstream_contract_unchecked_total{operation="listPets",reason="encoding",environment="production"}')).toBe(1);
+    expect(accessLine(edge, 'contract-0007').errorCode).toBe('upstream_contract_violation');
+  });
+
+  it.each([
+    ['gzip, gzip', ['Content-Encoding: gzip, gzip'], gzipSync(gzipSync(OFF_SHAPE))],
+    ['identity, identity', ['Content-Encoding: identity, identity'], Buffer.from(OFF_SHAPE)],
+    ['two Content-Encoding lines', ['Content-Encoding: gzip', 'Content-Encoding: gzip'], gzipSync(gzipSync(OFF_SHAPE))],
+  ])('decodes stacked or repeated codings in order (%s) and refuses the body under them', async (_name, fields, bytes) => {
+    const { edge } = await gatewayInFront('enforce', () => answer('200 OK', ['Content-Type: application/json', ...fields], bytes));
+    const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0017'), { responses: 1 });
+    expect(sent.statuses).toEqual([502]);
+    expect(accessLine(edge, 'contract-0017').contractViolation).toMatchObject({ kind: 'body_schema', pointer: '/0/id' });
+  });
+
+  it('relays gzip, gzip over a body that keeps the document, bytes as they came', async () => {
+    const bytes = gzipSync(gzipSync(PETS));
+    const { edge } = await gatewayInFront('enforce', () => answer('200 OK', ['Content-Type: application/json', 'Content-Encoding: gzip, gzip'], bytes));
+    const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0018'), { responses: 1 });
+    expect(sent.statuses).toEqual([200]);
+    expect(await metric(edge, checks('listPets', '2xx'))).toBe(1);
   });
 
   it("checks a HEAD answer's status and headers only", async () => {

@@ -1,7 +1,7 @@
 // Whether an answer keeps the document's promise: each rule on the project's own document, one case each.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type BodyRule, checkAnswerBody, checkAnswerHead, type HeadVerdict } from '../../../src/contract/check-answer.ts';
+import { type BodyRule, checkAnswerBody, checkAnswerHead, type HeadVerdict, MAX_ANSWER_DEPTH } from '../../../src/contract/check-answer.ts';
 import { loadContract } from '../../../src/contract/compile-contract.ts';
 
 const contract = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url)));
@@ -105,12 +105,35 @@ describe('checkAnswerBody', () => {
     expect(checkListPets(503, '{"code":"service_unavailable","message":"later","status":503}')).toBeUndefined();
   });
 
-  it('escapes a member name in its pointer as RFC 6901 says', () => {
+  /** The listPets rule with a validator that fails as given (a schema stricter than the document's). */
+  function failingWith(error: Record<string, unknown>, memberNames?: ReadonlySet<string>) {
     const rule = ruleOf(checkAnswerHead(listPets.responses, 200, setByGateway, 'application/json', true));
-    // A schema that forbids extra members, as the document's do not: its error names the member.
-    const validate = Object.assign(() => false, {
-      errors: [{ keyword: 'additionalProperties', instancePath: '/0', params: { additionalProperty: 'a/b~c' }, schemaPath: '' }],
-    }) as unknown as NonNullable<BodyRule['content']['validate']>;
-    expect(checkAnswerBody({ ...rule, content: { ...rule.content, validate } }, 200, body('[{}]'))?.pointer).toBe('/0/a~1b~0c');
+    const validate = Object.assign(() => false, { errors: [{ schemaPath: '', ...error }] }) as unknown as NonNullable<BodyRule['content']['validate']>;
+    const found = checkAnswerBody({ ...rule, content: { ...rule.content, validate, ...(memberNames ? { memberNames } : {}) } }, 200, body('[{}]'));
+    return typeof found === 'object' ? found.pointer : found;
+  }
+
+  it('escapes a declared member name in its pointer as RFC 6901 says', () => {
+    expect(failingWith({ keyword: 'additionalProperties', instancePath: '/0', params: { additionalProperty: 'a/b~c' } }, new Set(['a/b~c']))).toBe(
+      '/0/a~1b~0c',
+    );
+  });
+
+  it('writes a member name the schema does not declare as *, in the path and as the member a rule names', () => {
+    expect(failingWith({ keyword: 'additionalProperties', instancePath: '/0', params: { additionalProperty: 'ann@example.com' } })).toBe('/0/*');
+    expect(failingWith({ keyword: 'type', instancePath: '/0/ann@example.com/name', params: {} })).toBe('/0/*/name');
+  });
+
+  it('keeps the names the schema declares, through its references', () => {
+    expect(ruleOf(checkAnswerHead(listPets.responses, 200, setByGateway, 'application/json', true)).content.memberNames).toEqual(
+      new Set(['name', 'categoryId', 'status', 'id']),
+    );
+    expect(checkListPets(200, '[{"id":1,"name":"Rex","categoryId":"two"}]')).toMatchObject({ pointer: '/0/categoryId', keyword: 'type' });
+  });
+
+  it('leaves a body nested past MAX_ANSWER_DEPTH unchecked, without reading it', () => {
+    const deep = `${'['.repeat(MAX_ANSWER_DEPTH + 1)}${']'.repeat(MAX_ANSWER_DEPTH + 1)}`;
+    expect(checkListPets(200, deep)).toBe('too_deep');
+    expect(checkListPets(200, `${'['.repeat(MAX_ANSWER_DEPTH)}${']'.repeat(MAX_ANSWER_DEPTH)}`)).toMatchObject({ kind: 'body_schema' });
   });
 });

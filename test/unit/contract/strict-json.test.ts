@@ -88,9 +88,16 @@ describe('parseJsonBody refuses', () => {
 
   it('nesting deeper than the limit, without exhausting the stack', () => {
     expect(parseJsonBody(utf8(`${'['.repeat(64)}${']'.repeat(64)}`)).ok).toBe(true);
-    expect(parseJsonBody(utf8(`${'['.repeat(65)}${']'.repeat(65)}`))).toEqual({ ok: false, reason: 'is nested more than 64 levels deep' });
-    expect(parseJsonBody(utf8('{"a":'.repeat(30_000)))).toEqual({ ok: false, reason: 'is nested more than 64 levels deep' });
-    expect(parseJsonBody(utf8('[[[1]]]'), { maxDepth: 2 })).toEqual({ ok: false, reason: 'is nested more than 2 levels deep' });
+    const tooDeep = (levels: number) => ({ ok: false, reason: `is nested more than ${levels} levels deep`, tooDeep: true });
+    expect(parseJsonBody(utf8(`${'['.repeat(65)}${']'.repeat(65)}`))).toEqual(tooDeep(64));
+    expect(parseJsonBody(utf8('{"a":'.repeat(30_000)))).toEqual(tooDeep(64));
+    expect(parseJsonBody(utf8('[[[1]]]'), { maxDepth: 2 })).toEqual(tooDeep(2));
+    expect(parseJsonBody(utf8('[[[1]],[[2]],{"a":[1]}]'), { maxDepth: 3 }).ok).toBe(true);
+  });
+
+  it('records no spellings when told not to, and still refuses a member named twice', () => {
+    expect(parseJsonBody(utf8('{"a":[1.0,2e0]}'), { spellings: false })).toEqual({ ok: true, value: { a: [1, 2] }, nonCanonicalIntegers: [] });
+    expect(parseJsonBody(utf8('{"a":{"b":1,"b":2}}'), { spellings: false }).ok).toBe(false);
   });
 
   it('cuts a long member name short in the reason', () => {

@@ -29,6 +29,7 @@ function retryable(error: GatewayError): boolean {
     case 'upstream_error':
     case 'upstream_refused_identity':
     case 'upstream_contract_violation':
+    case 'upstream_answer_mismatch':
     case 'upstream_tls_failed':
       return false;
     default: {

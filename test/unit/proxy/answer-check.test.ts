@@ -62,7 +62,26 @@ describe('checkBody', () => {
   });
 
   it('leaves a coding it does not decode unchecked', () => {
-    expect(checkBody(check, rule, 200, 'gzip, br', PETS)).toEqual({ result: 'unchecked', reason: 'encoding' });
+    expect(checkBody(check, rule, 200, 'gzip, x-pet-store', gzipSync(PETS))).toEqual({ result: 'unchecked', reason: 'encoding' });
+  });
+
+  it.each([
+    ['gzip, gzip', 'gzip, gzip', gzipSync(gzipSync(OFF_SHAPE))],
+    ['two lines', ['gzip', 'gzip'], gzipSync(gzipSync(OFF_SHAPE))],
+    ['deflate then br', 'deflate, br', brotliCompressSync(deflateSync(OFF_SHAPE))],
+    ['identity, identity', 'identity, identity', OFF_SHAPE],
+    ['identity between', 'gzip, identity', gzipSync(OFF_SHAPE)],
+  ])('decodes stacked or repeated codings in order (%s): the body under them is checked', (_name, coding, bytes) => {
+    expect(checkBody(check, rule, 200, coding, bytes)).toMatchObject({ result: 'violation', violation: { kind: 'body_schema', pointer: '/0/id' } });
+  });
+
+  it('leaves more than two codings stacked unchecked', () => {
+    expect(checkBody(check, rule, 200, 'gzip, gzip, gzip', gzipSync(gzipSync(gzipSync(PETS))))).toEqual({ result: 'unchecked', reason: 'encoding' });
+  });
+
+  it('stops at the bound at every step: a small body that inflates past it twice over is unchecked, too_large', () => {
+    const bomb = gzipSync(gzipSync(Buffer.alloc(64 * 1024, 0x20)));
+    expect(checkBody({ ...check, maxBodyBytes: 1024 }, rule, 200, 'gzip, gzip', bomb)).toEqual({ result: 'unchecked', reason: 'too_large' });
   });
 
   it('reads `identity` as no coding', () => {

@@ -86,11 +86,11 @@ function exchange() {
   const handler = new RelayHandler(
     res as unknown as ServerResponse,
     { idleTimeoutMs: IDLE_MS, totalTimeoutMs: TOTAL_MS },
-    (outcome) => (state.settled = { relayed: outcome }),
-    (failure) => (state.settled = { failed: failure }),
-    undefined,
-    RELAY_CONTENT_TYPE,
-    undefined,
+    { relay: RELAY_CONTENT_TYPE, check: undefined, headers: { 'x-request-id': 'relay-unit-0001' } },
+    {
+      resolve: (outcome) => (state.settled = { relayed: outcome }),
+      reject: (failure) => (state.settled = { failed: failure }),
+    },
   );
   const chunk = () => handler.onResponseData(controller, Buffer.from('[{"id":1}]'));
   return { res, controller, handler, state, chunk, head: (status = 200) => handler.onResponseStart(controller, status, HEAD) };

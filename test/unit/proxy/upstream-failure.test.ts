@@ -66,11 +66,13 @@ describe('upstream failures', () => {
   });
 
   const answerFor = (kind: string) =>
-    kind.endsWith('_timeout')
-      ? ([504, 'gateway_timeout'] as const)
-      : kind.startsWith('tls_')
-        ? ([502, 'upstream_tls_failed'] as const)
-        : ([502, 'bad_gateway'] as const);
+    kind === 'answer_mismatch'
+      ? ([502, 'upstream_answer_mismatch'] as const)
+      : kind.endsWith('_timeout')
+        ? ([504, 'gateway_timeout'] as const)
+        : kind.startsWith('tls_')
+          ? ([502, 'upstream_tls_failed'] as const)
+          : ([502, 'bad_gateway'] as const);
   it.each(UPSTREAM_FAILURE_KINDS.map((kind) => [kind, ...answerFor(kind)] as const))('%s is answered %i %s', (kind, status, code) => {
     const cause = new Error('why');
     const error = upstreamFailureError(kind, cause);

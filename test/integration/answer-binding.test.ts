@@ -1,0 +1,172 @@
+// Answers bound to their requests: a backend that writes one stray complete response after an answer never hands a caller another's answer.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ReadRequest, startReadingUpstream } from '../helpers/raw-socket.ts';
+import { type Edge, startEdge } from '../helpers/start-edge.ts';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** A Pet list naming whom it was made for: a client reading someone else's name got another request's answer. */
+function petList(madeFor: string): string {
+  return JSON.stringify([{ id: 1, name: madeFor, categoryId: 1 }]);
+}
+
+function response(body: string, requestId: string | undefined): string {
+  const echo = requestId === undefined ? '' : `X-Request-Id: ${requestId}\r\n`;
+  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${echo}Content-Length: ${body.length}\r\n\r\n${body}`;
+}
+
+function requestIdOf(request: ReadRequest): string {
+  return /\r\nx-request-id: *([^\r]*)/i.exec(request.head)?.[1] ?? '';
+}
+
+/**
+ * The hostile backend of the report: each request is answered at once (echoing its X-Request-Id when `echo`), and 15 ms later the
+ * same connection gets one more complete 200, a valid Pet list naming "stray", without an id.
+ */
+async function startStrayWritingUpstream(echo: boolean) {
+  let strays = 0;
+  const upstream = await startReadingUpstream((request) => {
+    const id = requestIdOf(request);
+    request.socket.write(response(petList(id), echo ? id : undefined));
+    setTimeout(() => {
+      if (request.socket.destroyed) return;
+      strays++;
+      request.socket.write(response(petList('stray'), undefined));
+    }, 15);
+  });
+  closers.push(() => upstream.close());
+  return { upstream, strays: () => strays };
+}
+
+interface Got {
+  id: string;
+  status: number;
+  body: string;
+}
+
+/** Three keys calling in turn 0-8 ms apart, 100 calls in all; each call's own id and what it got. */
+async function threeKeysCalling(edge: Edge, calls = 100): Promise<Got[]> {
+  const keys = [edge.gateway.apiKey, edge.gateway.addKey(), edge.gateway.addKey()];
+  const base = `http://127.0.0.1:${edge.running.port}/v1/pets`;
+  const pending: Array<Promise<Got>> = [];
+  for (let call = 0; call < calls; call++) {
+    const id = `key${call % 3}-call-${String(call).padStart(4, '0')}`;
+    pending.push(
+      fetch(base, { headers: { authorization: `Bearer ${keys[call % 3]}`, 'x-request-id': id } }).then(async (answer) => ({
+        id,
+        status: answer.status,
+        body: await answer.text(),
+      })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, (call * 7) % 9));
+  }
+  return Promise.all(pending);
+}
+
+const MISMATCH = {
+  code: 'upstream_answer_mismatch',
+  message: 'The pet store backend answered with an answer made for another request (its X-Request-Id); it was not relayed',
+  status: 502,
+};
+
+describe.each(['off', 'enforce'])('a backend writing a stray response 15 ms after each answer (contract checks %s)', (mode) => {
+  const contract = { contractResponses: { production: { mode, sample: 1 } } };
+
+  it('auto, the backend echoing: no client gets an answer made for another request; the strays are refused', async () => {
+    const { upstream, strays } = await startStrayWritingUpstream(true);
+    const edge = await startEdge(upstream.baseUrl, contract);
+    closers.push(() => edge.close());
+    const got = await threeKeysCalling(edge);
+    const summary = `backend wrote ${upstream.requests.length} answers and ${strays()} strays; clients got ${got.filter((g) => g.status === 200).length} × 200, ${got.filter((g) => g.status === 502).length} × 502`;
+    for (const answer of got) {
+      if (answer.status === 200) expect(JSON.parse(answer.body), summary).toEqual(JSON.parse(petList(answer.id)));
+      else expect({ status: answer.status, body: JSON.parse(answer.body) }, summary).toEqual({ status: 502, body: MISMATCH });
+    }
+    const refused = got.filter((answer) => answer.status === 502).length;
+    const counted = (await edge.gateway.scrape())
+      .split('\n')
+      .find((line) => line.startsWith('petstore_gateway_upstream_errors_total{') && line.includes('kind="answer_mismatch"'));
+    expect(Number(counted?.split(' ').at(-1) ?? 0), summary).toBe(refused);
+    // Every refusal is logged with its code, read from the request record.
+    const refusedLines = edge.gateway.logs.filter((line) => (line.res as { statusCode?: number } | undefined)?.statusCode === 502);
+    expect(refusedLines.length, summary).toBe(refused);
+    expect(refusedLines.map((line) => [line.errorCode, line.upstreamFailure])).toEqual(refusedLines.map(() => ['upstream_answer_mismatch', 'answer_mismatch']));
+  });
+});
+
+describe('upstream.requestIdEcho', () => {
+  it('required, a backend that does not echo: every answer refused with the 502, none relayed', async () => {
+    const { upstream, strays } = await startStrayWritingUpstream(false);
+    const edge = await startEdge(upstream.baseUrl, { upstream: { requestIdEcho: 'required' } });
+    closers.push(() => edge.close());
+    const got = await threeKeysCalling(edge, 30);
+    const summary = `backend wrote ${upstream.requests.length} answers and ${strays()} strays`;
+    expect(
+      got.map((answer) => ({ status: answer.status, body: JSON.parse(answer.body) })),
+      summary,
+    ).toEqual(got.map(() => ({ status: 502, body: MISMATCH })));
+  });
+
+  it('auto, a backend that does not echo: answers relayed (the stray class is then only closed by echoing or HTTP/2)', async () => {
+    const upstream = await startReadingUpstream((request) => request.socket.write(response(petList(requestIdOf(request)), undefined)));
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const answer = await fetch(`http://127.0.0.1:${edge.running.port}/v1/pets`, {
+      headers: { authorization: `Bearer ${edge.gateway.apiKey}`, 'x-request-id': 'quiet-0001' },
+    });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(await answer.text())).toEqual(JSON.parse(petList('quiet-0001')));
+  });
+
+  it('auto: an answer carrying another id is refused even before the backend was seen to echo, and its connection is not reused', async () => {
+    const upstream = await startReadingUpstream((request) => {
+      const id = request.connection === 0 ? 'someone-else-0001' : requestIdOf(request);
+      request.socket.write(response(petList(id), id));
+    });
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const call = (id: string) =>
+      fetch(`http://127.0.0.1:${edge.running.port}/v1/pets`, { headers: { authorization: `Bearer ${edge.gateway.apiKey}`, 'x-request-id': id } });
+    const first = await call('first-0001');
+    expect({ status: first.status, body: await first.json() }).toEqual({ status: 502, body: MISMATCH });
+    const second = await call('second-0001');
+    expect(await second.json()).toEqual(JSON.parse(petList('second-0001')));
+    expect(upstream.requests.map((request) => request.connection)).toEqual([0, 1]);
+  });
+
+  it('off: the id is not looked at', async () => {
+    const upstream = await startReadingUpstream((request) => request.socket.write(response(petList('any'), 'someone-else-0001')));
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl, { upstream: { requestIdEcho: 'off' } });
+    closers.push(() => edge.close());
+    const answer = await fetch(`http://127.0.0.1:${edge.running.port}/v1/pets`, { headers: { authorization: `Bearer ${edge.gateway.apiKey}` } });
+    expect(answer.status).toBe(200);
+  });
+});
+
+describe('bytes on an idle upstream connection', () => {
+  it.each([
+    ['a stray complete response', response(petList('stray'), undefined)],
+    ['a stray byte', 'x'],
+  ])('%s: the connection is never used again', async (_name, stray) => {
+    const upstream = await startReadingUpstream((request) => {
+      request.socket.write(response(petList(requestIdOf(request)), requestIdOf(request)));
+      if (request.connection === 0) setTimeout(() => request.socket.write(stray), 15);
+    });
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const call = (id: string) =>
+      fetch(`http://127.0.0.1:${edge.running.port}/v1/pets`, { headers: { authorization: `Bearer ${edge.gateway.apiKey}`, 'x-request-id': id } });
+    expect((await call('idle-0001')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const second = await call('idle-0002');
+    expect(await second.json()).toEqual(JSON.parse(petList('idle-0002')));
+    expect(upstream.requests.map((request) => request.connection)).toEqual([0, 1]);
+  });
+});

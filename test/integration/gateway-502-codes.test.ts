@@ -1,0 +1,35 @@
+// Every Error the relay writes itself reaches the request record: the access line logs the code the client got.
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseResponses, sendRaw, startReadingUpstream } from '../helpers/raw-socket.ts';
+import { startEdge } from '../helpers/start-edge.ts';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+function answer(statusLine: string, contentType: string, body: string): string {
+  return `HTTP/1.1 ${statusLine}\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+}
+
+describe('an Error the relay writes', () => {
+  it.each([
+    ['a backend 401 (it refuses the gateway)', answer('401 Unauthorized', 'application/json', '{}'), 502, 'upstream_refused_identity'],
+    ['a backend 403', answer('403 Forbidden', 'text/plain', 'no'), 502, 'upstream_refused_identity'],
+    ['a backend 502 that is not an Error', answer('502 Bad Gateway', 'text/html', '<p>down</p>'), 502, 'bad_gateway'],
+    ['a backend 500 that is not an Error', answer('500 Internal Server Error', 'text/plain', 'oops'), 500, 'upstream_error'],
+  ])('%s: the client and the access line get one code', async (_name, bytes, status, code) => {
+    const upstream = await startReadingUpstream((request) => request.socket.write(bytes));
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const sent = await sendRaw(
+      edge.running.port,
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: relay-code-0001\r\nAuthorization: Bearer ${edge.gateway.apiKey}\r\n\r\n`,
+      { responses: 1 },
+    );
+    expect(JSON.parse(parseResponses(sent.text)[0]!.body)).toMatchObject({ code, status });
+    const line = edge.gateway.logs.find((entry) => entry.reqId === 'relay-code-0001' && entry.res !== undefined);
+    expect(line).toMatchObject({ res: { statusCode: status }, errorCode: code });
+  });
+});
