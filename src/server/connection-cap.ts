@@ -31,15 +31,19 @@ interface OpenConnection {
   flushed: number;
   /** Since when an answer's bytes wait without the client taking any (0: none wait). */
   waitingSince: number;
+  openedAt: number;
 }
 
+/** A connection this young that has sent nothing goes last: its first bytes may be on their way (a probe, a new client). */
+const FRESH_MS = 1000;
 /** The progress check runs this often at most: a stalled answer is cut off within this much past `sendTimeoutMs`. */
 const CHECK_EVERY_MS = 1000;
 
 /**
  * Node's `maxConnections` refuses the newcomer, so half-sent requests and answers nobody reads would lock probes and clients out.
- * Here, least progress first: the oldest idle connection, else the oldest with a request head under way, else the answer that has
- * waited longest on its client; a connection whose answer is moving or being prepared is never closed. The bookkeeping is per
+ * Here, least progress first: the oldest idle keep-alive connection, else the oldest with no request yet (a head under way, or
+ * none sent for FRESH_MS), else the answer that has waited longest on its client, else the oldest newcomer that has sent nothing
+ * yet; a connection whose answer is being prepared (all its bytes taken so far) is never closed. The bookkeeping is per
  * connection and one timer per listener: a request costs nothing here.
  */
 export function capConnections(server: Server, options: ConnectionCapOptions): ConnectionCap {
@@ -59,18 +63,31 @@ export function capConnections(server: Server, options: ConnectionCapOptions): C
   function leastProgressed(now: number): [string, OpenConnection, ConnectionClosing] | undefined {
     let slowHead: [string, OpenConnection] | undefined;
     let stalled: [string, OpenConnection] | undefined;
+    let stalledSince = Number.POSITIVE_INFINITY;
+    let fresh: [string, OpenConnection] | undefined;
     for (const entry of open) {
       const connection = entry[1];
       const turn = turnOf(connection.http);
-      if (turn === undefined || !turn.busy) {
-        if (connection.http.bytesRead === (turn?.readWhenQuiet ?? 0)) return [entry[0], connection, 'idle'];
+      if (turn === undefined) {
+        // No request yet: a handshake or a head under way, or nothing sent in FRESH_MS; a newcomer's bytes may just not be read yet.
+        if (connection.tcp.bytesRead > 0 || now - connection.openedAt >= FRESH_MS) slowHead ??= entry;
+        else fresh ??= entry;
+      } else if (!turn.busy) {
+        // Answered, and nothing read since: a keep-alive connection waiting for its client.
+        if (connection.http.bytesRead === turn.readWhenQuiet) return [entry[0], connection, 'idle'];
         slowHead ??= entry;
-      } else if (connection.waitingSince !== 0 && now - connection.waitingSince >= checkEveryMs) {
-        if (stalled === undefined || connection.waitingSince < stalled[1].waitingSince) stalled = entry;
+      } else if (connection.http.writableLength > 0) {
+        // An answer with bytes its client has not taken: the one waiting longest (a check may not have seen it yet: waiting from now).
+        const since = connection.waitingSince || now;
+        if (since < stalledSince) {
+          stalled = entry;
+          stalledSince = since;
+        }
       }
     }
     if (slowHead) return [...slowHead, 'slow_head'];
-    return stalled && [...stalled, 'stalled_answer'];
+    if (stalled) return [...stalled, 'stalled_answer'];
+    return fresh && [...fresh, 'slow_head'];
   }
 
   /** Notes each waiting answer's progress; one that made none for `sendTimeoutMs` closes its connection. */
@@ -101,7 +118,7 @@ export function capConnections(server: Server, options: ConnectionCapOptions): C
       close(...evicted);
     }
     const peer = peerOf(socket);
-    open.set(peer, { tcp: socket, http: socket, flushed: 0, waitingSince: 0 });
+    open.set(peer, { tcp: socket, http: socket, flushed: 0, waitingSince: 0, openedAt: performance.now() });
     socket.once('close', () => {
       // A newer connection from the same port may have taken the entry: it is not this one's to remove.
       if (open.get(peer)?.tcp === socket) open.delete(peer);

@@ -1,21 +1,26 @@
 // Clients that never read their answers hold their own connections, never the replica: keyed requests and probes keep being answered.
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { ServerResponse } from 'node:http';
+import { get, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { waitFor } from '../../support/start-gateway-process.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 
 /**
  * The reproduction scaled to a 2-core test machine shared with other work: HOSTILE never-reading connections with a 4 KB
  * receive window, far more than listen.maxInFlight, each pipelining PIPELINED requests for the document.
  */
-const HOSTILE = 256;
+const HOSTILE = 64;
 const PIPELINED = 16;
 const RCVBUF = 4096;
 const MAX_IN_FLIGHT = 8;
+/** More /metrics pullers than the admin listener's default cap (256), as in the report. */
+const ADMIN_PULLERS = 260;
+/** The public listener's cap, scaled down from 10,000 so a wave from one test process fills it many times over. */
+const PUBLIC_CAP = 64;
 /** Never-reading keyed clients whose answers stall. */
 const STALLED = 12;
 /** Short, so the test takes seconds; production's default is 30 s. */
@@ -116,6 +121,88 @@ describe('clients that pipeline the public document and never read', () => {
       expect(Math.max(...seen.map(({ ms }) => ms))).toBeLessThan(PATIENCE_MS);
     }
     expect(gauge(await gateway!.scrape(), 'petstore_gateway_in_flight_requests')).toBeLessThan(MAX_IN_FLIGHT);
+  });
+});
+
+/** Connections the admin listener closed, for any reason. */
+async function adminEvictions(): Promise<number> {
+  let sum = 0;
+  for (const [series, value] of parseExposition(await gateway!.scrape()))
+    if (series.startsWith('petstore_gateway_connections_evicted_total{') && series.includes('listener="admin"')) sum += value;
+  return sum;
+}
+
+/** One request on a connection of its own (as a probe or a new client makes it): its status and how long it took; 0 for a failure. */
+function askOnce(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const request = get({ host: '127.0.0.1', port, path, headers, agent: false, timeout: PATIENCE_MS * 2 }, (res) => {
+      res.resume();
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+    });
+    request.once('timeout', () => request.destroy());
+    request.once('error', () => resolve({ status: 0, ms: performance.now() - started }));
+  });
+}
+
+/** Asks with `ask` every 200 ms for `forMs`. */
+async function everyFewMs(forMs: number, ask: () => Promise<{ status: number; ms: number }>): Promise<Array<{ status: number; ms: number }>> {
+  const seen: Array<{ status: number; ms: number }> = [];
+  const until = performance.now() + forMs;
+  while (performance.now() < until) {
+    seen.push(await ask());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return seen;
+}
+
+describe('clients that pipeline /metrics on the admin listener and never read', () => {
+  it('leave /readyz and /healthz answered with 200 within 1 s throughout, the stalled answers evicted and counted', async () => {
+    // The admin listener's defaults (listen.adminMaxConnections 256), and more pullers than it admits.
+    const { adminPort } = await start({});
+    await smallWindowClients(adminPort, ADMIN_PULLERS, 'GET /metrics HTTP/1.1\r\nHost: adm\r\n\r\n'.repeat(PIPELINED));
+    // From when the listener has taken every puller in: a probe connecting during the burst waits in the kernel's accept
+    // queue behind them, each served its first render in turn (about 2 s for 260 on this shared 2-core machine).
+    await waitFor(async () => (await adminEvictions()) >= ADMIN_PULLERS - 256, 10_000);
+    const evictedBefore = await adminEvictions();
+    const [ready, healthy] = await Promise.all([everyFewMs(3000, () => askOnce(adminPort, '/readyz')), everyFewMs(3000, () => askOnce(adminPort, '/healthz'))]);
+    for (const seen of [ready, healthy]) {
+      expect(seen.map(({ status }) => status)).toEqual(seen.map(() => 200));
+      expect(Math.max(...seen.map(({ ms }) => ms))).toBeLessThan(1000);
+    }
+    // The cap was full of pullers: the first probe's connection made room by closing one whose answer waited on it.
+    expect(await adminEvictions()).toBeGreaterThan(evictedBefore);
+  });
+});
+
+describe('a wave of slow heads at the public connection cap', () => {
+  it("keeps a new client's wait under 1 s, and the evictions are counted", async () => {
+    const { port } = await start({ maxConnections: PUBLIC_CAP });
+    let wave = 0;
+    // A connection every 5 ms, each sending half a head and no more, for as long as the client asks.
+    const opening = setInterval(() => {
+      for (let i = 0; i < 4; i++) {
+        const socket = connect({ port, host: '127.0.0.1' });
+        hostile.push(socket);
+        socket.on('error', () => undefined);
+        socket.once('connect', () => socket.write('GET /v1/pets HTTP/1.1\r\nHost: gw'));
+        wave++;
+      }
+    }, 20);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const keyed = { Authorization: `Bearer ${gateway!.apiKey}` };
+      const seen = await everyFewMs(3000, () => askOnce(port, '/v1/pets?limit=1', keyed));
+      expect(seen.map(({ status }) => status)).toEqual(seen.map(() => 200));
+      expect(Math.max(...seen.map(({ ms }) => ms))).toBeLessThan(1000);
+    } finally {
+      clearInterval(opening);
+    }
+    expect(wave).toBeGreaterThan(PUBLIC_CAP * 4);
+    const evicted = parseExposition(await gateway!.scrape()).get(
+      seriesKey('petstore_gateway_connections_evicted_total', { listener: 'listener', reason: 'slow_head', environment: 'production' }),
+    );
+    expect(evicted).toBeGreaterThan(wave - PUBLIC_CAP * 2);
   });
 });
 

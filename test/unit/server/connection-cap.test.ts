@@ -31,7 +31,7 @@ afterEach(async () => {
 async function holdingServer(max: number, tls?: TlsOptions): Promise<{ port: number; evictions: () => number; reasons: ConnectionClosing[] }> {
   const reasons: ConnectionClosing[] = [];
   server = createListenerServer({}, tls);
-  ownClientConnections(server, (_req, res) => void held.push(res), {
+  ownClientConnections(server, (req, res) => (req.url === '/done' ? res.end() : void held.push(res)), {
     maxConnections: max,
     maxQueuedPerConnection: 16,
     sendTimeoutMs: 30_000,
@@ -59,11 +59,11 @@ const WHOLE = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
 const HALF = 'GET / HTTP/1.1\r\nHo';
 
 describe('the connection cap', () => {
-  it('closes an idle connection before an older half-sent one, and counts why', async () => {
+  it('closes an idle keep-alive connection before an older half-sent one, and counts why', async () => {
     const { port, reasons } = await holdingServer(2);
     const half = await open(port, HALF);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const idle = await open(port, '');
+    const idle = await open(port, 'GET /done HTTP/1.1\r\nHost: x\r\n\r\n');
+    await once(idle.socket, 'data');
     await open(port, HALF);
     await idle.closed;
     expect(reasons).toEqual(['idle']);
