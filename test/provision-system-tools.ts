@@ -13,6 +13,8 @@ export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
   promtool: 'prometheus',
   // A real browser calling the gateway from a page on another origin (test/integration/cors-browser.test.ts).
   chromium: 'chromium',
+  // Clients with a small receive window (SO_RCVBUF, which node:net cannot set): test/helpers/small-window-clients.py.
+  python3: 'python3-minimal',
 };
 
 export interface Machine {

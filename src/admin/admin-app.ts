@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { sendError } from '../errors/send-error.ts';
+import { shareRender } from './shared-render.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -104,10 +105,13 @@ export function createAdminApp(options: AdminAppOptions): Express {
 
   const { metrics } = options;
   if (metrics) {
+    // Pullers that never read would otherwise each cost a render, and starve the probes of the event loop.
+    const text = { contentType: metrics.contentType, render: shareRender(() => metrics.render()) };
     const { openMetrics } = metrics;
+    const open = openMetrics && { contentType: openMetrics.contentType, render: shareRender(() => openMetrics.render()) };
     app.get('/metrics', async function exposeMetrics(req, res) {
-      const format = openMetrics !== undefined && prefersOpenMetrics(req.headers.accept) ? openMetrics : metrics;
-      if (openMetrics !== undefined) res.vary('Accept');
+      const format = open !== undefined && prefersOpenMetrics(req.headers.accept) ? open : text;
+      if (open !== undefined) res.vary('Accept');
       res.set('Content-Type', format.contentType).send(await format.render());
     });
   }

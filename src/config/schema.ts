@@ -171,12 +171,14 @@ export const configSchema = z
         keepAliveTimeoutMs: positiveMs.default(5000),
         headersTimeoutMs: positiveMs.default(10_000),
         requestTimeoutMs: positiveMs.default(30_000),
-        /** Open client connections per process; more are refused by the listener. */
+        /** Open client connections per process; at the cap the least progressed one (idle, slow head, stalled answer) is closed for the newcomer. */
         maxConnections: z.coerce.number().int().positive().default(10_000),
         /** Requests in flight per process; above it, 503 at once (load shedding). */
         maxInFlight: z.coerce.number().int().positive().default(1024),
-        /** Pipelined requests one connection may have waiting behind the one being served; more closes the connection. */
-        maxQueuedPerConnection: z.coerce.number().int().positive().default(64),
+        /** Pipelined requests one connection may have waiting behind the one being served; one waiting stops reading, more closes the connection. */
+        maxQueuedPerConnection: z.coerce.number().int().positive().default(16),
+        /** An answer whose client takes none of its bytes for this long closes its connection (both listeners; nginx's send_timeout). */
+        sendTimeoutMs: positiveMs.default(30_000),
         /** Admin listener connections; at the cap the oldest idle or half-sent one makes way, so a flood cannot lock out probes. */
         adminMaxConnections: z.coerce.number().int().positive().default(256),
         /** An admin client must send all its request headers within this (else 408 and the connection closes). */

@@ -7,6 +7,8 @@ import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
 import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
 import { createTlsMetrics, type TlsMetrics } from './tls-metrics.ts';
+import { CONNECTION_CLOSINGS, type ConnectionClosing } from '../server/connection-cap.ts';
+import type { ListenerRole } from '../server/listener-tls.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
@@ -128,8 +130,8 @@ export interface GatewayMetrics {
   rateLimitPassed(): void;
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
   shed(): void;
-  /** An admin connection closed at `listen.adminMaxConnections` to admit a newer one (src/server/connection-cap.ts). */
-  adminConnectionEvicted(): void;
+  /** A connection closed at its listener's cap to admit a newer one, or for an answer its client stopped taking (src/server/connection-cap.ts). */
+  connectionClosed(listener: ListenerRole, reason: ConnectionClosing): void;
   /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */
@@ -280,6 +282,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     [],
   );
   adminConnectionsEvicted.inc({ environment }, 0);
+  const connectionsEvicted = counter(
+    'connections_evicted_total',
+    "Client connections closed by the gateway: at the listener's connection cap, least progressed first (reason idle, slow_head, stalled_answer), or for an answer the client took no byte of in listen.sendTimeoutMs (send_timeout).",
+    ['listener', 'reason'],
+  );
+  for (const listener of ['listener', 'admin'] as const) for (const reason of CONNECTION_CLOSINGS) connectionsEvicted.inc({ listener, reason, environment }, 0);
   const configReloads = counter(
     'config_reloads_total',
     'Configuration reloads (SIGHUP) by result: success (new requests use it) or failure (refused; the running configuration stays).',
@@ -465,7 +473,11 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     rateLimitStoreError: () => rateLimitStoreErrors.inc({ environment }),
     rateLimitPassed: () => rateLimitPassed.inc({ environment }),
     shed: () => shed.inc({ environment }),
-    adminConnectionEvicted: () => adminConnectionsEvicted.inc({ environment }),
+    connectionClosed: (listener, reason) => {
+      connectionsEvicted.inc({ listener, reason, environment });
+      // The admin listener's older counter keeps counting what it always counted: evictions at its cap.
+      if (listener === 'admin' && reason !== 'send_timeout') adminConnectionsEvicted.inc({ environment });
+    },
     deprecationsChanged: describeDeprecations,
     quotaNearLimit: (counts) => {
       for (const period of QUOTA_PERIODS) quotaNearLimit.set({ period, environment }, counts[period]);

@@ -5,22 +5,21 @@ import type { TlsOptions } from 'node:tls';
 import { refuse } from '../errors/send-error.ts';
 import { createListenerServer } from '../http/node-http.ts';
 import { requestIdOf } from '../pipeline/request-record.ts';
-import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
-import { capConnections } from './connection-cap.ts';
+import { type ConnectionClosing, ownClientConnections } from './client-connections.ts';
 import { targetRefusal, toOriginForm } from './request-target.ts';
-import { serveInTurn } from './serve-in-turn.ts';
 
 /** The `listen.admin*` settings (src/config/schema.ts), and the admin app. */
 export interface AdminListenerOptions {
   app: RequestListener;
-  /** Open connections; at the cap the oldest idle or half-sent one is closed for the newcomer (connection-cap.ts). */
+  /** Open connections; at the cap the least progressed one is closed for the newcomer (connection-cap.ts). */
   maxConnections: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   maxQueuedPerConnection: number;
-  /** Told each time the cap closes a connection to admit another. */
-  onEvicted?: () => void;
+  sendTimeoutMs: number;
+  /** Told each time a connection is closed to admit another, or for an answer its client stopped taking. */
+  onClosed?: (reason: ConnectionClosing) => void;
   /** HTTPS with these (listenerTlsOptions); absent: plain HTTP. */
   tls?: TlsOptions;
 }
@@ -44,22 +43,25 @@ export function createAdminServer(options: AdminListenerOptions): Server {
     // A handshake is part of sending the headers: it gets no longer than they do (Node's default is two minutes).
     options.tls && { ...options.tls, handshakeTimeout: options.headersTimeoutMs },
   );
-  const cap = capConnections(server, options.maxConnections, options.onEvicted);
   const { app } = options;
-  const admission = serveInTurn(
+  // checkContinue is left to Node (it sends 100 Continue, then `request`); any other expectation is refused by targetRefusal.
+  ownClientConnections(
+    server,
     function adminEdge(req, res) {
       res.setHeader('X-Request-Id', requestIdOf(req.headers['x-request-id']));
-      cap.hold(req.socket, res);
       toOriginForm(req);
       const refusal = targetRefusal(req as Parameters<typeof targetRefusal>[0]);
       if (refusal === undefined) app(req, res);
       else refuse(req, res, refusal);
     },
-    { maxQueuedPerConnection: options.maxQueuedPerConnection },
+    {
+      maxConnections: options.maxConnections,
+      maxQueuedPerConnection: options.maxQueuedPerConnection,
+      sendTimeoutMs: options.sendTimeoutMs,
+      requestEvents: ['request', 'checkExpectation'],
+      requestId: randomUUID,
+      ...(options.onClosed ? { onClosed: options.onClosed } : {}),
+    },
   );
-  // checkContinue is left to Node (it sends 100 Continue, then `request`); any other expectation is refused by targetRefusal.
-  for (const event of ['request', 'checkExpectation'] as const) server.on(event, admission.listener);
-  server.on('clientError', createClientErrorHandler(admission.answerInTurn, { requestId: randomUUID }));
-  server.on('connect', createConnectRefusal(admission.answerInTurn, { requestId: randomUUID }));
   return server;
 }

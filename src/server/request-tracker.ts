@@ -27,7 +27,7 @@ export interface RequestTrackerOptions {
 
 export interface RequestTracker {
   listener: RequestListener;
-  /** The process's one count of requests handed to the pipeline and not yet answered (neither waiting nor shed ones). */
+  /** The process's one count of requests handed to the pipeline whose answer has not ended yet (neither waiting nor shed ones). */
   inFlight(): number;
 }
 
@@ -53,11 +53,20 @@ export function createRequestTracker(options: RequestTrackerOptions): RequestTra
         return;
       }
       inFlight++;
+      let landed = false;
+      // A whole answer handed to the connection leaves flight: what is left is the connection's to deliver, within
+      // listen.sendTimeoutMs (connection-cap.ts), and a client that does not read holds its own connection, not a slot.
+      const land = () => {
+        if (landed) return;
+        landed = true;
+        inFlight--;
+      };
+      res.once('prefinish', land);
       const serving = serve(req, res);
       // The request's one close listener here (a response never closes within `serve`): the process's
-      // count, the generation's own, then completion.
+      // count if the answer never ended, the generation's own, then completion.
       res.once('close', () => {
-        inFlight--;
+        land();
         serving.answered();
         // After every other close listener of this response (the exchange's, which records what the
         // upstream did when the client left): completion reads the whole record.

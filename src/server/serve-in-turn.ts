@@ -20,6 +20,16 @@ export interface RequestAdmission {
    * the caller closes without a second answer. Only Node's first report counts (it repeats it for every later chunk).
    */
   answerInTurn(socket: Socket, answer: () => void): boolean;
+  /** What the connection on `socket` (the one requests arrive on) is doing, for the connection's owner (client-connections.ts). */
+  turnOf(socket: Socket): ConnectionTurn | undefined;
+}
+
+/** A connection's turn as its owner sees it: an answer owed, or nothing since `readWhenQuiet` bytes had been read. */
+export interface ConnectionTurn {
+  /** A request is being answered or waits its turn. */
+  readonly busy: boolean;
+  /** The socket's `bytesRead` when it last had nothing to answer: more read since is a request under way. */
+  readonly readWhenQuiet: number;
 }
 
 interface ConnectionState {
@@ -35,6 +45,7 @@ interface ConnectionState {
   parseErrorSeen: boolean;
   /** A request is being served or waits: counted in `busyConnections` once. */
   busy: boolean;
+  readWhenQuiet: number;
 }
 
 export function serveInTurn(handler: RequestListener, options: ServeInTurnOptions): RequestAdmission {
@@ -47,9 +58,10 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     busy++;
   }
   /** Nothing is served or waits on the connection any more. */
-  function quiet(state: ConnectionState): void {
+  function quiet(state: ConnectionState, socket: Socket): void {
     if (!state.busy) return;
     state.busy = false;
+    state.readWhenQuiet = socket.bytesRead;
     busy--;
     if (busy > 0 || idleWaiters.length === 0) return;
     for (const wake of idleWaiters) wake();
@@ -57,18 +69,18 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
   }
 
   /** Forgets the requests waiting on a connection that will never serve them. */
-  function dropWaiting(state: ConnectionState): void {
+  function dropWaiting(state: ConnectionState, socket: Socket): void {
     state.waiting.length = 0;
-    if (state.current === undefined) quiet(state);
+    if (state.current === undefined) quiet(state, socket);
   }
 
   function stateOf(socket: Socket): ConnectionState {
     let state = connections.get(socket);
     if (!state) {
-      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false, parseErrorSeen: false, busy: false };
+      const created: ConnectionState = { waiting: [], answeredEarly: false, paused: false, parseErrorSeen: false, busy: false, readWhenQuiet: 0 };
       connections.set(socket, created);
       // Requests still waiting when the connection goes will never be served.
-      socket.once('close', () => dropWaiting(created));
+      socket.once('close', () => dropWaiting(created, socket));
       state = created;
     }
     return state;
@@ -83,13 +95,13 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       if (req.socket.destroyed || req.socket.writableEnded || !res.shouldKeepAlive) {
         // The connection went (this close may run before the socket's own), or this response closes it
         // (a drain, a refusal with a body still arriving): nobody is left to answer the waiting requests.
-        dropWaiting(state);
+        dropWaiting(state, req.socket);
         return;
       }
       if (!req.complete) state.answeredEarly = true;
       if (state.waiting.length > 0) setImmediate(serveNext, state, req.socket);
       else {
-        quiet(state);
+        quiet(state, req.socket);
         if (state.refusal) {
           // The last complete request before the bad bytes is answered: now their refusal, which closes.
           const refuse = state.refusal;
@@ -108,7 +120,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
   function serveNext(state: ConnectionState, socket: Socket): void {
     // The connection went or is ending meanwhile (a refusal, the client's FIN): what was waiting is never served.
     if (socket.destroyed || socket.writableEnded) {
-      dropWaiting(state);
+      dropWaiting(state, socket);
       return;
     }
     const next = state.waiting.shift();
@@ -134,6 +146,7 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
       req.socket.pause();
     },
     busyConnections: () => busy,
+    turnOf: (socket) => connections.get(socket),
     idle: () => (busy === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     answerInTurn(socket, answer) {
       const state = stateOf(socket);

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { createAdminApp, type AdminAppOptions } from '../admin/admin-app.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { createAdminServer } from './admin-listener.ts';
-import { createClientErrorHandler, createConnectRefusal } from './client-error.ts';
+import { type ConnectionClosing, ownClientConnections } from './client-connections.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
 import type { AppMessages } from '../forks/app-messages.ts';
 import { createListenerServer, secureContextOf } from '../http/node-http.ts';
@@ -13,7 +13,6 @@ import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
 import { handshakeFailureReason, type ListenerCertificates, type ListenerRole, listenerTlsOptions } from './listener-tls.ts';
 import type { RequestTracker } from './request-tracker.ts';
 import { toOriginForm } from './request-target.ts';
-import { serveInTurn } from './serve-in-turn.ts';
 
 export interface RunningGateway {
   port: number;
@@ -31,8 +30,8 @@ export interface ListenableGateway {
   /** The classes the public listener makes requests and responses with (node:http's own when absent). */
   messageClasses?: AppMessages['classes'];
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
-  /** Told each time the admin listener closes a connection at its cap to admit another (counted). */
-  onAdminConnectionEvicted?: () => void;
+  /** Told each time a listener closes a connection to admit another at its cap, or for an answer its client stopped taking (counted). */
+  onConnectionClosed?: (listener: ListenerRole, reason: ConnectionClosing) => void;
   /** The certificate pairs of the listeners that speak TLS (src/server/listener-tls.ts); absent or empty: plain HTTP. */
   certificates?: ListenerCertificates;
   /** Told each client handshake a TLS listener did not complete (counted by reason). */
@@ -110,21 +109,25 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   // A reload's new pair is taken up by the listener's new connections (its open ones keep theirs).
   const publicTls = secureContextOf(publicServer);
   if (publicTls) gateway.certificates?.attach('listener', publicTls);
-  publicServer.maxConnections = config.listen.maxConnections;
-  const admission = serveInTurn(
+  const { onConnectionClosed } = gateway;
+  const connections = ownClientConnections(
+    publicServer,
     (req, res) => {
       // A keep-alive client would otherwise send its next request to a listener that is going away.
       if (drainable.draining()) res.setHeader('Connection', 'close');
       toOriginForm(req);
       gateway.handler(req, res);
     },
-    { maxQueuedPerConnection: config.listen.maxQueuedPerConnection },
+    {
+      maxConnections: config.listen.maxConnections,
+      maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
+      sendTimeoutMs: config.listen.sendTimeoutMs,
+      // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
+      requestEvents: ['request', 'checkContinue', 'checkExpectation'],
+      ...(onConnectionClosed ? { onClosed: (reason: ConnectionClosing) => onConnectionClosed('listener', reason) } : {}),
+    },
   );
-  const drainable = makeDrainable(publicServer, admission.idle);
-  // Expect: 100-continue and other expectations reach the app too, which decides before inviting a body.
-  for (const event of ['request', 'checkContinue', 'checkExpectation'] as const) publicServer.on(event, admission.listener);
-  publicServer.on('clientError', createClientErrorHandler(admission.answerInTurn));
-  publicServer.on('connect', createConnectRefusal(admission.answerInTurn));
+  const drainable = makeDrainable(publicServer, connections.idle);
   const adminServer = createAdminServer({
     app: createAdminApp({ ...gateway.admin, isAcceptingTraffic: () => accepting }),
     maxConnections: config.listen.adminMaxConnections,
@@ -132,7 +135,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     requestTimeoutMs: config.listen.adminRequestTimeoutMs,
     keepAliveTimeoutMs: config.listen.adminKeepAliveTimeoutMs,
     maxQueuedPerConnection: config.listen.maxQueuedPerConnection,
-    ...(gateway.onAdminConnectionEvicted ? { onEvicted: gateway.onAdminConnectionEvicted } : {}),
+    sendTimeoutMs: config.listen.sendTimeoutMs,
+    ...(onConnectionClosed ? { onClosed: (reason: ConnectionClosing) => onConnectionClosed('admin', reason) } : {}),
     ...(pairs.admin ? { tls: listenerTlsOptions(pairs.admin) } : {}),
   });
   const adminTls = secureContextOf(adminServer);

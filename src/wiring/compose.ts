@@ -88,8 +88,8 @@ export interface Gateway<S extends Stores = Stores> {
   messageClasses: AppMessages['classes'];
   tracker: RequestTracker;
   admin: Omit<AdminAppOptions, 'isAcceptingTraffic'>;
-  /** Counts the admin listener's connections closed at its cap (`admin_connections_evicted_total`). */
-  onAdminConnectionEvicted: () => void;
+  /** Counts the connections a listener closed at its cap or for an answer left untaken (`connections_evicted_total`). */
+  onConnectionClosed: GatewayMetrics['connectionClosed'];
   /** The TLS listeners' certificate pairs in force (none: both listeners speak plain HTTP). */
   certificates: ListenerCertificates;
   /** Counts a client handshake a TLS listener did not complete (`tls_handshake_failures_total`). */
@@ -287,7 +287,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       jwks: () => live.current.identity.jwks?.document(),
       onUnexpected: (error) => logger.error({ err: error }, 'unexpected error on the admin listener'),
     },
-    onAdminConnectionEvicted: metrics.adminConnectionEvicted,
+    onConnectionClosed: metrics.connectionClosed,
     certificates,
     onHandshakeFailed: metrics.tls.handshakeFailed,
     // A shutting-down gateway reloads nothing on its own: the watch stops as the drain begins.

@@ -52,31 +52,33 @@ describe('load shedding', () => {
 });
 
 describe('the connection cap', () => {
-  it('closes connections beyond listen.maxConnections while the open ones are served', async () => {
+  it('at listen.maxConnections closes the oldest connection with no request yet, admits the newcomer, and counts it', async () => {
     const { port } = await start({ listen: { maxConnections: 2 } }, (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]');
     });
     const open = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
     for (const socket of open) socket.on('error', () => undefined);
-    await Promise.all(open.map((socket) => new Promise((resolve) => socket.once('connect', resolve))));
-    const extra = connect(port, '127.0.0.1');
-    const closed = await new Promise<boolean>((resolve) => {
-      extra.once('close', () => resolve(true));
-      extra.once('error', () => resolve(true)); // reset by the listener: refused too
-      extra.once('data', () => resolve(false));
-      extra.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n');
-    });
-    expect(closed).toBe(true);
-    const answer = await new Promise<string>((resolve) => {
-      let text = '';
-      open[0]!.on('data', (chunk: Buffer) => {
-        text += chunk.toString('latin1');
-        if (text.includes('\r\n\r\n')) resolve(text);
+    for (const socket of open) await new Promise((resolve) => socket.once('connect', resolve));
+    const oldestClosed = new Promise((resolve) => open[0]!.once('close', resolve));
+    const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway!.apiKey}\r\n\r\n`;
+    const answerOn = (socket: Socket) =>
+      new Promise<string>((resolve) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          if (text.includes('\r\n\r\n')) resolve(text);
+        });
+        socket.write(request);
       });
-      open[0]!.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway!.apiKey}\r\n\r\n`);
-    });
-    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    for (const socket of open) socket.destroy();
+    const extra = connect(port, '127.0.0.1');
+    extra.on('error', () => undefined);
+    await new Promise((resolve) => extra.once('connect', resolve));
+    expect(await answerOn(extra)).toMatch(/^HTTP\/1\.1 200 /);
+    await oldestClosed;
+    expect(await answerOn(open[1]!)).toMatch(/^HTTP\/1\.1 200 /);
+    const evicted = seriesKey('petstore_gateway_connections_evicted_total', { environment: 'production', listener: 'listener', reason: 'slow_head' });
+    expect(parseExposition(await gateway!.scrape()).get(evicted)).toBe(1);
+    for (const socket of [...open, extra]) socket.destroy();
   });
 });
 
