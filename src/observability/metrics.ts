@@ -97,6 +97,8 @@ export interface ScrapedState {
   dependencies: ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
   /** The upstream pools' use, per version; absent, no pool gauges have series. */
   upstreamPools?: () => readonly UpstreamPoolReading[];
+  /** Redis's clock minus this replica's, in seconds (undefined: Redis did not answer); absent without Redis. */
+  clockSkew?: () => Promise<number | undefined>;
 }
 
 export interface GatewayMetrics {
@@ -372,6 +374,18 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       const results = await Promise.all(state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
       for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
     });
+    const { clockSkew } = state;
+    if (clockSkew !== undefined)
+      gauge(
+        'redis_clock_skew_seconds',
+        "Redis's clock (TIME) minus this replica's, read at scrape time; no sample while Redis does not answer.",
+        [],
+        async function collect() {
+          const skew = await clockSkew();
+          if (skew === undefined) this.reset();
+          else this.set({ environment }, skew);
+        },
+      );
     saturation.readPools(state.upstreamPools ?? (() => []));
   }
 
