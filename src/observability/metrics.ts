@@ -9,7 +9,7 @@ import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts'
 import { createTlsMetrics, type TlsMetrics } from './tls-metrics.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
-import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
+import { QUOTA_PERIODS, type QuotaPeriod } from '../limits/quota-periods.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
 import { boundCounter, type BoundCounter } from '../forks/bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';

@@ -23,8 +23,8 @@ import { registerTraceExportMetrics } from '../observability/trace-export-metric
 import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
-import { InProcessRateLimitStore } from '../policy/in-process-rate-limit-store.ts';
-import type { QuotaCountingStore } from '../policy/rate-limit.ts';
+import { InProcessRateLimitStore } from '../limits/in-process-rate-limit-store.ts';
+import type { QuotaCountingStore } from '../limits/rate-limit.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';

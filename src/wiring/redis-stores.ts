@@ -13,9 +13,9 @@ import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call
 import { RedisUsageStore } from '../observability/redis-usage-store.ts';
 import { followBrownouts, type BrownoutFollower } from '../policy/brownout-events.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
-import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
-import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
-import { reportStoreFailures } from '../policy/rate-limit-store-failure.ts';
+import { LocalFirstRateLimitStore } from '../limits/local-first-rate-limit-store.ts';
+import { RedisRateLimitStore } from '../limits/redis-rate-limit-store.ts';
+import { reportStoreFailures } from '../limits/rate-limit-store-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { createRedisClient, pingRedis, type RedisClient } from '../redis/connect.ts';
 
