@@ -26,6 +26,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/preflight.test.ts',
   'test/integration/prometheus.test.ts',
   'test/integration/rate-limit-replicas.test.ts',
+  'test/integration/redis-cluster-failover.test.ts',
   'test/integration/replicas.test.ts',
   'test/integration/rolling-restart.test.ts',
   'test/integration/start-up-errors.test.ts',

@@ -11,7 +11,7 @@ import { CONNECTION_CLOSINGS, type ConnectionClosing } from '../server/connectio
 import type { ListenerRole } from '../server/listener-tls.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
-import { QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
+import { QUOTA_PERIODS, type QuotaPeriod } from '../limits/quota-periods.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
 import { boundCounter, type BoundCounter } from '../forks/bound-series.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
@@ -99,6 +99,8 @@ export interface ScrapedState {
   dependencies: ReadonlyArray<{ name: string; check(): Promise<boolean> }>;
   /** The upstream pools' use, per version; absent, no pool gauges have series. */
   upstreamPools?: () => readonly UpstreamPoolReading[];
+  /** Redis's clock minus this replica's, in seconds (undefined: Redis did not answer); absent without Redis. */
+  clockSkew?: () => Promise<number | undefined>;
 }
 
 export interface GatewayMetrics {
@@ -380,6 +382,18 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       const results = await Promise.all(state.dependencies.map(async (dependency) => [dependency.name, await dependency.check().catch(() => false)] as const));
       for (const [dependency, up] of results) this.set({ dependency, environment }, up ? 1 : 0);
     });
+    const { clockSkew } = state;
+    if (clockSkew !== undefined)
+      gauge(
+        'redis_clock_skew_seconds',
+        "Redis's clock (TIME) minus this replica's, read at scrape time; no sample while Redis does not answer.",
+        [],
+        async function collect() {
+          const skew = await clockSkew();
+          if (skew === undefined) this.reset();
+          else this.set({ environment }, skew);
+        },
+      );
     saturation.readPools(state.upstreamPools ?? (() => []));
   }
 

@@ -1,7 +1,7 @@
 // Every replica's usage counts, added up in Redis: one script per flush, whatever the batch holds, each batch once.
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
-import { periodAt, QUOTA_PERIODS } from '../policy/quota-periods.ts';
+import { periodAt, QUOTA_PERIODS } from '../limits/quota-periods.ts';
 import type { Clock } from '../time/clock.ts';
 import { BATCH_ID_KEPT_MS } from './once-batches.ts';
 import { daysBetween } from './usage-report.ts';

@@ -1,7 +1,7 @@
 // Each consumer's calls per UTC day and operation: counted in process at completion, added to a shared store in batches.
 import type { Logger } from 'pino';
-import type { RateLimitFacts } from '../policy/rate-limit.ts';
-import { periodAt, QUOTA_PERIODS, type QuotaPeriod } from '../policy/quota-periods.ts';
+import type { RateLimitFacts } from '../limits/rate-limit.ts';
+import { periodAt, QUOTA_PERIODS, type QuotaPeriod } from '../limits/quota-periods.ts';
 import type { Clock } from '../time/clock.ts';
 import { onceBatches } from './once-batches.ts';
 import { periodicFlush } from './periodic-flush.ts';

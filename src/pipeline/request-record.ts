@@ -5,7 +5,7 @@ import type { AuthFacts } from '../auth/authenticate.ts';
 import type { Consumer } from '../auth/key-store.ts';
 import type { RouteSlice } from '../contract/operations.ts';
 import type { GatewayError } from '../errors/gateway-error.ts';
-import type { RateLimitFacts } from '../policy/rate-limit.ts';
+import type { RateLimitFacts } from '../limits/rate-limit.ts';
 import type { ExchangeFacts } from '../proxy/exchange.ts';
 import type { TraceSlice } from '../tracing/tracer.ts';
 

@@ -1,7 +1,7 @@
 // A traced request's spans, built from its record as it completes and described to an encoding (span-description.ts);
 // no span object is made for a stage (docs/decisions/0020-stages-record-facts.md).
 import type { AuthFacts } from '../auth/authenticate.ts';
-import type { RateLimitFacts, RateLimitOutcome } from '../policy/rate-limit.ts';
+import type { RateLimitFacts, RateLimitOutcome } from '../limits/rate-limit.ts';
 import type { ExchangeFacts, UpstreamOrigin } from '../proxy/exchange.ts';
 
 /** The wall clock's offset from the monotonic one, re-anchored every minute: durations monotonic, starts on the system clock (as the SDK). */

@@ -23,8 +23,8 @@ import { registerTraceExportMetrics } from '../observability/trace-export-metric
 import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
-import { InProcessRateLimitStore } from '../policy/in-process-rate-limit-store.ts';
-import type { QuotaCountingStore } from '../policy/rate-limit.ts';
+import { InProcessRateLimitStore } from '../limits/in-process-rate-limit-store.ts';
+import type { QuotaCountingStore } from '../limits/rate-limit.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
@@ -45,6 +45,8 @@ export interface Stores {
   rateLimitStore?: QuotaCountingStore;
   /** Readiness checks of the stores' dependencies (Redis): in /readyz and dependency_up. */
   checks: readonly ReadinessCheck[];
+  /** This replica's clock against the shared store's (Redis's TIME), in seconds: `redis_clock_skew_seconds`; absent without Redis. */
+  clockSkew?: () => Promise<number | undefined>;
   /** What this replica must have done before it is ready that is not a dependency's health (the pepper verified): in /readyz only. */
   conditions?: readonly ReadinessCheck[];
   /** Where the deprecation report's counts add up across replicas; absent, this process alone (in memory). */
@@ -252,7 +254,12 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
           },
         })
       : undefined;
-  metrics.readAtScrape({ inFlight: tracker.inFlight, dependencies: [...upstreamChecks, ...checks], upstreamPools: live.upstreamPools });
+  metrics.readAtScrape({
+    inFlight: tracker.inFlight,
+    dependencies: [...upstreamChecks, ...checks],
+    upstreamPools: live.upstreamPools,
+    ...(stores.clockSkew ? { clockSkew: stores.clockSkew } : {}),
+  });
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -342,6 +349,7 @@ export async function composeRedisGateway(
         deprecatedCalls: redis.deprecatedCalls,
         usage: redis.usage,
         checks: [redis.readiness],
+        clockSkew: () => redis.clockSkew.read(),
         conditions: [redis.pepper],
         close: redis.close,
       };

@@ -1,4 +1,5 @@
 // What the gateway keeps in Redis, wired together: keys (store, cache, events), rate-limit counters, brownouts, deprecated calls.
+import { type ClockSkewProbe, createClockSkewProbe } from '../redis/clock-skew.ts';
 import type { Logger } from 'pino';
 import type { ReadinessCheck } from '../admin/admin-app.ts';
 import { CachedKeyStore, type KeyCacheOptions } from '../auth/cached-key-store.ts';
@@ -12,9 +13,9 @@ import { RedisDeprecatedCallStore } from '../observability/redis-deprecated-call
 import { RedisUsageStore } from '../observability/redis-usage-store.ts';
 import { followBrownouts, type BrownoutFollower } from '../policy/brownout-events.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
-import { LocalFirstRateLimitStore } from '../policy/local-first-rate-limit-store.ts';
-import { RedisRateLimitStore } from '../policy/redis-rate-limit-store.ts';
-import { reportStoreFailures } from '../policy/rate-limit-store-failure.ts';
+import { LocalFirstRateLimitStore } from '../limits/local-first-rate-limit-store.ts';
+import { RedisRateLimitStore } from '../limits/redis-rate-limit-store.ts';
+import { reportStoreFailures } from '../limits/rate-limit-store-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { createRedisClient, pingRedis, type RedisClient } from '../redis/connect.ts';
 
@@ -48,6 +49,8 @@ export interface RedisStores {
   readiness: ReadinessCheck;
   /** Critical: this replica's pepper was verified against the keys' (a property of the replica, not of Redis's health). */
   pepper: ReadinessCheck;
+  /** This replica's clock against Redis's, read at scrape time (`redis_clock_skew_seconds`). */
+  clockSkew: ClockSkewProbe;
   /** The request-path connection, for what operators change through the admin API (keys, brownouts). */
   client: RedisClient;
   /** True while the request-path connection is up. */
@@ -177,6 +180,7 @@ export function createRedisStores(
       return followers?.brownouts;
     },
     readiness: { name: 'redis', critical: false, check: () => pingRedis(redis) },
+    clockSkew: createClockSkewProbe(redis, clock, logger),
     // Not verified before Redis first answered.
     pepper: { name: 'pepper', critical: true, check: async () => (followers ? followers.pepper.readiness.check() : false) },
     client: redis,

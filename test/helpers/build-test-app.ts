@@ -7,7 +7,7 @@ import type { KeyRecord, KeyStore } from '../../src/auth/key-store.ts';
 import { MemoryKeyStore } from '../../src/auth/memory-key-store.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
-import type { QuotaCountingStore } from '../../src/policy/rate-limit.ts';
+import type { QuotaCountingStore } from '../../src/limits/rate-limit.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';

@@ -1,9 +1,9 @@
 // Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RateLimitInfo } from 'express-rate-limit';
-import { quotaReadingOf } from '../../src/policy/limiter-channel.ts';
-import { LocalFirstRateLimitStore } from '../../src/policy/local-first-rate-limit-store.ts';
-import { RateLimitStoreUnavailableError } from '../../src/policy/rate-limit-store-failure.ts';
+import { quotaReadingOf } from '../../src/limits/limiter-channel.ts';
+import { LocalFirstRateLimitStore } from '../../src/limits/local-first-rate-limit-store.ts';
+import { RateLimitStoreUnavailableError } from '../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisKeyStore } from '../../src/auth/redis-key-store.ts';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
 import { RedisDeprecatedCallStore } from '../../src/observability/redis-deprecated-call-store.ts';
-import { RedisRateLimitStore } from '../../src/policy/redis-rate-limit-store.ts';
+import { RedisRateLimitStore } from '../../src/limits/redis-rate-limit-store.ts';
 import type { RedisCommandKind } from '../../src/redis/command-timing.ts';
 import type { RedisClient } from '../../src/redis/connect.ts';
 import { fixedClock } from '../../src/time/clock.ts';

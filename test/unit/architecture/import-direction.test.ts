@@ -80,13 +80,13 @@ describe('the layers of src/', () => {
     expect([...(layerGraph().get('forks') ?? [])]).toEqual([]);
   });
 
-  it('keep the stages (src/auth, src/policy, src/proxy) unaware of tracing: it reads their facts from the record', () => {
+  it('keep the stages (src/auth, src/policy, src/limits, src/proxy) unaware of tracing: it reads their facts from the record', () => {
     const graph = layerGraph();
-    expect(['auth', 'policy', 'proxy'].filter((stage) => graph.get(stage)?.has('tracing'))).toEqual([]);
+    expect(['auth', 'policy', 'limits', 'proxy'].filter((stage) => graph.get(stage)?.has('tracing'))).toEqual([]);
   });
 
   it('keep the listener edge (src/server) below the composition root: it imports neither wiring nor the pipeline stages', () => {
     const imports = layerGraph().get('server') ?? new Set();
-    expect([...imports].filter((layer) => ['wiring', 'app.ts', 'main.ts', 'proxy', 'policy', 'contract'].includes(layer))).toEqual([]);
+    expect([...imports].filter((layer) => ['wiring', 'app.ts', 'main.ts', 'proxy', 'policy', 'limits', 'contract'].includes(layer))).toEqual([]);
   });
 });

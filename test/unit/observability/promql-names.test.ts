@@ -8,7 +8,7 @@ import { alertQueries, dashboardQueries, substituteGrafanaVariables, type Query 
 
 async function exportedNames(): Promise<Set<string>> {
   const metrics = createMetrics({ environment: 'production', version: 't', sunsets: [] });
-  metrics.readAtScrape({ inFlight: () => 0, dependencies: [] });
+  metrics.readAtScrape({ inFlight: () => 0, dependencies: [], clockSkew: async () => 0 });
   // Registered beside the others by the gateway's wiring (src/wiring/compose.ts).
   registerTraceExportMetrics(metrics.registry, propagationOnly(), 'production');
   const names = new Set<string>();

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatTraceParent } from '../../../src/http/trace-context.ts';
 import { createRecord, type RequestRecord } from '../../../src/pipeline/request-record.ts';
-import type { RateLimitOutcome } from '../../../src/policy/rate-limit.ts';
+import type { RateLimitOutcome } from '../../../src/limits/rate-limit.ts';
 import { samplerFrom } from '../../../src/tracing/from-environment.ts';
 import { readableSpans } from '../../../src/tracing/readable-spans.ts';
 import type { RequestSpans } from '../../../src/tracing/request-spans.ts';

@@ -1,6 +1,6 @@
 // reportStoreFailures: every rate-limit store failure counted, an outage logged once per 10 s.
 import { describe, expect, it } from 'vitest';
-import { RateLimitStoreUnavailableError, reportStoreFailures } from '../../../src/policy/rate-limit-store-failure.ts';
+import { RateLimitStoreUnavailableError, reportStoreFailures } from '../../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../../src/time/clock.ts';
 
 const T = Date.parse('2026-11-22T12:00:00Z');

@@ -1,7 +1,7 @@
 // The arithmetic of quotas: UTC periods, how many of a batch are admitted, and what each request is told.
 import { describe, expect, it } from 'vitest';
-import { admittedOf, quotaCounterKey, quotaCounters, quotaSpecOf, readingAt } from '../../../src/policy/quota-count.ts';
-import { periodAt } from '../../../src/policy/quota-periods.ts';
+import { admittedOf, quotaCounterKey, quotaCounters, quotaSpecOf, readingAt } from '../../../src/limits/quota-count.ts';
+import { periodAt } from '../../../src/limits/quota-periods.ts';
 
 describe('periodAt', () => {
   it('names the UTC day and bounds it', () => {

@@ -6,9 +6,9 @@ import type { Operation } from '../../../src/contract/operations.ts';
 import { GatewayError } from '../../../src/errors/gateway-error.ts';
 import type { IncomingMessage } from 'node:http';
 import { createRecord } from '../../../src/pipeline/request-record.ts';
-import { QuotaDesk, type CountsQuotas } from '../../../src/policy/limiter-channel.ts';
-import { createRateLimit, type RateLimitOptions } from '../../../src/policy/rate-limit.ts';
-import { RateLimitStoreUnavailableError } from '../../../src/policy/rate-limit-store-failure.ts';
+import { QuotaDesk, type CountsQuotas } from '../../../src/limits/limiter-channel.ts';
+import { createRateLimit, type RateLimitOptions } from '../../../src/limits/rate-limit.ts';
+import { RateLimitStoreUnavailableError } from '../../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../../src/time/clock.ts';
 
 /** express-rate-limit's Store, counting in memory until it is told to fail. */

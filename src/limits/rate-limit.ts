@@ -59,7 +59,7 @@ export interface RateLimitFacts {
   quota: QuotaReading | undefined;
 }
 
-/** A store that counts the key's quotas with its window's hits (src/policy/limiter-channel.ts): every store of the gateway. */
+/** A store that counts the key's quotas with its window's hits (src/limits/limiter-channel.ts): every store of the gateway. */
 export type QuotaCountingStore = Store & CountsQuotas;
 
 /** A store that sends a Redis command for every hit before answering (exact): traced as a CLIENT `redis` span. */

@@ -2,7 +2,7 @@
 // a quota spec handed to the store beside the counter key, and the store's quota reading handed back with the count.
 //
 // The library asks the store with the counter key alone (`store.increment(key)`) and keeps only `totalHits` and
-// `resetTime` of the answer. Two behaviours of its middleware carry the rest, and test/unit/policy/limiter-channel.test.ts
+// `resetTime` of the answer. Two behaviours of its middleware carry the rest, and test/unit/limits/limiter-channel.test.ts
 // fails when either stops holding (an upgrade that changed them would otherwise count quotas wrongly, silently):
 // - `keyGenerator(req, res)` runs in the same event-loop turn as, and just before, `store.increment` of the key it
 //   returned: a spec left under that key is there when the store looks;

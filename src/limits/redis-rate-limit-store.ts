@@ -27,7 +27,7 @@ return {hits, ttl}
  * The same, and the key's quota counters (KEYS[1 + q], its limit ARGV[2 + 2q], its expiry ARGV[3 + 2q]) in the same
  * round trip: the batch's requests within the window's limit (ARGV[3]) take quota, in order, while every quota has
  * room; the others take none. Answers the window's total and expiry, how many were admitted, and each quota's use
- * before the batch: the gateway then tells each request what it got (src/policy/quota-count.ts, the same arithmetic).
+ * before the batch: the gateway then tells each request what it got (src/limits/quota-count.ts, the same arithmetic).
  */
 const INCREMENT_WITH_QUOTAS = `
 local batch = tonumber(ARGV[2])
@@ -62,7 +62,7 @@ type RedisWithIncrement = RedisClient & {
 
 export interface RedisRateLimitStoreOptions {
   prefix: string;
-  /** Of the quota counters (src/policy/quota-count.ts names them), kept apart from the window counters; `prefix` + `quota:` when absent. */
+  /** Of the quota counters (src/limits/quota-count.ts names them), kept apart from the window counters; `prefix` + `quota:` when absent. */
   quotaPrefix?: string;
   clock: Clock;
   /** Told how each batch's command went (the Redis command metrics): one per key per event-loop turn, not one per request. */

@@ -4,9 +4,9 @@ import express from 'express';
 import { type ClientRateLimitInfo, rateLimit, type RateLimitInfo, type Store } from 'express-rate-limit';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { QuotaDesk, quotaReadingOf, windowEndWithQuota } from '../../../src/policy/limiter-channel.ts';
-import type { QuotaSpec } from '../../../src/policy/quota-count.ts';
-import type { QuotaReading } from '../../../src/policy/quota-periods.ts';
+import { QuotaDesk, quotaReadingOf, windowEndWithQuota } from '../../../src/limits/limiter-channel.ts';
+import type { QuotaSpec } from '../../../src/limits/quota-count.ts';
+import type { QuotaReading } from '../../../src/limits/quota-periods.ts';
 
 /** Answers each increment with the spec it found on the desk, as a reading of its own. */
 class SpecEchoStore implements Store {
