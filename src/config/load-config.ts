@@ -44,6 +44,7 @@ export const ENV_KEYS = {
   CORS_ALLOWED_ORIGINS: ['cors', 'allowedOrigins', RUNNING_ENVIRONMENT],
   CONTRACT_RESPONSES: ['contractResponses', RUNNING_ENVIRONMENT, 'mode'],
   CONTRACT_RESPONSES_SAMPLE: ['contractResponses', RUNNING_ENVIRONMENT, 'sample'],
+  CONTRACT_RESPONSES_DEFAULT_COVERS: ['contractResponses', 'defaultCovers'],
   TLS_CERT_FILE: ['listen', 'tls', 'certFile'],
   TLS_KEY_FILE: ['listen', 'tls', 'keyFile'],
   ADMIN_TLS_CERT_FILE: ['listen', 'adminTls', 'certFile'],

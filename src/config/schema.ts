@@ -254,6 +254,11 @@ export const configSchema = z
         production: contractResponseChecks('report', 0.02),
         staging: contractResponseChecks('enforce', 1),
         maxBodyBytes: z.coerce.number().int().positive().max(16_777_216).default(262_144),
+        /**
+         * What a response keyed `default` covers: `all` statuses (OpenAPI's reading), or `errors` only (4xx, 5xx), so that an
+         * undeclared 2xx, 3xx or 304 is `undeclared_status`. Unset: `errors` where the mode is `enforce`, `all` under `report`.
+         */
+        defaultCovers: z.enum(['all', 'errors']).optional(),
       })
       .strict()
       .prefault({}),

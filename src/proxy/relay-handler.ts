@@ -187,6 +187,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       (name) => headers[name] !== undefined || res.hasHeader(name),
       typeof contentType === 'string' ? contentType : contentType?.[0],
       hasBody,
+      check.defaultCoversErrorsOnly,
     );
     if (head.violation !== undefined) {
       this.verdict = violation(check, head.violation);

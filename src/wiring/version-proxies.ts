@@ -23,6 +23,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
   const answerCheckFor = createAnswerChecks({
     ...config.contractResponses[config.environment],
     maxBodyBytes: config.contractResponses.maxBodyBytes,
+    defaultCovers: config.contractResponses.defaultCovers,
   });
   return versions.map(({ contract, source }) => ({
     contract,
