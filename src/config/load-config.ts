@@ -18,6 +18,7 @@ export const ENV_KEYS = {
   UPSTREAM_URL: ['upstreamUrl'],
   UPSTREAM_TIMEOUT_MS: ['upstream', 'timeoutMs'],
   UPSTREAM_REQUEST_ID_ECHO: ['upstream', 'requestIdEcho'],
+  UPSTREAM_HTTP2: ['upstream', 'http2'],
   LOG_LEVEL: ['logging', 'level'],
   REDIS_URL: ['redis', 'url'],
   REDIS_SENTINELS: ['redis', 'sentinels'],

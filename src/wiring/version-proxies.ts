@@ -35,6 +35,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
       requestIdEcho: config.upstream.requestIdEcho,
+      http2: config.upstream.http2,
       tls: options.upstreamTls.connect,
       onServerCertificate: options.onServerCertificate,
       breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),
