@@ -89,7 +89,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, relayOptions, request, { resolve, reject, onSettled: settled, record });
+      const handler = new RelayHandler(res, relayOptions, request, resolve, reject, settled, record);
       pool.dispatch(
         {
           method: request.method,
