@@ -211,6 +211,12 @@ export const configSchema = z
          * refused from the first). Refused answers are 502 upstream_answer_mismatch, their connection closed.
          */
         requestIdEcho: z.enum(['off', 'auto', 'required']).default('auto'),
+        /**
+         * Offer HTTP/2 to an https:// backend (ALPN, undici's allowH2): one that chooses it answers each request on a stream of its
+         * own, so an answer cannot be read as another request's. HTTP/1.1 stays the answer to a backend that does not choose h2;
+         * no effect on an http:// backend (no h2c).
+         */
+        http2: z.union([z.boolean(), z.stringbool()]).default(false),
         circuitBreaker: z
           .object({
             /** Consecutive failed exchanges that open the circuit (then 503 upstream_unavailable at once). */
@@ -263,6 +269,11 @@ export const configSchema = z
         production: contractResponseChecks('report', 0.02),
         staging: contractResponseChecks('enforce', 1),
         maxBodyBytes: z.coerce.number().int().positive().max(16_777_216).default(262_144),
+        /**
+         * What a response keyed `default` covers: `all` statuses (OpenAPI's reading), or `errors` only (4xx, 5xx), so that an
+         * undeclared 2xx, 3xx or 304 is `undeclared_status`. Unset: `errors` where the mode is `enforce`, `all` under `report`.
+         */
+        defaultCovers: z.enum(['all', 'errors']).optional(),
       })
       .strict()
       .prefault({}),

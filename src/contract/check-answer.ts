@@ -49,10 +49,13 @@ export const NESTED_TOO_DEEP = 'too_deep';
 /** Longest pointer a violation carries: the member names of a deeply nested answer are not worth a long log line. */
 const MAX_POINTER_LENGTH = 200;
 
+const UNDECLARED_STATUS: HeadVerdict = { violation: { kind: 'undeclared_status', response: undefined, pointer: '', keyword: 'responses' } };
+
 /**
  * Checks what the head of an answer shows. `present(name)` says whether the answer the client gets carries a header (the
  * backend's, or one the gateway set itself such as X-Request-Id or Deprecation). `hasBody` is false for HEAD and bodiless
- * statuses: they are checked for status and headers only.
+ * statuses: they are checked for status and headers only. A status outside 100-599 is no HTTP status: never covered, not even by
+ * `default`; with `defaultCoversErrorsOnly`, `default` covers 4xx and 5xx only, so a success nothing else declares is undeclared.
  */
 export function checkAnswerHead(
   responses: DeclaredResponses,
@@ -60,9 +63,11 @@ export function checkAnswerHead(
   present: (name: string) => boolean,
   contentType: string | undefined,
   hasBody: boolean,
+  defaultCoversErrorsOnly = false,
 ): HeadVerdict {
+  if (status < 100 || status > 599) return UNDECLARED_STATUS;
   const declared = responses.for(status);
-  if (declared === undefined) return { violation: { kind: 'undeclared_status', response: undefined, pointer: '', keyword: 'responses' } };
+  if (declared === undefined || (defaultCoversErrorsOnly && status < 400 && declared.key === 'default')) return UNDECLARED_STATUS;
   for (const name of declared.requiredHeaders) {
     if (!present(name)) return { violation: { kind: 'missing_header', response: declared.key, pointer: '', keyword: 'required', header: name } };
   }

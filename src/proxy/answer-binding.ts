@@ -6,22 +6,27 @@
 export type RequestIdEcho = 'off' | 'auto' | 'required';
 export const REQUEST_ID_ECHO_MODES: readonly RequestIdEcho[] = ['off', 'auto', 'required'];
 
-/** Given the id sent and the answer's X-Request-Id field: true when the answer may be the request's. */
-export type AnswerBinding = (sent: string, answered: string | string[] | undefined) => boolean;
+/** One upstream's binding: whether an answer without the id is refused (`required`, or `auto` once the backend has echoed one). */
+export interface AnswerBinding {
+  echoes: boolean;
+}
 
 /**
- * One upstream's binding, undefined under `off` (nothing to run per answer). Under `auto` it learns, from the first answer that echoes
- * its id, that this backend echoes: from then on an answer without one is refused too. A string compare per answer.
+ * One upstream's binding, undefined under `off` (nothing to look at per answer). Under `auto` it learns, from the first answer that
+ * echoes its id, that this backend echoes: from then on an answer without one is refused too.
  */
 export function createAnswerBinding(mode: RequestIdEcho): AnswerBinding | undefined {
-  if (mode === 'off') return undefined;
-  let echoes = mode === 'required';
-  return function bound(sent, answered) {
-    if (answered === sent) {
-      echoes = true;
-      return true;
-    }
-    // Another id, the field twice (an array), or no id from a backend known to echo.
-    return answered === undefined && !echoes;
-  };
+  return mode === 'off' ? undefined : { echoes: mode === 'required' };
+}
+
+/**
+ * Whether an answer whose X-Request-Id field is `answered` may be the request sent with `sent`: a string compare, and the lesson
+ * learnt when it matches. Another id, the field twice (an array), or no id from a backend known to echo: not the request's.
+ */
+export function boundToRequest(binding: AnswerBinding, sent: string, answered: string | string[] | undefined): boolean {
+  if (answered === sent) {
+    binding.echoes = true;
+    return true;
+  }
+  return answered === undefined && !binding.echoes;
 }

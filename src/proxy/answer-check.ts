@@ -13,6 +13,8 @@ export interface AnswerCheck {
   headOnly: boolean;
   /** Larger bodies (decoded) are relayed unchecked. */
   maxBodyBytes: number;
+  /** A response keyed `default` covers error statuses only: an undeclared 2xx, 3xx or 304 is `undeclared_status`. */
+  defaultCoversErrorsOnly: boolean;
 }
 
 /**
@@ -40,6 +42,8 @@ export interface AnswerCheckSettings {
   /** The share of answers `report` checks, 0 to 1. */
   sample: number;
   maxBodyBytes: number;
+  /** What `default` covers (config `contractResponses.defaultCovers`); unset: `errors` under enforce, `all` under report. */
+  defaultCovers?: 'all' | 'errors' | undefined;
 }
 
 /** Decides per request whether and how its answer is checked; `random` draws the report mode's sample. */
@@ -51,9 +55,10 @@ export function createAnswerChecks(
   if (mode === 'off' || (mode === 'report' && sample === 0)) return () => undefined;
   const enforce = mode === 'enforce';
   const everyOne = enforce || sample >= 1;
+  const defaultCoversErrorsOnly = (settings.defaultCovers ?? (enforce ? 'errors' : 'all')) === 'errors';
   return function answerCheckFor(operation, method) {
     if (!everyOne && random() >= sample) return undefined;
-    return { enforce, operation, headOnly: method === 'HEAD', maxBodyBytes };
+    return { enforce, operation, headOnly: method === 'HEAD', maxBodyBytes, defaultCoversErrorsOnly };
   };
 }
 

@@ -21,6 +21,8 @@ export interface UpstreamOptions {
   maxSockets: number;
   /** What connections to an https:// upstream are made with (readUpstreamTls); absent: Node's defaults. Unused for http://. */
   tls?: UpstreamTlsOptions;
+  /** Offer HTTP/2 over TLS (ALPN) to an https:// upstream (config `upstream.http2`); absent: HTTP/1.1 only. */
+  http2?: boolean;
   /** Whether an answer must carry the X-Request-Id sent with its request (config `upstream.requestIdEcho`); absent: `auto`. */
   requestIdEcho?: RequestIdEcho;
   /** Told the notAfter of the certificate an https:// upstream presents on each new connection (the expiry metric). */

@@ -26,12 +26,12 @@ export type {
 
 /**
  * For an https:// upstream: undici's own connector with the configured TLS, telling `onServerCertificate` what each new
- * connection's peer presented. HTTP/1.1 only: the relay (headers, framing, the answer check) is written for it, and an
- * upstream that offers h2 through ALPN would otherwise be spoken to in h2.
+ * connection's peer presented. HTTP/2 is offered through ALPN only when `upstream.http2` says so: each answer then has a stream
+ * of its own, and a stray response has nowhere to go; otherwise HTTP/1.1 alone.
  */
 function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts): buildConnector.connector {
   // Verification asked for last, whatever `tls` holds: NODE_TLS_REJECT_UNAUTHORIZED=0 would otherwise switch it off.
-  const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: false, rejectUnauthorized: true });
+  const connect = buildConnector({ ...options.tls, timeout: options.connectTimeoutMs, allowH2: options.http2 === true, rejectUnauthorized: true });
   const seen = options.onServerCertificate;
   // undici names the server from each request's Host header, and that name goes before the connector's option: the configured one replaces it here.
   const servername = options.tls?.servername;
@@ -62,7 +62,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
-    allowH2: false,
+    allowH2: options.http2 === true && target.protocol === 'https:',
     ...(target.protocol === 'https:' ? { connect: tlsConnector(target, options, alerts) } : {}),
     // The upstream's silences are timed by RelayHandler's native timer, which dies young: undici's "fast timers"
     // live until its sweep every half second, so each request's timer was promoted into the old generation.
@@ -89,7 +89,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, relayOptions, request, { resolve, reject, onSettled: settled, record });
+      const handler = new RelayHandler(res, relayOptions, request, resolve, reject, settled, record);
       pool.dispatch(
         {
           method: request.method,

@@ -5,7 +5,7 @@ import { type BodyRule, checkAnswerHead } from '../contract/check-answer.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { sendRefusal } from '../errors/send-error.ts';
 import { type AnswerCheck, type AnswerVerdict, checkBody, refusedUnderEnforce, TOO_LARGE, VALID, violation } from './answer-check.ts';
-import type { AnswerBinding } from './answer-binding.ts';
+import { type AnswerBinding, boundToRequest } from './answer-binding.ts';
 import type { ExchangeFacts, ExchangeObserver, ExchangeOutcome, UpstreamOptions, UpstreamRequest } from './exchange-types.ts';
 import { classifyUpstreamFailure, describeUpstreamFailure, UpstreamFailure } from './upstream-failure.ts';
 import {
@@ -36,14 +36,6 @@ export type RelayOptions = Pick<UpstreamOptions, 'idleTimeoutMs' | 'totalTimeout
   /** Whether an answer is the request's, by its X-Request-Id; undefined: not looked at (`upstream.requestIdEcho: off`). */
   answerBinding?: AnswerBinding | undefined;
 };
-
-/** Where the exchange's end is told: its promise, the record's slice, and the record itself (for the Error the relay answers with). */
-export interface RelaySettlement {
-  resolve: (outcome: ExchangeOutcome) => void;
-  reject: (failure: UpstreamFailure) => void;
-  onSettled?: ExchangeObserver | undefined;
-  record?: Pick<ExchangeFacts, 'error'> | undefined;
-}
 
 /** One exchange: success answers stream to the client as they come; error answers are read first (see answerUpstreamError). */
 export class RelayHandler implements Dispatcher.DispatchHandler {
@@ -102,14 +94,19 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     res: ServerResponse,
     { idleTimeoutMs, totalTimeoutMs, explainFailure, answerBinding }: RelayOptions,
     request: Pick<UpstreamRequest, 'relay' | 'check' | 'headers'>,
-    { resolve, reject, onSettled, record }: RelaySettlement,
+    resolve: (outcome: ExchangeOutcome) => void,
+    reject: (failure: UpstreamFailure) => void,
+    onSettled?: ExchangeObserver,
+    /** Where an Error the relay answers with is written (its `error`), for the access line, metrics and span. */
+    record?: Pick<ExchangeFacts, 'error'>,
   ) {
     this.record = record;
     this.res = res;
     this.relay = request.relay;
     this.check = request.check;
     this.answerBinding = answerBinding;
-    this.sentId = String(request.headers['x-request-id']);
+    // The proxy stage always sets it (upstreamHeaders), as a string.
+    this.sentId = request.headers['x-request-id'] as string;
     this.resolve = resolve;
     this.reject = reject;
     this.onSettled = onSettled;
@@ -147,7 +144,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
     this.idleTimer?.refresh();
     // 1xx answers are interim (RFC 9110 §15.2): the final one follows.
     if (statusCode < 200) return;
-    if (this.answerBinding !== undefined && !this.answerBinding(this.sentId, headers['x-request-id'])) {
+    if (this.answerBinding !== undefined && !boundToRequest(this.answerBinding, this.sentId, headers['x-request-id'])) {
       // Made for another request (a stray the backend wrote after an earlier answer): none of it is relayed, and the abort
       // closes the connection, on which every later answer would be one request late.
       this.fail(new UpstreamFailure('answer_mismatch', 'the answer carried an X-Request-Id other than the one sent, or none'));
@@ -187,6 +184,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       (name) => headers[name] !== undefined || res.hasHeader(name),
       typeof contentType === 'string' ? contentType : contentType?.[0],
       hasBody,
+      check.defaultCoversErrorsOnly,
     );
     if (head.violation !== undefined) {
       this.verdict = violation(check, head.violation);
@@ -215,7 +213,9 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
   }
 
   /** The relay's one way to answer with an Error of its own: through sendRefusal, so the record carries its code. */
-  private readonly refuse = (error: GatewayError): void => sendRefusal(this.res, this.record, error);
+  private refuse(error: GatewayError): void {
+    sendRefusal(this.res, this.record, error);
+  }
 
   /**
    * A 204 or 304 has no body, so nothing frames bytes a backend might wrongly write after it: they would be read as the answer to
@@ -277,7 +277,7 @@ export class RelayHandler implements Dispatcher.DispatchHandler {
       }
       this.answered = true;
       // Written before the record is given its slice (in succeed), so the count is on it.
-      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay, this.refuse);
+      this.headersDropped = answerUpstreamError(status, this.headers, body, res, this.relay, (error) => this.refuse(error));
       this.succeed({ status });
       return;
     }

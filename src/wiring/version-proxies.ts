@@ -23,6 +23,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
   const answerCheckFor = createAnswerChecks({
     ...config.contractResponses[config.environment],
     maxBodyBytes: config.contractResponses.maxBodyBytes,
+    defaultCovers: config.contractResponses.defaultCovers,
   });
   return versions.map(({ contract, source }) => ({
     contract,
@@ -34,6 +35,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       totalTimeoutMs: config.upstream.totalTimeoutMs,
       maxSockets: config.upstream.maxSockets,
       requestIdEcho: config.upstream.requestIdEcho,
+      http2: config.upstream.http2,
       tls: options.upstreamTls.connect,
       onServerCertificate: options.onServerCertificate,
       breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),

@@ -67,9 +67,11 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     const declared = behaviour.lie === 'shorter' ? body.length - 4 : behaviour.lie === 'longer' ? body.length + 10 : body.length;
     framing = `Content-Length: ${declared}\r\n`;
   }
+  const id = behaviour.answerId === 'echo' ? `X-Request-Id: ${tag}\r\n` : behaviour.answerId === 'wrong' ? 'X-Request-Id: someone-else-0000\r\n' : '';
   const head =
     `HTTP/1.1 ${status} ${REASONS[status] ?? 'Whatever'}\r\n` +
     `Content-Type: ${contentType}\r\n` +
+    id +
     fields +
     framing +
     `Connection: ${behaviour.connectionClose ? 'close' : 'keep-alive'}\r\n\r\n`;
@@ -104,6 +106,6 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   return {
     parts,
     after: ends ? 'end' : 'keep',
-    ...(noBody && behaviour.late && !ends ? { late: { bytes: strayResponse(tag), ms: behaviour.lateMs } } : {}),
+    ...(((noBody && behaviour.late) || behaviour.strayAfter === true) && !ends ? { late: { bytes: strayResponse(tag), ms: behaviour.lateMs } } : {}),
   };
 }

@@ -17,16 +17,33 @@ export function stallsIn(edgeCase: EdgeCase): boolean {
   return Object.values(edgeCase.upstream).some((b) => b.headDelayMs > timeoutMs || b.bodyDelayMs > timeoutMs);
 }
 
-/** Where each tag the upstream received went: its connection, and whether a later request followed it there. */
-export function upstreamPlaces(connections: readonly UpstreamConnection[]): Map<string, { connection: number; followed: boolean }> {
-  const places = new Map<string, { connection: number; followed: boolean }>();
+/** Where each tag the upstream received went: its connection, whether a later request followed it there, and the one before it. */
+export function upstreamPlaces(connections: readonly UpstreamConnection[]): Map<string, { connection: number; followed: boolean; previous?: string }> {
+  const places = new Map<string, { connection: number; followed: boolean; previous?: string }>();
   connections.forEach((connection, c) => {
     connection.requests.forEach((request, r) => {
       const tag = request.headers['x-request-id'];
-      if (tag !== undefined) places.set(tag, { connection: c, followed: r < connection.requests.length - 1 });
+      const previous = r > 0 ? connection.requests[r - 1]!.headers['x-request-id'] : undefined;
+      if (tag !== undefined) places.set(tag, { connection: c, followed: r < connection.requests.length - 1, ...(previous === undefined ? {} : { previous }) });
     });
   });
   return places;
+}
+
+/**
+ * Whether the gateway must refuse the answer written for `behaviour` as made for another request (502 upstream_answer_mismatch):
+ * under `required`, any answer not echoing the id; otherwise one carrying another request's.
+ */
+export function mismatched(edgeCase: EdgeCase, behaviour: UpstreamBehaviour): boolean {
+  if (edgeCase.gateway.requestIdEcho === 'off') return false;
+  const id = behaviour.answerId ?? 'missing';
+  return edgeCase.gateway.requestIdEcho === 'required' ? id !== 'echo' : id === 'wrong';
+}
+
+/** Whether the request tagged `tag` followed, on its upstream connection, an answer after which the upstream wrote a stray response. */
+export function afterStray(edgeCase: EdgeCase, places: ReturnType<typeof upstreamPlaces>, tag: string): boolean {
+  const previous = places.get(tag)?.previous;
+  return previous !== undefined && edgeCase.upstream[previous]?.strayAfter === true;
 }
 
 /** The behaviour in a few words, for a violation's message. */
@@ -37,6 +54,8 @@ export function describe(behaviour: UpstreamBehaviour): string {
   if (behaviour.closeMidBody) parts.push('cut mid-body');
   if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
   if (behaviour.framing === 'chunked') parts.push('chunked');
+  if (behaviour.answerId !== undefined && behaviour.answerId !== 'echo') parts.push(`X-Request-Id ${behaviour.answerId}`);
+  if (behaviour.strayAfter === true) parts.push('a stray response after it');
   if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
   return parts.join(', ');
 }

@@ -15,7 +15,15 @@ const settings: fc.Arbitrary<GatewaySettings> = fc.record({
   contractMode: fc.constantFrom('off' as const, 'report' as const, 'enforce' as const),
   // One case in three serves listPets without `default`: the statuses it leaves out are then undeclared.
   document: fc.oneof({ weight: 2, arbitrary: fc.constant('v1' as const) }, { weight: 1, arbitrary: fc.constant('listPets-without-default' as const) }),
+  // The harness's upstream echoes X-Request-Id but where a behaviour says otherwise: every answer without the right one is refused.
+  requestIdEcho: fc.constant('required' as const),
 });
+
+/**
+ * Under enforce, `default` covers error statuses only (contractResponses.defaultCovers unset): the proxied operations declare their
+ * own success status (200, 201) and `default`, so a 204 or 304 is undeclared there.
+ */
+const DECLARED_UNDER_ENFORCE: ReadonlySet<number> = new Set([200, 201, ...Array.from({ length: 200 }, (_, at) => 400 + at)]);
 
 /** Whether `request` is a listPets one (HEAD is served as GET): under the variant document, its statuses but a few are undeclared. */
 const isListPets = (request: SentRequest) => (request.method === 'GET' || request.method === 'HEAD') && request.target.split('?')[0] === '/v1/pets';
@@ -32,7 +40,12 @@ const casesOf = (clients: fc.Arbitrary<ClientSpec>): fc.Arbitrary<EdgeCase> =>
       const upstream: Record<string, UpstreamBehaviour> = {};
       for (const [c, script] of scripts.entries()) {
         for (const [r, request] of script.requests.entries()) {
-          const declared = gateway.document === 'listPets-without-default' && isListPets(request) ? LIST_PETS_DECLARED : undefined;
+          const declared =
+            gateway.document === 'listPets-without-default' && isListPets(request)
+              ? LIST_PETS_DECLARED
+              : gateway.contractMode === 'enforce'
+                ? DECLARED_UNDER_ENFORCE
+                : undefined;
           upstream[request.tag] = toBehaviour(clients[c]![1][r]!, request.method, gateway.timeoutMs, declared);
         }
       }

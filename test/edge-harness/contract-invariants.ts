@@ -9,7 +9,7 @@
 import type { ClientOutcome } from './client-driver.ts';
 import { closesConnection, isErrorBody } from './client-invariants.ts';
 import { answerContent } from './contract-bodies.ts';
-import { describe, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
+import { afterStray, describe, mismatched, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
 import { type ContractMode, type EdgeCase, PLAIN_ANSWER, type SentRequest, type UpstreamBehaviour } from './script.ts';
@@ -51,6 +51,8 @@ export function checkContract(
       const request = whole[i];
       if (request === undefined || !places.has(request.tag)) return;
       const behaviour = edgeCase.upstream[request.tag] ?? PLAIN_ANSWER;
+      // Refused as made for another request (its id, or a stray read in its place): invariant d's, not the contract's.
+      if (mismatched(edgeCase, behaviour) || afterStray(edgeCase, places, request.tag)) return;
       const context = { mode, behaviour, request, response, stalls, reach: reach(behaviour, timeoutMs) };
       const problem = mode === 'enforce' && behaviour.contract !== 'on' ? offContractRelayed(context) : notAsWritten(context);
       if (problem !== undefined) flag(`the answer to ${request.tag} (${describe(behaviour)}) ${problem}`);

@@ -50,6 +50,7 @@ export function harnessConfig(
         connectTimeoutMs: 500,
         // High enough not to dominate; a 503 it causes is still a valid answer.
         circuitBreaker: { failureThreshold: 50, openMs: 1000 },
+        ...(settings.requestIdEcho === undefined ? {} : { requestIdEcho: settings.requestIdEcho }),
       },
       rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
       cors: { allowedOrigins: { production: [HARNESS_ORIGIN] } },

@@ -140,6 +140,16 @@ export interface UpstreamBehaviour {
    * this long, whichever is first (below the idle timeout, so a gateway that holds the answer is not timed out for it).
    */
   trickleMs?: number;
+  /**
+   * The answer's X-Request-Id: the one the gateway sent (`echo`), none (`missing`), or another request's (`wrong`). Absent in
+   * fixtures written before the gateway bound answers to requests: none.
+   */
+  answerId?: 'echo' | 'missing' | 'wrong';
+  /**
+   * After any answer that keeps its connection: a stray complete response without X-Request-Id, owed like `late` (written when
+   * the next request arrives on the connection, or after `lateMs`). The next request there would read it as its own answer.
+   */
+  strayAfter?: boolean;
   /** How the answer departs from the interface document (see contract-bodies.ts); absent: the on-contract tagged answer. */
   offContract?: OffContractKind;
   /**
@@ -182,6 +192,8 @@ export interface GatewaySettings {
   contractMode?: ContractMode;
   /** The interface document served (documents.ts); absent: the project's. */
   document?: HarnessDocument;
+  /** `upstream.requestIdEcho`; absent (fixtures from before): the configuration's default, `auto`. */
+  requestIdEcho?: 'off' | 'auto' | 'required';
 }
 
 export interface EdgeCase {
@@ -205,5 +217,6 @@ export const PLAIN_ANSWER: UpstreamBehaviour = {
   extraSameWrite: false,
   late: false,
   lateMs: 0,
+  answerId: 'echo',
   contract: 'on',
 };

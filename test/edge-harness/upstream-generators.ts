@@ -3,10 +3,11 @@
 // What is generated is a buggy backend, never an adversarially timed one. Bytes written LATE, after a
 // complete answer, are generated only after answers that by protocol have no body (HEAD, 204, 304),
 // where a backend that writes a body anyway is a known kind of bug the gateway can guard against (by not
-// reusing that connection). After any other complete, correctly framed answer, a response written later,
-// once the gateway may already have sent the next request on that connection, is indistinguishable from
-// the answer to that request (HTTP/1.1 answers carry no request id), so no gateway could hold invariant a
-// against it. Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
+// reusing that connection). After any other complete, correctly framed answer, a stray response written
+// later (`strayAfter`), once the gateway may already have sent the next request on that connection, would
+// be indistinguishable from the answer to that request but for X-Request-Id: the upstream echoes it (but
+// where `answerId` says otherwise), the gateway requires it (`upstream.requestIdEcho: required`), and the
+// stray carries none, so a gateway that relays it breaks invariant a. Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
 // are generated for every answer: they arrive before the gateway can have sent anything else on that
 // connection, so a gateway that reads them as the next answer is at fault.
 //
@@ -79,6 +80,13 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   extraSameWrite: rare(6),
   trickle: rare(12),
   late: rare(40),
+  // Mostly echoed, as backends are asked to; sometimes missing or another request's, which the gateway must refuse.
+  answerId: fc.oneof(
+    { weight: 20, arbitrary: fc.constant('echo' as const) },
+    { weight: 1, arbitrary: fc.constant('missing' as const) },
+    { weight: 1, arbitrary: fc.constant('wrong' as const) },
+  ),
+  strayAfter: rare(8),
   lateMs: fc.integer({ min: 20, max: 120 }),
   transferCoding: fc.oneof(
     { weight: 24, arbitrary: fc.constant(undefined) },

@@ -1,6 +1,9 @@
 // Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key;
 // each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one;
-// an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error.
+// an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error; an answer made
+// for another request (its X-Request-Id, or a stray the upstream wrote after the answer before) ends its connection and reaches its
+// client as 502 upstream_answer_mismatch, never as the upstream's status or body.
+import { afterStray, mismatched, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived } from './response-parser.ts';
@@ -55,6 +58,42 @@ function checkUnrelayableCodings(
   });
 }
 
+/** The answers made for another request: each one the client received whole is the 502 upstream_answer_mismatch, none of the upstream's. */
+function checkAnswerBinding(
+  edgeCase: EdgeCase,
+  clients: ClientOutcome[],
+  connections: UpstreamConnection[],
+  flag: (detail: string, client?: number) => void,
+): void {
+  const places = upstreamPlaces(connections);
+  const stalls = stallsIn(edgeCase);
+  const refused = (tag: string) => {
+    const behaviour = edgeCase.upstream[tag];
+    if (behaviour === undefined || !places.has(tag)) return false;
+    if (afterStray(edgeCase, places, tag)) return true;
+    return mismatched(edgeCase, behaviour) && reach(behaviour, edgeCase.gateway.timeoutMs).head;
+  };
+  edgeCase.clients.forEach((script, client) => {
+    const outcome = clients[client]!;
+    const whole = script.requests.filter((request) => request.end <= outcome.written);
+    const stream = parseReceived(outcome.received, (i) => whole[i]?.method === 'HEAD', outcome.end !== 'done');
+    stream.responses.forEach((response, i) => {
+      const request = whole[i];
+      if (request === undefined || !response.complete || !refused(request.tag)) return;
+      const isMismatch = response.status === 502 && (request.method === 'HEAD' || response.body.includes('"code":"upstream_answer_mismatch"'));
+      // Anything queued behind a stall may meet a total timeout first: a gateway Error then, but never the upstream's answer.
+      const gatewayError = (response.status === 502 || response.status === 504) && (request.method === 'HEAD' || /"status":50[24]/.test(response.body));
+      if (!isMismatch && !(stalls && gatewayError))
+        flag(`the answer to ${request.tag}, made for another request, is ${response.status} ${JSON.stringify(response.body.slice(0, 120))}`, client);
+    });
+  });
+  connections.forEach((connection, c) => {
+    const at = connection.requests.findIndex((request) => refused(request.headers['x-request-id'] ?? ''));
+    if (at !== -1 && at < connection.requests.length - 1)
+      flag(`upstream connection ${c} was reused after an answer made for another request (request ${at} of ${connection.requests.length})`);
+  });
+}
+
 export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], connections: UpstreamConnection[], keys: readonly string[]): Violation[] {
   const violations: Violation[] = [];
   const flag = (detail: string, client?: number) => violations.push({ invariant: 'd', ...(client === undefined ? {} : { client }), detail });
@@ -101,5 +140,6 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
     }
   });
   checkUnrelayableCodings(edgeCase, clients, seen, flag);
+  checkAnswerBinding(edgeCase, clients, connections, flag);
   return violations;
 }

@@ -167,6 +167,35 @@ describe('enforce: an answer that breaks the document is never relayed', () => {
     expect(upstream.requests.map((request) => request.connection)).toEqual([0, 1]);
   });
 
+  it.each([
+    ['201 Created', [], PETS],
+    ['204 No Content', [], ''],
+    ['304 Not Modified', [], ''],
+    ['999 Odd', ['Content-Type: application/json'], PETS],
+  ])('refuses %s, which only `default` would cover (defaultCovers unset: errors under enforce)', async (statusLine, fields, body) => {
+    const { edge } = await gatewayInFront('enforce', (request) =>
+      request.target.includes('limit=1') ? json('200 OK', PETS) : answer(statusLine, ['Content-Type: application/json', ...fields].slice(0, 1), body),
+    );
+    const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0021') + get(edge, '/v1/pets?limit=1', 'contract-0022'), {
+      responses: 2,
+    });
+    expect(sent.statuses).toEqual([502, 200]);
+    expect(accessLine(edge, 'contract-0021')).toMatchObject({
+      errorCode: 'upstream_contract_violation',
+      contractViolation: { kind: 'undeclared_status', response: null, enforced: true },
+    });
+  });
+
+  it('relays a 201 under `default` when defaultCovers is all', async () => {
+    // `default` declares the Error body: the answer keeps it, and only its status is in question.
+    const upstream = await startReadingUpstream((request) => request.socket.write(json('201 Created', '{"code":"created","message":"made","status":201}')));
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl, { contractResponses: { production: { mode: 'enforce' }, defaultCovers: 'all' } });
+    closers.push(() => edge.close());
+    const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0023'), { responses: 1 });
+    expect(sent.statuses).toEqual([201]);
+  });
+
   it('relays a body over maxBodyBytes unchecked, counted as too_large', async () => {
     const { edge } = await gatewayInFront('enforce', () => json('200 OK', '[{"id":1,"name":"Rex"}]'), 8);
     const sent = await sendRaw(edge.running.port, get(edge, '/v1/pets', 'contract-0005'), { responses: 1 });

@@ -23,6 +23,24 @@ function checkListPets(status: number, text: string) {
 }
 
 describe('checkAnswerHead', () => {
+  const undeclared = { kind: 'undeclared_status', response: undefined, pointer: '', keyword: 'responses' };
+  const statusOf = (status: number, errorsOnly: boolean) =>
+    checkAnswerHead(listPets.responses, status, () => true, 'application/json', true, errorsOnly).violation;
+
+  it.each([999, 600, 99, 0])('never covers %i, which is no HTTP status, not even by `default`', (status) => {
+    expect(statusOf(status, false)).toEqual(undeclared);
+    expect(statusOf(status, true)).toEqual(undeclared);
+  });
+
+  it.each([201, 204, 302, 304])('with `default` covering errors only, an undeclared %i is undeclared_status', (status) => {
+    expect(statusOf(status, true)).toEqual(undeclared);
+    expect(statusOf(status, false)).toBeUndefined();
+  });
+
+  it.each([418, 503])('with `default` covering errors only, %i still falls under it', (status) => {
+    expect(statusOf(status, true)).toBeUndefined();
+  });
+
   it('falls back to `default` for a status the operation does not list', () => {
     expect(listPets.responses.for(418)?.key).toBe('default');
   });

@@ -27,7 +27,13 @@ describe('createAnswerChecks', () => {
 
   it('checks every answer under enforce, whatever the sample', () => {
     const checkFor = createAnswerChecks({ mode: 'enforce', sample: 0, maxBodyBytes: 1024 }, () => 0.99);
-    expect(checkFor(listPets, 'GET')).toEqual({ enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024 });
+    expect(checkFor(listPets, 'GET')).toEqual({ enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024, defaultCoversErrorsOnly: true });
+  });
+
+  it('reads `default` as covering errors only under enforce, all statuses under report, unless told', () => {
+    const covers = (mode: 'report' | 'enforce', defaultCovers?: 'all' | 'errors') =>
+      createAnswerChecks({ mode, sample: 1, maxBodyBytes: 1024, defaultCovers })(listPets, 'GET')?.defaultCoversErrorsOnly;
+    expect([covers('enforce'), covers('report'), covers('enforce', 'all'), covers('report', 'errors')]).toEqual([true, false, false, true]);
   });
 
   it("checks a HEAD answer's head only", () => {
@@ -36,7 +42,7 @@ describe('createAnswerChecks', () => {
 });
 
 describe('checkBody', () => {
-  const check = { enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024 };
+  const check = { enforce: true, operation: listPets, headOnly: false, maxBodyBytes: 1024, defaultCoversErrorsOnly: true };
 
   it.each([
     ['gzip', gzipSync],

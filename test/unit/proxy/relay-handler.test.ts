@@ -87,10 +87,8 @@ function exchange() {
     res as unknown as ServerResponse,
     { idleTimeoutMs: IDLE_MS, totalTimeoutMs: TOTAL_MS },
     { relay: RELAY_CONTENT_TYPE, check: undefined, headers: { 'x-request-id': 'relay-unit-0001' } },
-    {
-      resolve: (outcome) => (state.settled = { relayed: outcome }),
-      reject: (failure) => (state.settled = { failed: failure }),
-    },
+    (outcome) => (state.settled = { relayed: outcome }),
+    (failure) => (state.settled = { failed: failure }),
   );
   const chunk = () => handler.onResponseData(controller, Buffer.from('[{"id":1}]'));
   return { res, controller, handler, state, chunk, head: (status = 200) => handler.onResponseStart(controller, status, HEAD) };
