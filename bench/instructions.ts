@@ -16,11 +16,26 @@
 // a window of it (for TLS variants: no handshake in the counts); by default each round is a wrk run on new connections.
 // INSTRUCTIONS_NAME=<name> also writes every round's counts to bench/results/<date>-<name>.json.
 // The counting itself is bench/instruction-count.ts.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseVariants, startBench } from './gateway-variants.ts';
 import { countInstructions, valgrindProblem } from './instruction-count.ts';
 import { runNameProblem, runOrigin, writeRunResults } from './results-file.ts';
+
+// --help prints the comment above (what it counts, its arguments and variables); an option it does not know is a usage error.
+const options = process.argv.slice(2).filter((arg) => arg.startsWith('-'));
+if (options.length > 0) {
+  const usage = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+    .split('\n')
+    .filter((_, index, lines) => lines.slice(0, index + 1).every((above) => above.startsWith('//')))
+    .map((line) => line.replace(/^\/\/ ?/, ''))
+    .join('\n');
+  const help = options.every((option) => option === '--help' || option === '-h');
+  if (!help) process.stderr.write(`bench/instructions.ts: unknown option ${options.find((option) => option !== '--help' && option !== '-h')}\n\n`);
+  (help ? process.stdout : process.stderr).write(`${usage}\n`);
+  process.exit(help ? 0 : 2);
+}
 
 const ROUNDS = Number(process.env.INSTRUCTIONS_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);

@@ -50,8 +50,16 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   while (!ports) {
     const line = output.split('\n').find((entry) => entry.includes('"gateway listening"'));
     if (line) ports = JSON.parse(line) as { port: number; adminPort: number };
-    else if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway did not start:\n${output}`);
-    else await sleep(25);
+    else if (child.exitCode !== null || Date.now() > deadline) {
+      const exitedEarly = child.exitCode !== null;
+      // Not left running when it never said it listens (a slow start past the deadline): the caller has nothing to stop.
+      if (!exitedEarly && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const why = exitedEarly ? `exited with ${child.exitCode}` : `did not listen within ${scaled(15_000)} ms (TEST_TIME_SCALE raises it)`;
+      throw new Error(`gateway did not start: it ${why}:\n${output}`);
+    } else await sleep(25);
   }
   return {
     port: ports.port,

@@ -22,8 +22,22 @@ export async function startReplicas(count: number, env: Record<string, string>):
   const redis = await startRedis();
   const backend = await startPetStore();
   const replicaEnv = { REDIS_URL: redis.url, UPSTREAM_URL: backend.baseUrl, GATEWAY_ENVIRONMENT: 'production', ...env };
-  const replicas = await Promise.all(Array.from({ length: count }, () => startGatewayProcess(replicaEnv)));
-  for (const replica of replicas) await waitUntilReady(replica);
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startGatewayProcess(replicaEnv)));
+  const replicas = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  // A set-up that fails leaves nothing running: the caller gets no handle to stop what did start.
+  const abandon = async (error: unknown): Promise<never> => {
+    await Promise.all(replicas.map((replica) => replica.stop('SIGKILL')));
+    await backend.close();
+    await redis.stop();
+    throw error;
+  };
+  const failed = started.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) await abandon(failed.reason);
+  try {
+    for (const replica of replicas) await waitUntilReady(replica);
+  } catch (error) {
+    await abandon(error);
+  }
   return {
     redis,
     backend,

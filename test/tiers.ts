@@ -7,6 +7,7 @@
  * Prometheus, promtool, Spectral, kubectl or Chromium as real parts of what they check stay in their tier.
  */
 export const PROCESSES: readonly string[] = [
+  'test/unit/bench/instructions-help.test.ts',
   'test/unit/deploy/dockerfile.test.ts',
   'test/integration/admin-flood.test.ts',
   'test/integration/admin-key-listing.test.ts',

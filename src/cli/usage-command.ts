@@ -62,7 +62,11 @@ export function addUsageCommand(program: Command, remote: () => AdminClient | un
       let query: UsageQuery;
       try {
         // Through the API its own retention bounds the range; the gateway refuses a longer one.
-        query = checkUsageQuery(options, config?.usage.retentionDays ?? Number.MAX_SAFE_INTEGER);
+        // Named as this command's options, not the admin API's query parameters.
+        query = checkUsageQuery(options, config?.usage.retentionDays ?? Number.MAX_SAFE_INTEGER, {
+          full: (name) => `--${name}`,
+          short: (name) => `--${name}`,
+        });
       } catch (error) {
         if (error instanceof GatewayError) this.error(`error: ${error.message}`);
         throw error;

@@ -37,21 +37,37 @@ function dayAt(text: string): number | undefined {
   return back.getUTCFullYear() === year && back.getUTCMonth() === month - 1 && back.getUTCDate() === day ? at : undefined;
 }
 
+/** How a refusal names a parameter, in full and once named: the admin API's query parameters, or the CLI's options (`--from`). */
+export interface ParameterNames {
+  full: (name: 'from' | 'to' | 'granularity') => string;
+  short: (name: 'from' | 'to' | 'granularity') => string;
+}
+const QUERY_PARAMETERS: ParameterNames = { full: (name) => `Query parameter '${name}'`, short: (name) => `'${name}'` };
+
+/** Why `text` is no UTC day: not written as one, or a date the calendar lacks (2026-02-30). */
+function dayProblem(text: string | undefined): string {
+  return text !== undefined && DAY.test(text) ? `is no such day (${text}): give a real UTC day, YYYY-MM-DD` : 'must be a UTC day, YYYY-MM-DD';
+}
+
 /**
  * The query the parameters ask, or a 400 naming what is wrong: real days, `from` not after `to`, a range no longer
  * than the days kept (`retentionDays`: older ones are gone, and a longer range would only read empty days).
  */
-export function checkUsageQuery(input: { from?: string; to?: string; keyId?: string; granularity?: string }, retentionDays: number): UsageQuery {
+export function checkUsageQuery(
+  input: { from?: string; to?: string; keyId?: string; granularity?: string },
+  retentionDays: number,
+  named: ParameterNames = QUERY_PARAMETERS,
+): UsageQuery {
   const { from, to, keyId, granularity = 'day' } = input;
   const fromAt = from === undefined ? undefined : dayAt(from);
   const toAt = to === undefined ? undefined : dayAt(to);
-  if (fromAt === undefined) throw new GatewayError('invalid_request', "Query parameter 'from' must be a UTC day, YYYY-MM-DD");
-  if (toAt === undefined) throw new GatewayError('invalid_request', "Query parameter 'to' must be a UTC day, YYYY-MM-DD");
-  if (fromAt > toAt) throw new GatewayError('invalid_request', "Query parameter 'from' must not be after 'to'");
+  if (fromAt === undefined) throw new GatewayError('invalid_request', `${named.full('from')} ${dayProblem(from)}`);
+  if (toAt === undefined) throw new GatewayError('invalid_request', `${named.full('to')} ${dayProblem(to)}`);
+  if (fromAt > toAt) throw new GatewayError('invalid_request', `${named.full('from')} must not be after ${named.short('to')}`);
   if ((toAt - fromAt) / 86_400_000 + 1 > retentionDays)
     throw new GatewayError('invalid_request', `The range may span at most ${retentionDays} days (usage.retentionDays): older days are not kept`);
   if (!(USAGE_GRANULARITIES as readonly string[]).includes(granularity))
-    throw new GatewayError('invalid_request', "Query parameter 'granularity' must be day or month");
+    throw new GatewayError('invalid_request', `${named.full('granularity')} must be day or month`);
   return { from: from!, to: to!, ...(keyId === undefined ? {} : { keyId }), granularity: granularity as UsageGranularity };
 }
 

@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 // No brownout outlives its test.
 afterEach(() => publishBrownoutOverride(redis.client, KEY_PREFIX, 'getPet', undefined, Date.now()));
-afterAll(() => started.stop());
+afterAll(() => started?.stop());
 
 async function getPet(replica: GatewayProcess, key: string): Promise<{ status: number; code?: string }> {
   const res = await fetch(`http://127.0.0.1:${replica.port}/v1/pets/1`, { headers: { Authorization: `Bearer ${key}` } });

@@ -11,7 +11,7 @@ import { writeSigningKeyFile } from '../../src/identity/generate-key.ts';
 import { loadUpstreamIdentity } from '../../src/identity/upstream-identity.ts';
 import type { RunningGateway } from '../../src/server/server.ts';
 import { buildTestGateway } from '../helpers/build-test-app.ts';
-import { unusedPort } from '../../support/start-upstream.ts';
+import { freshPorts } from '../../support/start-upstream.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { parseResponses, sendRaw } from '../helpers/raw-socket.ts';
@@ -43,16 +43,21 @@ async function signingGateway(settings: { keyFile: string; previousKeyFile?: str
   const upstreamIdentity = { previousKeyFile: null, previousKeyUntil: null, consumerHeaders, ...settings };
   const config = loadConfig({}, { upstreamIdentity });
   const identity = await loadUpstreamIdentity(config.upstreamIdentity, { environment: 'production', clock });
-  const backendPort = await unusedPort();
+  // The backend checks tokens against the gateway's JWKS, and the gateway needs the backend's address: the backend
+  // listens first (port 0), on the admin port the gateway will take (a fresh one: the admin listener's port is a setting).
+  const [adminPort] = (await freshPorts(1)) as [number];
+  const jwksUrl = `http://127.0.0.1:${adminPort}/.well-known/jwks.json`;
+  const backend: SampleBackend = await startSampleBackend({ record: true, identity: { jwksUrl, issuer: ISSUER, audience: AUDIENCE } });
   const gateway = buildTestGateway({
-    upstreamUrl: `http://127.0.0.1:${backendPort}/v1`,
-    env: { PORT: '0', ADMIN_PORT: '0' },
+    upstreamUrl: backend.baseUrl,
+    env: { PORT: '0', ADMIN_PORT: String(adminPort) },
     overrides: { upstreamIdentity },
     identity,
   });
-  const running: RunningGateway = await gateway.listen();
-  const jwksUrl = `http://127.0.0.1:${running.adminPort}/.well-known/jwks.json`;
-  const backend: SampleBackend = await startSampleBackend({ port: backendPort, record: true, identity: { jwksUrl, issuer: ISSUER, audience: AUDIENCE } });
+  const running: RunningGateway = await gateway.listen().catch(async (error: unknown) => {
+    await backend.close();
+    throw error;
+  });
   return {
     gateway,
     clock,

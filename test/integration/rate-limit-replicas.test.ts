@@ -20,7 +20,7 @@ beforeAll(async () => {
   started = await startReplicas(3, { API_KEY_PEPPER: PEPPER });
   ({ redis, backend, replicas, env } = started);
 });
-afterAll(() => started.stop());
+afterAll(() => started?.stop());
 
 async function keyLimitedTo(perMinute: number): Promise<string> {
   const created = await runKeysCli(['create', '--name', 'burst', '--environment', 'production', '--rate-limit-per-minute', String(perMinute), '--json'], env);

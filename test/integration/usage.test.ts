@@ -120,7 +120,7 @@ describe('usage per consumer', () => {
   });
 
   it.each([
-    ['from=2030-02-30&to=2030-03-01', "Query parameter 'from' must be a UTC day, YYYY-MM-DD"],
+    ['from=2030-02-30&to=2030-03-01', "Query parameter 'from' is no such day (2030-02-30): give a real UTC day, YYYY-MM-DD"],
     ['from=2030-03-02&to=2030-03-01', "Query parameter 'from' must not be after 'to'"],
     ['from=2020-01-01&to=2030-03-01', 'The range may span at most 400 days (usage.retentionDays): older days are not kept'],
   ])('refuses %s with an Error in JSON, even to a caller asking for CSV', async (query, message) => {
@@ -186,6 +186,13 @@ describe('npm run keys -- usage', () => {
   it('refuses a range that is not one as a usage error', async () => {
     const printed = await runKeysCli(['usage', '--from', '2030-03-15', '--to', '2030-03-14'], env());
     expect(printed.code).toBe(2);
-    expect(printed.stderr).toContain("Query parameter 'from' must not be after 'to'");
+    expect(printed.stderr).toContain('keys: error: --from must not be after --to');
+    expect(printed.stderr).not.toContain('Query parameter');
+  });
+
+  it('says a day the calendar lacks is no such day, in the words of its options', async () => {
+    const printed = await runKeysCli(['usage', '--from', '2026-02-30', '--to', '2026-03-01'], env());
+    expect(printed.code).toBe(2);
+    expect(printed.stderr).toContain('keys: error: --from is no such day (2026-02-30): give a real UTC day, YYYY-MM-DD');
   });
 });

@@ -119,13 +119,16 @@ describe('upstreamIdentity settings', () => {
   });
 
   it.each([
-    [{ ttlSeconds: 301 }, 'upstreamIdentity.ttlSeconds: Too big: expected number to be <=300'],
-    [{ ttlSeconds: 10 }, 'upstreamIdentity.ttlSeconds: Too small: expected number to be >=30'],
+    [{ ttlSeconds: 301 }, 'upstreamIdentity.ttlSeconds: must be at most 300'],
+    [{ ttlSeconds: 10 }, 'upstreamIdentity.ttlSeconds: must be at least 30'],
     [{ consumerHeaders: 'yes' }, 'upstreamIdentity.consumerHeaders'],
     [{ issuer: '' }, 'upstreamIdentity.issuer'],
     [{ keyFile: '/k.pem', previousKeyFile: '/p.pem' }, 'upstreamIdentity.previousKeyUntil: set previousKeyFile and previousKeyUntil together'],
     [{ keyFile: '/k.pem', previousKeyUntil: '2026-06-01T12:00:00Z' }, 'upstreamIdentity.previousKeyUntil: set previousKeyFile and previousKeyUntil together'],
-    [{ keyFile: '/k.pem', previousKeyFile: '/p.pem', previousKeyUntil: 'tomorrow' }, 'upstreamIdentity.previousKeyUntil: Invalid ISO datetime'],
+    [
+      { keyFile: '/k.pem', previousKeyFile: '/p.pem', previousKeyUntil: 'tomorrow' },
+      'upstreamIdentity.previousKeyUntil: must be a date and time with its offset (ISO 8601), such as 2027-01-01T00:00:00Z',
+    ],
     [{ previousKeyFile: '/p.pem', previousKeyUntil: '2026-06-01T12:00:00Z' }, 'upstreamIdentity.keyFile: a previous key needs a current key'],
   ])('stop start-up on %o, naming the key', (values, named) => {
     expect(() => loadConfig({}, { upstreamIdentity: values })).toThrow(named);
