@@ -93,9 +93,17 @@ async function main(): Promise<void> {
     });
   }
 
+  let stopping: string | undefined;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      // npm exits as it passes SIGTERM on: its going is no news then, and a second SIGTERM would cut the drain short.
+    // `on`, not `once`: a signal to the whole process group (systemd's KillMode=control-group, `kill -- -PGID`, Ctrl-C)
+    // reaches the gateway twice under npm, which passes it on; Node's default action for the second would end the drain.
+    process.on(signal, () => {
+      if (stopping !== undefined) {
+        logger.info({ signal, stopping }, `${signal} ignored: the gateway is already draining (SIGKILL ends it at once)`);
+        return;
+      }
+      stopping = signal;
+      // npm exits as it passes SIGTERM on: its going is no news then.
       stopWatchingNpm();
       reloadOnHangUp = () => logger.info('SIGHUP ignored: the gateway is shutting down');
       gateway.shutdown(signal).then(

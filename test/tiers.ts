@@ -17,6 +17,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/config-reload-process.test.ts',
   'test/integration/config-validate.test.ts',
   'test/integration/deprecation-replicas.test.ts',
+  'test/integration/group-signals.test.ts',
   'test/integration/identity-gateway.test.ts',
   'test/integration/identity-key-cli.test.ts',
   'test/integration/key-backup.test.ts',

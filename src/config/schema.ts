@@ -179,7 +179,7 @@ export const configSchema = z
         maxQueuedPerConnection: z.coerce.number().int().positive().default(16),
         /** An answer whose client takes none of its bytes for this long closes its connection (both listeners; nginx's send_timeout). */
         sendTimeoutMs: positiveMs.default(30_000),
-        /** Admin listener connections; at the cap the oldest idle or half-sent one makes way, so a flood cannot lock out probes. */
+        /** Admin listener connections; at the cap the least progressed one makes way, so a flood cannot lock out probes. */
         adminMaxConnections: z.coerce.number().int().positive().default(256),
         /** An admin client must send all its request headers within this (else 408 and the connection closes). */
         adminHeadersTimeoutMs: positiveMs.default(5000),

@@ -280,7 +280,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const shed = counter('shed_requests_total', 'Requests answered 503 at once because too many were in flight (load shedding).', []);
   const adminConnectionsEvicted = counter(
     'admin_connections_evicted_total',
-    'Admin listener connections closed, idle or half-sent, to admit a newer one at listen.adminMaxConnections.',
+    'Admin listener connections closed, least progressed first, to admit a newer one at listen.adminMaxConnections.',
     [],
   );
   adminConnectionsEvicted.inc({ environment }, 0);

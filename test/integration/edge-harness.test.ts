@@ -2,6 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeTransports, type TransportName } from '../helpers/edge-transport.ts';
 import { startEnvironment, type HarnessEnvironment } from '../edge-harness/gateway.ts';
+import fc from 'fast-check';
+import { crowdSpec } from '../edge-harness/crowd-generators.ts';
+import { crowdViolations, runCrowdCase } from '../edge-harness/crowd.ts';
 import { checkEdgeProperty } from '../edge-harness/property.ts';
 
 /** Fixed, so that npm test runs the same cases every time; `npm run fuzz` explores other seeds. */
@@ -31,5 +34,19 @@ describe.each(transports.all)('over $name', (transport) => {
     const found = report.counterexample;
     expect(found?.violations ?? [], found ? `shrunk counterexample saved to ${found.fixture}` : undefined).toEqual([]);
     expect(report.casesRun).toBe(runs);
+  }, 300_000);
+});
+
+/** Crowd cases: each holds up to 112 hostile connections for a few seconds. */
+const CROWD_RUNS = 8;
+
+describe('a well-behaved client beside a crowd of never-reading clients and slow heads', () => {
+  it(`is answered 200 within its timeout, and nothing stays in flight, over ${CROWD_RUNS} generated crowds (seed ${SEED})`, async () => {
+    await fc.assert(
+      fc.asyncProperty(crowdSpec, async (spec) => {
+        expect(crowdViolations(await runCrowdCase(spec, environment))).toEqual([]);
+      }),
+      { seed: SEED, numRuns: CROWD_RUNS, endOnFailure: true },
+    );
   }, 300_000);
 });

@@ -11,7 +11,7 @@ import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gat
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startCluster, type PrivateCluster } from '../../support/start-cluster.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
-import { startPetStore, unusedPort } from '../../support/start-upstream.ts';
+import { refusedPort, startPetStore } from '../../support/start-upstream.ts';
 
 const PEPPER = 'key-backup-test-pepper-000001';
 const PREFIX = 'petstore-gateway:';
@@ -106,7 +106,7 @@ describe('keys export --output, never losing the backup there', () => {
   it('leaves the previous backup as it was when Redis is down, and no file beside it', async () => {
     const previous = join(place, 'previous.jsonl');
     writeFileSync(previous, 'the previous backup\n');
-    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const down = `redis://127.0.0.1:${await refusedPort()}`;
     const result = await runKeysCli(['export', '--output', previous], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^keys: Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/);
@@ -159,7 +159,7 @@ describe('keys import', () => {
   it('refuses a file made with another pepper before it asks Redis (Redis down: still the pepper refusal)', async () => {
     const other = join(dir, 'other-pepper-no-redis.jsonl');
     writeFileSync(other, readFileSync(file, 'utf8').replace(pepperFingerprint(PEPPER), pepperFingerprint('another-pepper-0000000001')));
-    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const down = `redis://127.0.0.1:${await refusedPort()}`;
     const result = await runKeysCli(['import', other], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
     expect(result).toMatchObject({
       code: 1,
@@ -172,7 +172,7 @@ describe('keys import', () => {
     const huge = join(dir, 'huge-line.jsonl');
     const [header] = readFileSync(file, 'utf8').split('\n');
     writeFileSync(huge, `${header}\n{"keyHash":"${'a'.repeat(50 * 1024 * 1024)}"}\n`);
-    const down = `redis://127.0.0.1:${await unusedPort()}`;
+    const down = `redis://127.0.0.1:${await refusedPort()}`;
     const result = await runKeysCli(['import', huge], { REDIS_URL: down, API_KEY_PEPPER: PEPPER, GATEWAY_ENVIRONMENT: 'staging' });
     expect(result).toMatchObject({
       code: 1,
