@@ -140,11 +140,12 @@ describe('config/gateway.yaml', () => {
   it('holds every setting of the schema, so an operator finds each one in the file', () => {
     const text = read('config/gateway.yaml');
     const file = parseYaml(text) as Record<string, unknown>;
-    // Left to their variables on purpose, each shown as a commented example: environment (so that
-    // NODE_ENV=production without GATEWAY_ENVIRONMENT stops start-up), upstreamUrl (an override).
-    const commented = ['environment', 'upstreamUrl'];
+    // Left unset on purpose, each shown as a commented example: environment (so that NODE_ENV=production
+    // without GATEWAY_ENVIRONMENT stops start-up), upstreamUrl (an override), contractResponses.defaultCovers
+    // (unset, it follows each environment's mode).
+    const commented = ['environment', 'upstreamUrl', 'contractResponses.defaultCovers'];
     const has = (path: string) => {
-      if (commented.includes(path)) return new RegExp(`^#\\s+${path}: `, 'm').test(text);
+      if (commented.includes(path)) return new RegExp(`^\\s*#\\s+${path.split('.').at(-1)}: `, 'm').test(text);
       let node: unknown = file;
       for (const key of path.split('.')) {
         // null: an object setting that is off (versionDeprecation), its shape in the comment above it.
