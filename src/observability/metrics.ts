@@ -7,8 +7,7 @@ import type { DeprecatedRefusalReason } from '../policy/deprecation.ts';
 import { CONTRACT_VIOLATION_KINDS } from '../contract/check-answer.ts';
 import { UNCHECKED_REASONS, type AnswerVerdict } from '../proxy/answer-check.ts';
 import { createTlsMetrics, type TlsMetrics } from './tls-metrics.ts';
-import { CONNECTION_CLOSINGS, type ConnectionClosing } from '../server/connection-cap.ts';
-import type { ListenerRole } from '../server/listener-tls.ts';
+import { CONNECTION_CLOSINGS, type ConnectionClosing } from './connection-closings.ts';
 import { UPSTREAM_FAILURE_KINDS, type UpstreamFailureKind } from '../proxy/upstream-failure.ts';
 import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-timing.ts';
 import { QUOTA_PERIODS, type QuotaPeriod } from '../limits/quota-periods.ts';
@@ -133,7 +132,7 @@ export interface GatewayMetrics {
   upstreamCircuit(state: 'closed' | 'open' | 'half_open'): void;
   shed(): void;
   /** A connection closed at its listener's cap to admit a newer one, or for an answer its client stopped taking (src/server/connection-cap.ts). */
-  connectionClosed(listener: ListenerRole, reason: ConnectionClosing): void;
+  connectionClosed(listener: 'listener' | 'admin', reason: ConnectionClosing): void;
   /** A configuration reload (SIGHUP) taken up, or refused with the running configuration kept. */
   configReload(result: 'success' | 'failure'): void;
   /** Whether the keys' pepper fingerprint in Redis matched this gateway's pepper at the last check. */

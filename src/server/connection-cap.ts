@@ -1,11 +1,10 @@
 // Every open connection of a listener: at the cap the one that has made least progress makes room, and an answer the client stops taking is cut off.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import type { ConnectionClosing } from '../observability/connection-closings.ts';
 import type { ConnectionTurn } from './serve-in-turn.ts';
 
-/** Why the owner closed a connection: at the cap (`idle`, `slow_head`, `stalled_answer`), or its answer stopped moving (`send_timeout`). */
-export const CONNECTION_CLOSINGS = ['idle', 'slow_head', 'stalled_answer', 'send_timeout'] as const;
-export type ConnectionClosing = (typeof CONNECTION_CLOSINGS)[number];
+export type { ConnectionClosing } from '../observability/connection-closings.ts';
 
 export interface ConnectionCapOptions {
   /** Open connections; at the cap the least progressed one is closed for the newcomer, which is refused only if every one is progressing. */
