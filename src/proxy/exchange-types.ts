@@ -1,6 +1,7 @@
 // The exchange's vocabulary: what it is given, what it writes on the request record, how it ends. Apart from exchange.ts so the
 // handlers the exchange builds can name these without importing it (no import circle in src/proxy).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
 import type { GatewayError } from '../errors/gateway-error.ts';
 import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
 import type { RequestIdEcho } from './answer-binding.ts';
@@ -95,6 +96,28 @@ export interface ExchangeOutcome {
  * synchronously as the exchange settles: the response's `close` (metrics, access log, trace) can fire before a promise continuation runs.
  */
 export type Exchange = (request: UpstreamRequest, res: ServerResponse, record?: ExchangeFacts) => Promise<ExchangeOutcome>;
+
+/** A handler of the exchange's chain (src/proxy/*-handler.ts): the undici callbacks it forwards, every one present. */
+export type ChainHandler = Required<
+  Pick<Dispatcher.DispatchHandler, 'onRequestStart' | 'onResponseStart' | 'onResponseData' | 'onResponseEnd' | 'onResponseError'>
+>;
+
+/** What a handler before the relay found about the answer: read once, as the exchange settles, for its slice. */
+export interface AnswerFindings {
+  verdict(): AnswerVerdict | undefined;
+}
+
+/** The relay, the chain's last handler, as the answer check sees it: what a handler that holds or refuses an answer asks of it. */
+export interface AnswerRelay extends ChainHandler {
+  /** The exchange has ended: what arrives now is not relayed. */
+  readonly settled: boolean;
+  /** Where the slice's `contract` is read from when the exchange settles. */
+  findings: AnswerFindings | undefined;
+  /** A part of the answer with this status arrived and is held before the relay: the upstream is not silent. */
+  answerHeld(status: number): void;
+  /** The client gets `error` instead of the answer, whose status was `status`; none of the answer is relayed. */
+  refuseAnswer(status: number, error: GatewayError): void;
+}
 
 /** Given the exchange's slice as it settles (the relay handler's report). */
 export type ExchangeObserver = (slice: UpstreamSlice) => void;

@@ -7,8 +7,19 @@ import type { TLSSocket } from 'node:tls';
 import { buildConnector, Pool } from 'undici';
 import { monotonicMs } from '../time/monotonic.ts';
 import { createAnswerBinding } from './answer-binding.ts';
-import type { ExchangeFacts, ExchangeObserver, ExchangeOutcome, Upstream, UpstreamOptions, UpstreamOrigin, UpstreamRequest } from './exchange-types.ts';
+import { AnswerCheckHandler } from './answer-check-handler.ts';
+import type {
+  ChainHandler,
+  ExchangeFacts,
+  ExchangeObserver,
+  ExchangeOutcome,
+  Upstream,
+  UpstreamOptions,
+  UpstreamOrigin,
+  UpstreamRequest,
+} from './exchange-types.ts';
 import { RelayHandler } from './relay-handler.ts';
+import { RequestIdHandler } from './request-id-handler.ts';
 import { TlsAlerts } from './tls-alerts.ts';
 
 export type {
@@ -53,18 +64,14 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
 export function createUpstream(options: UpstreamOptions): Upstream {
   const target = new URL(options.baseUrl);
   const alerts = new TlsAlerts();
-  const relayOptions = {
-    idleTimeoutMs: options.idleTimeoutMs,
-    totalTimeoutMs: options.totalTimeoutMs,
-    explainFailure: alerts.explain,
-    answerBinding: createAnswerBinding(options.requestIdEcho ?? 'auto'),
-  };
+  const relayOptions = { idleTimeoutMs: options.idleTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, explainFailure: alerts.explain };
+  const answerBinding = createAnswerBinding(options.requestIdEcho ?? 'auto');
   const pool = new Pool(target.origin, {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
     allowH2: options.http2 === true && target.protocol === 'https:',
     ...(target.protocol === 'https:' ? { connect: tlsConnector(target, options, alerts) } : {}),
-    // The upstream's silences are timed by RelayHandler's native timer, which dies young: undici's "fast timers"
+    // The upstream's silences are timed by the relay's native timer (ExchangeClock), which dies young: undici's "fast timers"
     // live until its sweep every half second, so each request's timer was promoted into the old generation.
     headersTimeout: 0,
     bodyTimeout: 0,
@@ -89,7 +96,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // count (the exchange's facts end with the request).
     if (res.destroyed) return Promise.resolve({ status: 0, upstreamMs: 0, clientClosed: true });
     return new Promise((resolve, reject) => {
-      const handler = new RelayHandler(res, relayOptions, request, resolve, reject, settled, record);
+      // The answer's chain, outermost first: the request-id check, the answer check, the relay; a handler not configured for this
+      // request is not in it (requestIdEcho off; an answer not checked, as most are under report's sample).
+      const relay = new RelayHandler(res, relayOptions, request, resolve, reject, settled, record);
+      let handler: ChainHandler = request.check === undefined ? relay : new AnswerCheckHandler(relay, request.check, res);
+      // The proxy stage always sets the id (upstreamHeaders), as a string.
+      if (answerBinding !== undefined) handler = new RequestIdHandler(handler, answerBinding, request.headers['x-request-id'] as string);
       pool.dispatch(
         {
           method: request.method,

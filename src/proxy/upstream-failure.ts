@@ -156,3 +156,9 @@ export function describeUpstreamFailure(error: unknown): { kind: UpstreamFailure
   const code = (cause as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? { kind, message, code } : { kind, message };
 }
+
+/** What the access log says of a failure: the gateway's words and the socket error's code, never the upstream's bytes. */
+export function failureDetail(failure: UpstreamFailure): { message: string; code?: string } {
+  const { message, code } = describeUpstreamFailure(failure);
+  return code === undefined ? { message } : { message, code };
+}
