@@ -67,7 +67,9 @@ describe('the script, when the tools are missing and cannot be installed', () =>
       });
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
-      expect(result.stderr).toContain('The tests start redis-server, redis-cli, redis-sentinel, prometheus, promtool, chromium, python3, which are not on PATH.');
+      expect(result.stderr).toContain(
+        'The tests start redis-server, redis-cli, redis-sentinel, prometheus, promtool, chromium, python3, which are not on PATH.',
+      );
       expect(result.stderr).toContain(`apt-get install -y --no-install-recommends ${ALL_PACKAGES}`);
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {
