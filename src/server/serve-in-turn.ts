@@ -22,6 +22,8 @@ export interface RequestAdmission {
   answerInTurn(socket: Socket, answer: () => void): boolean;
   /** What the connection on `socket` (the one requests arrive on) is doing, for the connection's owner (client-connections.ts). */
   turnOf(socket: Socket): ConnectionTurn | undefined;
+  /** Whether the request answered on `socket` now still has body bytes to come: its answer was sent before the body was read. */
+  answeringBeforeBody(socket: Socket): boolean;
 }
 
 /** A connection's turn as its owner sees it: an answer owed, or nothing since `readWhenQuiet` bytes had been read. */
@@ -129,6 +131,11 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
 
   return {
     listener(req, res) {
+      // A request after an answer that closed the connection (sent during its lingering close): it gets no answer.
+      if (req.socket.writableEnded) {
+        req.socket.destroy();
+        return;
+      }
       const state = stateOf(req.socket);
       // Nothing being served nor waiting its turn (between two turns, the waiting go first).
       if (state.current === undefined && state.waiting.length === 0) {
@@ -147,6 +154,10 @@ export function serveInTurn(handler: RequestListener, options: ServeInTurnOption
     },
     busyConnections: () => busy,
     turnOf: (socket) => connections.get(socket),
+    answeringBeforeBody(socket) {
+      const current = connections.get(socket)?.current;
+      return current !== undefined && !current[0].complete;
+    },
     idle: () => (busy === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     answerInTurn(socket, answer) {
       const state = stateOf(socket);
