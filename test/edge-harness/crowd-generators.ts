@@ -1,4 +1,5 @@
-// Generates crowds of hostile clients held open beside a well-behaved one: never-reading (pipelined or not) and slow heads at the cap.
+// Generates crowds of hostile clients held open beside a well-behaved one: never-reading (pipelined or not, small windows or not),
+// slow heads at the cap, and posters of bodies refused unread that keep sending (the lingering close).
 import fc from 'fast-check';
 
 export interface CrowdSpec {
@@ -8,10 +9,18 @@ export interface CrowdSpec {
   sendTimeoutMs: number;
   /** listen.maxInFlight for the case: below the crowd's size, so a crowd that held slots would shed the witness (a keyed crowd gets one each more). */
   maxInFlight: number;
-  /** Connections that ask for the document and never read: each writes `pipelined` requests at once (1: not pipelined). */
-  neverReading: { connections: number; pipelined: number; keyed: boolean };
+  /**
+   * Connections that ask for the document (or a keyed listPets) and never read: each writes `pipelined` requests at once (1: not
+   * pipelined); `smallWindow`: with a 4 KB receive window and MSS 536, as a client across a real network advertises.
+   */
+  neverReading: { connections: number; pipelined: number; keyed: boolean; smallWindow: boolean };
   /** Connections that send part of a request head and nothing more. */
   slowHeads: { connections: number; bytes: number };
+  /**
+   * Connections that POST a body larger than the gateway accepts and keep sending it, at full speed or `trickle` (64 KB every 20 ms):
+   * refused unread (413 with a key, 401 without), then read and dropped until the lingering close's bounds.
+   */
+  posters: { connections: number; keyed: boolean; trickle: boolean };
   /** Which crowd opens first (the cap then evicts the other's connections first). */
   slowHeadsFirst: boolean;
 }
@@ -20,7 +29,13 @@ export const crowdSpec: fc.Arbitrary<CrowdSpec> = fc.record({
   maxConnections: fc.integer({ min: 8, max: 48 }),
   sendTimeoutMs: fc.integer({ min: 400, max: 1500 }),
   maxInFlight: fc.integer({ min: 2, max: 8 }),
-  neverReading: fc.record({ connections: fc.integer({ min: 0, max: 48 }), pipelined: fc.integer({ min: 1, max: 16 }), keyed: fc.boolean() }),
+  neverReading: fc.record({
+    connections: fc.integer({ min: 0, max: 48 }),
+    pipelined: fc.integer({ min: 1, max: 16 }),
+    keyed: fc.boolean(),
+    smallWindow: fc.boolean(),
+  }),
+  posters: fc.record({ connections: fc.integer({ min: 0, max: 6 }), keyed: fc.boolean(), trickle: fc.boolean() }),
   slowHeads: fc.record({ connections: fc.integer({ min: 0, max: 64 }), bytes: fc.integer({ min: 0, max: 30 }) }),
   slowHeadsFirst: fc.boolean(),
 });

@@ -1,12 +1,20 @@
 // Runs a crowd case: hostile connections held open, then a well-behaved client alongside, which must be answered within its timeout.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { LINGER } from '../../src/server/client-connections.ts';
 import { startScriptedUpstream } from '../../support/start-upstream.ts';
+import { scaled } from '../../support/time-scale.ts';
 import type { CrowdSpec } from './crowd-generators.ts';
 import { harnessConfig, startCaseGateway, type HarnessEnvironment } from './gateway.ts';
 
-/** The well-behaved client's timeout: what a client or a probe would wait before giving up. */
-export const WITNESS_TIMEOUT_MS = 2000;
+/** The well-behaved client's timeout: what a client or a probe would wait before giving up (2 s on a quiet machine). */
+export const WITNESS_TIMEOUT_MS = scaled(2000);
+/** Past the lingering close's 2 s, what a poster's connection may outlive its answer by: the check's period and scheduling. */
+const LINGER_SLACK_MS = scaled(1000);
+/** The receive window of a small-window never-reading client (test/helpers/small-window-clients.py). */
+const SMALL_WINDOW = 4096;
 /** How many times the witness asks, each on a connection of its own, while the crowd holds on. */
 const WITNESS_ASKS = 3;
 const DOCUMENT = 'GET /v1/openapi.json HTTP/1.1\r\nHost: gw.example\r\n\r\n';
@@ -15,6 +23,10 @@ const HALF_HEAD = 'GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\nX-Slow: ';
 export interface CrowdResult {
   /** Each witness answer's status (0: none in time) and how long it took. */
   witness: Array<{ status: number; ms: number }>;
+  /** Each poster's answer status (0: none) and how long its connection outlived the answer's first byte (or its connect, without one). */
+  posters: Array<{ status: number; heldMs: number }>;
+  /** Whether every connection of the crowd, the witness's too, fitted under the cap: then none was evicted and every poster answered. */
+  underCap: boolean;
   /** The in-flight gauge once the crowd has gone (undefined: it never read 0). */
   inFlightAfter: number | undefined;
 }
@@ -24,6 +36,10 @@ export function crowdViolations(result: CrowdResult): string[] {
   const violations: string[] = [];
   for (const [i, { status, ms }] of result.witness.entries())
     if (status !== 200 || ms >= WITNESS_TIMEOUT_MS) violations.push(`witness request ${i}: status ${status} after ${Math.round(ms)} ms`);
+  for (const [i, { status, heldMs }] of result.posters.entries()) {
+    if (heldMs >= LINGER.ms + LINGER_SLACK_MS) violations.push(`poster ${i}: held its connection ${Math.round(heldMs)} ms past its answer`);
+    if (result.underCap && status !== 413 && status !== 401) violations.push(`poster ${i}: read status ${status}, not its refusal`);
+  }
   if (result.inFlightAfter !== 0) violations.push(`in flight after the crowd left: ${result.inFlightAfter}`);
   return violations;
 }
@@ -31,6 +47,7 @@ export function crowdViolations(result: CrowdResult): string[] {
 export async function runCrowdCase(spec: CrowdSpec, environment: HarnessEnvironment): Promise<CrowdResult> {
   const upstream = await startScriptedUpstream((_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]'));
   const crowd: Socket[] = [];
+  let smallWindows: ChildProcess | undefined;
   try {
     const base = harnessConfig(environment.redisUrl, upstream.baseUrl, { maxSockets: 4, timeoutMs: 500, totalTimeoutMs: 1500 });
     const { maxConnections, sendTimeoutMs } = spec;
@@ -56,21 +73,94 @@ export async function runCrowdCase(spec: CrowdSpec, environment: HarnessEnvironm
       };
       const key = environment.keys[0]!;
       const asked = spec.neverReading.keyed ? `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n` : DOCUMENT;
-      const neverReading = () => Promise.all(Array.from({ length: spec.neverReading.connections }, () => open(asked.repeat(spec.neverReading.pipelined))));
+      const { connections, pipelined, smallWindow } = spec.neverReading;
+      const neverReading = async () => {
+        if (!smallWindow) await Promise.all(Array.from({ length: connections }, () => open(asked.repeat(pipelined))));
+        else if (connections > 0) smallWindows = await smallWindowClients(gateway.port, connections, asked.repeat(pipelined));
+      };
       const slowHeads = () => Promise.all(Array.from({ length: spec.slowHeads.connections }, () => open(HALF_HEAD.slice(0, spec.slowHeads.bytes))));
       if (spec.slowHeadsFirst) await slowHeads().then(neverReading);
       else await neverReading().then(slowHeads);
+      // The posters send alongside the witness's requests: their lingering closes overlap its answers.
+      const posting = Promise.all(Array.from({ length: spec.posters.connections }, () => post(gateway.port, spec.posters, key, crowd)));
       const witness: CrowdResult['witness'] = [];
       for (let i = 0; i < WITNESS_ASKS; i++) witness.push(await ask(gateway.port, environment.keys[1]!));
+      const posters = await posting;
       for (const socket of crowd) socket.destroy();
-      return { witness, inFlightAfter: await gateway.settledInFlight(WITNESS_TIMEOUT_MS + sendTimeoutMs) };
+      await stop(smallWindows);
+      const underCap = connections + spec.slowHeads.connections + spec.posters.connections + 1 <= maxConnections;
+      return { witness, posters, underCap, inFlightAfter: await gateway.settledInFlight(WITNESS_TIMEOUT_MS + sendTimeoutMs) };
     } finally {
       await gateway.close();
     }
   } finally {
     for (const socket of crowd) socket.destroy();
+    await stop(smallWindows);
     await upstream.close();
   }
+}
+
+/** `connections` never-reading clients with a small receive window, each sending `bytes` (test/helpers/small-window-clients.py). */
+async function smallWindowClients(port: number, connections: number, bytes: string): Promise<ChildProcess> {
+  const script = new URL('../helpers/small-window-clients.py', import.meta.url).pathname;
+  const child = spawn('python3', [script, '127.0.0.1', String(port), String(connections), String(SMALL_WINDOW)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin.end(bytes);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('exit', (code) => reject(new Error(`small-window clients exited with ${code}`)));
+      child.once('error', reject);
+    });
+  } catch (error) {
+    await stop(child);
+    throw error;
+  }
+  return child;
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+const POST_CHUNK = Buffer.alloc(64 * 1024, 0x20);
+
+/**
+ * A client that POSTs a pet with a body far larger than the gateway accepts and sends it until the gateway closes: at full speed, or
+ * a chunk every 20 ms. Returns the status it read (0: none) and how long the connection outlived the answer (or its connect).
+ */
+function post(port: number, how: CrowdSpec['posters'], key: string, crowd: Socket[]): Promise<{ status: number; heldMs: number }> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    crowd.push(socket);
+    let received = '';
+    let since = performance.now();
+    let trickling: NodeJS.Timeout | undefined;
+    socket.on('data', (data) => {
+      if (received === '') since = performance.now();
+      received += data.toString('latin1');
+    });
+    socket.on('error', () => undefined);
+    socket.once('close', () => {
+      clearInterval(trickling);
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(received)?.[1] ?? 0), heldMs: performance.now() - since });
+    });
+    socket.once('connect', () => {
+      since = performance.now();
+      const auth = how.keyed ? `Authorization: Bearer ${key}\r\n` : '';
+      socket.write(`POST /v1/pets HTTP/1.1\r\nHost: gw.example\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n${auth}\r\n`);
+      if (how.trickle) {
+        trickling = setInterval(() => socket.writable && socket.write(POST_CHUNK), 20);
+        return;
+      }
+      const pump = () => {
+        while (socket.writable) if (!socket.write(POST_CHUNK)) return void socket.once('drain', pump);
+      };
+      pump();
+    });
+  });
 }
 
 /** A keyed listPets on a new connection, read whole: its status (0 if none within WITNESS_TIMEOUT_MS) and how long it took. */

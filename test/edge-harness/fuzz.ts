@@ -1,19 +1,28 @@
-// npm run fuzz -- [--runs N] [--seed S] [--minutes M] [--tls] (--help lists them): runs the edge property, prints what it covered and any shrunk counterexample (shrunk for at most M minutes).
+// npm run fuzz -- [--runs N] [--crowds N] [--seed S] [--minutes M] [--tls] (--help lists them): runs the edge property and the crowd property,
+// prints what they covered and any shrunk counterexample (shrunk for at most M minutes).
 import { parseArgs } from 'node:util';
+import fc from 'fast-check';
+import { crowdSpec } from './crowd-generators.ts';
+import { crowdViolations, runCrowdCase } from './crowd.ts';
 import { createTlsTransport, TCP } from '../helpers/edge-transport.ts';
 import { startEnvironment } from './gateway.ts';
 import { checkEdgeProperty } from './property.ts';
 
-const USAGE = `usage: npm run fuzz -- [--runs N] [--seed S] [--minutes M] [--tls]
+const USAGE = `usage: npm run fuzz -- [--runs N] [--crowds N] [--seed S] [--minutes M] [--tls]
 
 Runs the edge harness's property on generated cases (hostile clients and upstreams against a gateway and
 a private redis-server it starts), prints what it covered, and on a failure the shrunk counterexample,
 saved under test/fixtures/edge/ (npm test replays it from there); exits 1 then. Each case picks how the
 gateway checks the upstream's answers against the interface document (off, report, enforce); a report
-case runs beside an off twin, whose clients' answers it is compared with.
+case runs beside an off twin, whose clients' answers it is compared with. Then the crowd property: a
+well-behaved client beside generated crowds (never-reading clients, small windows or not, pipelined or
+not; slow heads at the connection cap; posters of bodies refused unread that keep sending) must be
+answered 200 within its timeout, every poster closed within the lingering close's bounds, and nothing
+left in flight; a failing crowd is shrunk and printed.
 
 options:
   --runs N      cases to generate, at most (default 100)
+  --crowds N    crowd cases to generate, at most (default 20; 0: none)
   --seed S      the generator's seed, an integer (default: a random one, printed first)
   --minutes M   how long a failing case may be shrunk, at most (default 30)
   --tls         the clients reach an HTTPS listener over TLS (certificates made for the run), some
@@ -28,6 +37,7 @@ function fuzzArgs() {
     return parseArgs({
       options: {
         runs: { type: 'string', default: '100' },
+        crowds: { type: 'string', default: '20' },
         seed: { type: 'string' },
         minutes: { type: 'string', default: '30' },
         tls: { type: 'boolean' },
@@ -45,9 +55,10 @@ if (values.help) {
   process.exit(0);
 }
 const runs = Number(values.runs);
+const crowds = Number(values.crowds);
 const minutes = Number(values.minutes);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
-if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !(minutes >= 0)) {
+if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(crowds) || crowds < 0 || !Number.isInteger(seed) || !(minutes >= 0)) {
   console.error(USAGE);
   process.exit(2);
 }
@@ -78,7 +89,29 @@ try {
     }
     process.exitCode = 1;
   } else console.log('no counterexample');
+  if (crowds > 0) await checkCrowds();
 } finally {
   await environment.close();
   tls?.remove();
+}
+
+/** The crowd property (over TCP): prints each failing crowd's violations and the shrunk one; exits 1 then. */
+async function checkCrowds(): Promise<void> {
+  const started = performance.now();
+  let crowdsRun = 0;
+  const result = await fc.check(
+    fc.asyncProperty(crowdSpec, async (spec) => {
+      crowdsRun++;
+      const violations = crowdViolations(await runCrowdCase(spec, environment));
+      if (violations.length > 0) throw new Error(violations.join('; '));
+    }),
+    { seed, numRuns: crowds, interruptAfterTimeLimit: minutes * 60_000 + crowds * 30_000, markInterruptAsFailure: false },
+  );
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`seed ${seed}: ${crowdsRun} crowd cases (with shrinking) in ${seconds.toFixed(1)} s`);
+  if (result.failed) {
+    console.log(`crowd counterexample: ${JSON.stringify(result.counterexample?.[0])}`);
+    console.log(`  ${result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance)}`);
+    process.exitCode = 1;
+  } else console.log('no crowd counterexample');
 }
