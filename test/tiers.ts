@@ -24,6 +24,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/keys-cli.test.ts',
   'test/integration/keys-cli-quota.test.ts',
   'test/integration/lifecycle.test.ts',
+  'test/integration/never-reading-flood.test.ts',
   'test/integration/pepper-fingerprint.test.ts',
   'test/integration/preflight.test.ts',
   'test/integration/prometheus.test.ts',
