@@ -1,10 +1,12 @@
-// A SIGTERM to the gateway's whole process group, as systemd sends it (KillMode=control-group): the request in flight is drained.
+// A SIGTERM to the gateway's whole process group, as systemd sends it (KillMode=control-group): the request in flight is drained,
+// also under a flood of clients that never read.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../../support/time-scale.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
 import { PROJECT_ROOT, waitFor, waitUntilReady } from '../../support/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
@@ -31,9 +33,11 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/** Process groups started here: killed after each test if one is left. */
+/** Process groups started here: killed after each test if one is left; and the floods' clients. */
 const groups: ChildProcess[] = [];
+const floods: ChildProcess[] = [];
 afterEach(() => {
+  for (const flood of floods.splice(0)) flood.kill('SIGKILL');
   for (const child of groups.splice(0)) {
     try {
       process.kill(-child.pid!, 'SIGKILL');
@@ -48,45 +52,90 @@ const START = {
   'bin/petstore-gateway': [join(PROJECT_ROOT, 'bin/petstore-gateway'), []],
 } as const;
 
+/** Under load: never-reading connections with a small receive window, each pipelining the document, and the grace period the drain gets. */
+const FLOOD = 200;
+const GRACE_PERIOD_MS = 3000;
+
+interface Started {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<void>;
+  listening: { port: number; adminPort: number };
+  key: string;
+}
+
+/** Starts the gateway as `how` does, in a process group of its own led by the child, as a service's under systemd. */
+async function startGroup(how: keyof typeof START, extraEnv: Record<string, string> = {}): Promise<Started> {
+  const env = {
+    PATH: `${NODE_24_BIN}${delimiter}${process.env.PATH ?? ''}`,
+    HOME: process.env.HOME ?? '/tmp',
+    npm_config_update_notifier: 'false',
+    PORT: '0',
+    ADMIN_PORT: '0',
+    LOG_LEVEL: 'info',
+    REDIS_URL: redis.url,
+    UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}/v1`,
+    API_KEY_PEPPER: 'group-signal-test-pepper',
+    SHUTDOWN_DRAIN_DELAY_MS: '0',
+    ...extraEnv,
+  };
+  const { key } = JSON.parse((await runKeysCli(['create', '--name', 'group', '--environment', 'staging', '--json'], env)).stdout) as { key: string };
+  const [command, args] = START[how];
+  const child = spawn(command, [...args], { cwd: PROJECT_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  groups.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await waitFor(async () => output.includes('"msg":"gateway listening"'), 20_000);
+  const listening = JSON.parse(output.split('\n').find((line) => line.includes('"msg":"gateway listening"'))!) as { port: number; adminPort: number };
+  await waitUntilReady(listening);
+  return { child, output: () => output, exited, listening, key };
+}
+
+/** Sends SIGTERM to the group while a keyed request waits on the 1 s backend; returns that request's answer. */
+async function signalDuringRequest({ child, listening, key }: Started): Promise<Response> {
+  const upstreamAsked = new Promise<void>((resolve) => (asked = resolve));
+  const inFlight = fetch(`http://127.0.0.1:${listening.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
+  await upstreamAsked;
+  process.kill(-child.pid!, 'SIGTERM');
+  return inFlight;
+}
+
+async function expectDrainedAndLogged(how: keyof typeof START, started: Started, res: Response): Promise<void> {
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual([]);
+  await started.exited;
+  // Under npm the gateway may outlive npm by a moment: its last lines come through the same pipe.
+  await waitFor(async () => started.output().includes('"msg":"gateway stopped"'), 5000);
+  expect(started.output()).toContain('"msg":"shutting down: readiness is now false"');
+  // npm passed the group's signal on: the gateway's second SIGTERM is logged and ignored.
+  if (how === 'npm start') expect(started.output()).toContain('"msg":"SIGTERM ignored: the gateway is already draining (SIGKILL ends it at once)"');
+}
+
 describe.each(Object.keys(START) as Array<keyof typeof START>)('kill -TERM -- -<pgid> of %s', (how) => {
   it('drains the request in flight (200) and logs the shutdown', async () => {
-    const env = {
-      PATH: `${NODE_24_BIN}${delimiter}${process.env.PATH ?? ''}`,
-      HOME: process.env.HOME ?? '/tmp',
-      npm_config_update_notifier: 'false',
-      PORT: '0',
-      ADMIN_PORT: '0',
-      LOG_LEVEL: 'info',
-      REDIS_URL: redis.url,
-      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}/v1`,
-      API_KEY_PEPPER: 'group-signal-test-pepper',
-      SHUTDOWN_DRAIN_DELAY_MS: '0',
-    };
-    const { key } = JSON.parse((await runKeysCli(['create', '--name', 'group', '--environment', 'staging', '--json'], env)).stdout) as { key: string };
-    const [command, args] = START[how];
-    // detached: a process group of its own, led by the child, as a service's under systemd.
-    const child = spawn(command, [...args], { cwd: PROJECT_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    groups.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    await waitFor(async () => output.includes('"msg":"gateway listening"'), 20_000);
-    const listening = JSON.parse(output.split('\n').find((line) => line.includes('"msg":"gateway listening"'))!) as { port: number; adminPort: number };
-    await waitUntilReady(listening);
+    const started = await startGroup(how);
+    await expectDrainedAndLogged(how, started, await signalDuringRequest(started));
+  });
 
-    const upstreamAsked = new Promise<void>((resolve) => (asked = resolve));
-    const inFlight = fetch(`http://127.0.0.1:${listening.port}/v1/pets`, { headers: { Authorization: `Bearer ${key}` } });
-    await upstreamAsked;
-    process.kill(-child.pid!, 'SIGTERM');
-    const res = await inFlight;
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual([]);
-    await exited;
-    // Under npm the gateway may outlive npm by a moment: its last lines come through the same pipe.
-    await waitFor(async () => output.includes('"msg":"gateway stopped"'), 5000);
-    expect(output).toContain('"msg":"shutting down: readiness is now false"');
-    // npm passed the group's signal on: the gateway's second SIGTERM is logged and ignored.
-    if (how === 'npm start') expect(output).toContain('"msg":"SIGTERM ignored: the gateway is already draining (SIGKILL ends it at once)"');
+  it(`under ${FLOOD} never-reading connections, drains the request in flight and ends within the grace period`, async () => {
+    const started = await startGroup(how, { SHUTDOWN_GRACE_PERIOD_MS: String(GRACE_PERIOD_MS) });
+    const flood = spawn(
+      'python3',
+      [join(PROJECT_ROOT, 'test/helpers/small-window-clients.py'), '127.0.0.1', String(started.listening.port), String(FLOOD), '4096'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    floods.push(flood);
+    flood.stdin.end('GET /v1/openapi.json HTTP/1.1\r\nHost: gw.example\r\n\r\n'.repeat(16));
+    await new Promise<void>((resolve, reject) => {
+      flood.stdout.once('data', () => resolve());
+      flood.once('exit', (code) => reject(new Error(`the flood's clients exited with ${code}`)));
+    });
+    const signalled = performance.now();
+    const res = await signalDuringRequest(started);
+    await expectDrainedAndLogged(how, started, res);
+    // The flood's answers wait on clients that never read: the drain cannot finish them, the grace period ends it.
+    expect(performance.now() - signalled).toBeLessThan(GRACE_PERIOD_MS + scaled(3000));
   });
 });
