@@ -2,7 +2,7 @@
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { toGatewayError } from '../errors/error-handler.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { sendError } from '../errors/send-error.ts';
+import { refuse, sendError } from '../errors/send-error.ts';
 import { shareRender } from './shared-render.ts';
 
 export interface ReadinessCheck {
@@ -143,16 +143,17 @@ export function createAdminApp(options: AdminAppOptions): Express {
 
   if (options.api) app.use('/admin', options.api);
 
-  app.use(function adminNotFound(_req, res) {
-    sendError(res, new GatewayError('not_found', ADMIN_NOT_FOUND));
+  // Before a body is read: `refuse` closes the connection (then lingers) rather than reading the body for as long as it comes.
+  app.use(function adminNotFound(req, res) {
+    refuse(req, res, new GatewayError('not_found', ADMIN_NOT_FOUND));
   });
   // The public side's renderer, not Express's HTML page (which shows the stack outside production).
-  const handleError: ErrorRequestHandler = function handleAdminError(err, _req, res, _next) {
+  const handleError: ErrorRequestHandler = function handleAdminError(err, req, res, _next) {
     const error = toGatewayError(err);
     if (error.code === 'internal_error') options.onUnexpected(err);
     // Too late for an Error body (a metrics exposition cut off midway): an incomplete answer, not one that looks whole.
     if (res.headersSent) res.destroy();
-    else sendError(res, error);
+    else refuse(req, res, error);
   };
   app.use(handleError);
   return app;

@@ -30,7 +30,8 @@ export interface ClientConnectionOptions {
  * A lingering close, as nginx's `lingering_close`: an answer sent before its request's body was read (413, 401, 415, 400 on a POST)
  * closes the connection, and a reset while the client still sends could discard the answer before the client reads it; so the
  * connection is half-closed after the answer and what the client sends is read and dropped for 2 s or 8 MiB past the answer at most
- * (a 5 MB body sent at once is taken whole on loopback, whose buffers hold about 4 MB), then closed. The client's FIN ends it sooner.
+ * (a 5 MB body sent at once is taken whole on loopback, whose buffers hold about 4 MB), then closed. The client's FIN ends it sooner. The bytes are
+ * looked at every 100 ms: a client sending faster is read that much longer.
  */
 export const LINGER: LingerBounds = { ms: 2000, bytes: 8 * 1024 * 1024, checkEveryMs: 100 };
 

@@ -27,9 +27,9 @@ afterAll(async () => {
 const MB = 1_000_000;
 const CHUNK = Buffer.alloc(64 * 1024, 0x20);
 
-function postHead(bytes: number, keyed: boolean): string {
+function postHead(bytes: number, keyed: boolean, path = '/v1/pets'): string {
   return (
-    `POST /v1/pets HTTP/1.1\r\nHost: gw.example\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n` +
+    `POST ${path} HTTP/1.1\r\nHost: gw.example\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n` +
     (keyed ? `Authorization: Bearer ${gateway.apiKey}\r\n` : '') +
     '\r\n'
   );
@@ -52,9 +52,9 @@ interface Sender {
  * A raw client that sends `bytes` of body (Infinity: forever) as fast as the gateway takes them, or one `CHUNK` every `trickleMs`,
  * reading what comes back all along, and keeps its side open until its body is sent (as a client that reads its answer afterwards).
  */
-function send(bytes: number, options: { keyed: boolean; trickleMs?: number }): Promise<Sender> {
+function send(bytes: number, options: { keyed: boolean; trickleMs?: number; admin?: { path: string } }): Promise<Sender> {
   return new Promise((resolve) => {
-    const socket = connect({ port: running.port, host: '127.0.0.1', allowHalfOpen: true });
+    const socket = connect({ port: options.admin ? running.adminPort : running.port, host: '127.0.0.1', allowHalfOpen: true });
     const sender: Sender = { received: '', written: 0, ended: false, answerToCloseMs: Number.NaN };
     let answeredAt = Number.NaN;
     let trickling: NodeJS.Timeout | undefined;
@@ -80,7 +80,7 @@ function send(bytes: number, options: { keyed: boolean; trickleMs?: number }): P
     };
     const finished = () => sender.written >= bytes;
     socket.once('connect', () => {
-      socket.write(postHead(Number.isFinite(bytes) ? bytes : 1e12, options.keyed));
+      socket.write(postHead(Number.isFinite(bytes) ? bytes : 1e12, options.keyed, options.admin?.path));
       if (options.trickleMs !== undefined) {
         trickling = setInterval(() => {
           if (socket.writable) sendChunk(() => clearInterval(trickling));
@@ -126,14 +126,23 @@ describe('an answer sent before the body was read', () => {
     expect(sender.ended).toBe(true);
   });
 
+  it('on the admin listener (a POST to /metrics: 404), reaches the client with a FIN and no reset', async () => {
+    const sender = await send(5 * MB, { keyed: false, admin: { path: '/metrics' } });
+    expect(onlyAnswer(sender).status).toBe(404);
+    expect(sender.written).toBe(5 * MB);
+    expect(sender.error).toBeUndefined();
+    expect(sender.ended).toBe(true);
+  });
+
   it('is followed by a close once the client has sent 8 MiB past it, however fast it sends', async () => {
     const sender = await send(Number.POSITIVE_INFINITY, { keyed: true });
     expect(onlyAnswer(sender)).toEqual({ status: 413, body: TOO_LARGE });
     // Closed at the bound, with the client still sending: a reset, after the answer was read.
     expect(sender.error).toMatch(/^(EPIPE|ECONNRESET)$/);
     expect(sender.written).toBeGreaterThan(LINGER.bytes);
-    expect(sender.written).toBeLessThan(LINGER.bytes + 16 * MB);
-    expect(sender.answerToCloseMs).toBeLessThan(LINGER.ms + scaled(1000));
+    // By the bound in bytes, before the one in time: the loopback carries 8 MiB in far less than 2 s. (How far past 8 MiB depends on
+    // the rate: the bound is looked at every LINGER.checkEveryMs.)
+    expect(sender.answerToCloseMs).toBeLessThan(LINGER.ms);
   });
 
   it('is followed by a close 2 s after it for a client that trickles its body forever', async () => {
