@@ -1,5 +1,6 @@
 // An answer sent before its request's body was read is followed by a lingering close: the client that keeps sending reads it whole.
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINGER } from '../../src/server/client-connections.ts';
 import type { RunningGateway } from '../../src/server/server.ts';
@@ -7,6 +8,7 @@ import { scaled } from '../../support/time-scale.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../support/start-upstream.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseResponses } from '../helpers/raw-socket.ts';
+import { createTestPki, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
 
 let upstream: ScriptedUpstream;
 let gateway: TestGateway;
@@ -52,9 +54,10 @@ interface Sender {
  * A raw client that sends `bytes` of body (Infinity: forever) as fast as the gateway takes them, or one `CHUNK` every `trickleMs`,
  * reading what comes back all along, and keeps its side open until its body is sent (as a client that reads its answer afterwards).
  */
-function send(bytes: number, options: { keyed: boolean; trickleMs?: number; admin?: { path: string } }): Promise<Sender> {
+function send(bytes: number, options: { keyed: boolean; trickleMs?: number; admin?: { path: string }; open?: (ready: () => void) => Socket }): Promise<Sender> {
   return new Promise((resolve) => {
-    const socket = connect({ port: options.admin ? running.adminPort : running.port, host: '127.0.0.1', allowHalfOpen: true });
+    const port = options.admin ? running.adminPort : running.port;
+    const socket = options.open ? options.open(() => connected()) : connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => connected());
     const sender: Sender = { received: '', written: 0, ended: false, answerToCloseMs: Number.NaN };
     let answeredAt = Number.NaN;
     let trickling: NodeJS.Timeout | undefined;
@@ -79,7 +82,7 @@ function send(bytes: number, options: { keyed: boolean; trickleMs?: number; admi
       return socket.write(size === CHUNK.length ? CHUNK : CHUNK.subarray(0, size), (error) => error === undefined || error === null || done());
     };
     const finished = () => sender.written >= bytes;
-    socket.once('connect', () => {
+    function connected() {
       socket.write(postHead(Number.isFinite(bytes) ? bytes : 1e12, options.keyed, options.admin?.path));
       if (options.trickleMs !== undefined) {
         trickling = setInterval(() => {
@@ -98,7 +101,7 @@ function send(bytes: number, options: { keyed: boolean; trickleMs?: number; admi
         if (finished() && socket.writable) socket.end();
       };
       pump();
-    });
+    }
   });
 }
 
@@ -194,4 +197,38 @@ describe("Node's fetch posting a body the gateway refuses unread", () => {
       });
     }
   }
+});
+
+describe('over TLS, an answer sent before the body was read', () => {
+  let pki: TestPki;
+  let ca: TestAuthority;
+  let tlsGateway: TestGateway;
+  let tlsRunning: RunningGateway;
+  beforeAll(async () => {
+    pki = createTestPki();
+    ca = pki.authority('linger-ca');
+    const pair = ca.issue({ name: 'linger-listener' });
+    tlsGateway = buildTestGateway({
+      upstreamUrl: upstream.baseUrl,
+      env: { PORT: '0', ADMIN_PORT: '0' },
+      overrides: { listen: { tls: { certFile: pair.certFile, keyFile: pair.keyFile } } },
+    });
+    tlsRunning = await tlsGateway.listen();
+  });
+  afterAll(async () => {
+    await tlsRunning?.shutdown('test over');
+    await tlsGateway?.close();
+    pki?.remove();
+  });
+
+  it('reaches a client that sends its whole 5 MB body first, with the end of the stream and no reset', async () => {
+    // Half-open TCP under the session: the client goes on sending after the gateway's close_notify and FIN, as over plain TCP.
+    const open = (ready: () => void) =>
+      connectTls({ socket: connect({ host: '127.0.0.1', port: tlsRunning.port, allowHalfOpen: true }), servername: 'localhost', ca: ca.cert }, ready);
+    const sender = await send(5 * MB, { keyed: false, open });
+    expect(onlyAnswer(sender).status).toBe(401);
+    expect(sender.written).toBe(5 * MB);
+    expect(sender.error).toBeUndefined();
+    expect(sender.ended).toBe(true);
+  });
 });
