@@ -20,8 +20,6 @@ export interface ClientConnectionOptions {
   requestEvents: ReadonlyArray<'request' | 'checkContinue' | 'checkExpectation'>;
   /** An X-Request-Id for each refusal of bytes that do not parse and of CONNECT; absent: none. */
   requestId?: () => string;
-  /** The lingering close after an answer sent before its request's body was read; absent: LINGER. */
-  linger?: LingerBounds;
   /** Told of each connection the owner closes, and why. */
   onClosed?: (reason: ConnectionClosing) => void;
 }
@@ -30,8 +28,8 @@ export interface ClientConnectionOptions {
  * A lingering close, as nginx's `lingering_close`: an answer sent before its request's body was read (413, 401, 415, 400 on a POST)
  * closes the connection, and a reset while the client still sends could discard the answer before the client reads it; so the
  * connection is half-closed after the answer and what the client sends is read and dropped for 2 s or 8 MiB past the answer at most
- * (a 5 MB body sent at once is taken whole on loopback, whose buffers hold about 4 MB), then closed. The client's FIN ends it sooner. The bytes are
- * looked at every 100 ms: a client sending faster is read that much longer.
+ * (a 5 MB body sent at once is then taken whole on loopback, whose buffers hold about 4 MB), then closed; the client's FIN ends it
+ * sooner. The bytes are looked at every 100 ms: a client sending faster is read that much longer.
  */
 export const LINGER: LingerBounds = { ms: 2000, bytes: 8 * 1024 * 1024, checkEveryMs: 100 };
 
@@ -52,9 +50,8 @@ export function ownClientConnections(server: Server, handler: RequestListener, o
     ...(options.onClosed ? { onClosed: options.onClosed } : {}),
   });
   for (const event of options.requestEvents) server.on(event, admission.listener);
-  const linger = options.linger ?? LINGER;
   // Over TLS, `connection` gives the TCP socket, which no answer closes, and `secureConnection` the one requests arrive on.
-  const lingerOnEarlyAnswers = (socket: Socket) => lingerBeforeClosing(socket, () => admission.answeringBeforeBody(socket), linger);
+  const lingerOnEarlyAnswers = (socket: Socket) => lingerBeforeClosing(socket, () => admission.answeringBeforeBody(socket), LINGER);
   server.on('connection', lingerOnEarlyAnswers);
   server.on('secureConnection', lingerOnEarlyAnswers);
   const refusals = options.requestId ? { requestId: options.requestId } : {};
