@@ -137,6 +137,23 @@ describe('an answer sent before the body was read', () => {
     expect(sender.ended).toBe(true);
   });
 
+  it('leaves a request sent after the refused body unanswered: one answer, then the close', async () => {
+    const body = 100_000;
+    const next = `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${gateway.apiKey}\r\n\r\n`;
+    const received = await new Promise<string>((resolve) => {
+      const socket = connect({ port: running.port, host: '127.0.0.1' }, () => {
+        socket.write(postHead(body, true));
+        socket.write(Buffer.alloc(body, 0x20));
+        socket.write(next);
+      });
+      let text = '';
+      socket.on('data', (data) => (text += data.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(text));
+    });
+    expect(parseResponses(received).map(({ status }) => status)).toEqual([413]);
+  });
+
   it('is followed by a close once the client has sent 8 MiB past it, however fast it sends', async () => {
     const sender = await send(Number.POSITIVE_INFINITY, { keyed: true });
     expect(onlyAnswer(sender)).toEqual({ status: 413, body: TOO_LARGE });
