@@ -1,11 +1,12 @@
-// The issue's scale against a gateway process: 1,000 never-reading small-window connections pipelining the document, a keyed client beside them.
+// The issue's scale against a gateway process: 1,000 never-reading small-window connections pipelining the document beside a keyed
+// client, and 260 never-reading /metrics pullers beside the probes.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { createKeyHasher } from '../../src/auth/key-hash.ts';
@@ -28,7 +29,7 @@ const PEPPER = 'never-reading-flood-pepper-01';
 let started: Replicas | undefined;
 let dir: string | undefined;
 let key: string;
-let flood: ChildProcess | undefined;
+const floods: ChildProcess[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'never-reading-flood-'));
@@ -42,18 +43,37 @@ beforeAll(async () => {
   const admin = new KeyAdmin(started.redis.client, { keyPrefix: 'petstore-gateway:', hashKey: createKeyHasher(PEPPER), clock: systemClock });
   key = (await admin.create({ consumer: 'well-behaved', environments: ['production'] })).key;
 });
-afterAll(async () => {
-  if (flood && flood.exitCode === null && flood.signalCode === null) {
+afterEach(async () => {
+  for (const flood of floods.splice(0)) {
+    if (flood.exitCode !== null || flood.signalCode !== null) continue;
     const exited = once(flood, 'exit');
     flood.kill('SIGKILL');
     await exited;
   }
+});
+afterAll(async () => {
   await started?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 async function metrics(adminPort: number): Promise<Map<string, number>> {
   return parseExposition(await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text());
+}
+
+/** `connections` small-window clients (test/helpers/small-window-clients.py) sending `bytes` each and never reading; resolves at once. */
+function smallWindowFlood(port: number, connections: number, bytes: string): { ready: Promise<number> } {
+  const started = performance.now();
+  const child = spawn('python3', [join(PROJECT_ROOT, 'test/helpers/small-window-clients.py'), '127.0.0.1', String(port), String(connections), String(RCVBUF)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  floods.push(child);
+  child.stdin.end(bytes);
+  return {
+    ready: new Promise((resolve, reject) => {
+      child.stdout.once('data', () => resolve(performance.now() - started));
+      child.once('exit', (code) => reject(new Error(`the flood's clients exited with ${code}`)));
+    }),
+  };
 }
 
 function rssMb(pid: number): number {
@@ -65,23 +85,18 @@ describe('1,000 never-reading small-window connections pipelining the public doc
     const gateway = started!.replicas[0]!;
     const rssBefore = rssMb(gateway.child.pid!);
     const document = 'GET /v1/openapi.json HTTP/1.1\r\nHost: gw.example\r\n\r\n'.repeat(PIPELINED);
-    const child = spawn(
-      'python3',
-      [join(PROJECT_ROOT, 'test/helpers/small-window-clients.py'), '127.0.0.1', String(gateway.port), String(HOSTILE), String(RCVBUF)],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    flood = child;
-    child.stdin.end(document);
     const floodStarted = performance.now();
+    let floodReady = Number.NaN;
+    smallWindowFlood(gateway.port, HOSTILE, document).ready.then(
+      (ms) => (floodReady = ms),
+      () => undefined,
+    );
     const asked: Array<{ status: number; ms: number; at: number }> = [];
     let maxInFlight = 0;
-    let floodReady = Number.NaN;
-    child.stdout.once('data', () => {
-      floodReady = performance.now() - floodStarted;
-    });
     // From the flood's first connection until the send timeout has closed them: a keyed listPets every 200 ms.
-    const until = floodStarted + SEND_TIMEOUT_MS + scaled(4000);
-    while (performance.now() < until) {
+    // Until the send timeout has had time to fire on the last connection taken in (a check runs every second at most).
+    const until = () => (Number.isNaN(floodReady) ? Number.POSITIVE_INFINITY : floodStarted + floodReady + SEND_TIMEOUT_MS + scaled(3000));
+    while (performance.now() < until() && performance.now() - floodStarted < scaled(60_000)) {
       const at = performance.now() - floodStarted;
       const status = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets?limit=1`, {
         headers: { Authorization: `Bearer ${key}` },
@@ -124,5 +139,40 @@ describe('1,000 never-reading small-window connections pipelining the public doc
     expect(maxInFlight).toBeLessThanOrEqual(2);
     // Each connection's first answer stalled on its 4 KB window: the send timeout closed the connection.
     expect(closed).toBeGreaterThanOrEqual(HOSTILE * 0.9);
+  });
+});
+
+/** More /metrics pullers than the admin listener's default cap (listen.adminMaxConnections 256), as in the issue. */
+const PULLERS = 260;
+const PROBE_PATIENCE_MS = 1000;
+
+describe('260 never-reading /metrics pullers on the admin listener', () => {
+  it('leave /readyz answered 200 within 1 s throughout, from the first puller on', async () => {
+    const gateway = started!.replicas[0]!;
+    const flood = smallWindowFlood(gateway.adminPort, PULLERS, 'GET /metrics HTTP/1.1\r\nHost: adm\r\n\r\n'.repeat(PIPELINED));
+    let floodReady = Number.NaN;
+    flood.ready.then(
+      (ms) => (floodReady = ms),
+      () => undefined,
+    );
+    const probes: Array<{ status: number; ms: number }> = [];
+    const until = performance.now() + scaled(6000);
+    while (performance.now() < until) {
+      const started = performance.now();
+      const status = await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`, { signal: AbortSignal.timeout(PROBE_PATIENCE_MS * 5) }).then(
+        async (res) => {
+          await res.arrayBuffer();
+          return res.status;
+        },
+        () => 0,
+      );
+      probes.push({ status, ms: performance.now() - started });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const slowest = Math.max(...probes.map(({ ms }) => ms));
+    console.log(JSON.stringify({ pullers: PULLERS, floodReadyMs: Math.round(floodReady), probes: probes.length, slowestMs: Math.round(slowest) }));
+    expect(Number.isNaN(floodReady)).toBe(false);
+    expect(probes.map(({ status }) => status)).toEqual(probes.map(() => 200));
+    expect(slowest).toBeLessThan(scaled(PROBE_PATIENCE_MS));
   });
 });
