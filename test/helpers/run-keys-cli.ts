@@ -18,8 +18,8 @@ export function runCli(script: string, args: readonly string[], env: Record<stri
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      // As the npm scripts run them: the compile cache on (src/cli/compile-cache.ts).
-      ['--import', './src/cli/compile-cache.ts', script, ...args],
+      // As the npm scripts run them: the compile cache on (src/cli/compile-cache.mjs).
+      ['--import', './src/cli/compile-cache.mjs', script, ...args],
       // A listing of 50,000 keys is some 8 MB of JSON: well past execFile's default of 1 MiB.
       { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, timeout: scaled(60_000), maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
