@@ -20,7 +20,17 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: [...PROCESSES], globalSetup: [GUARD], sequence: { groupOrder: 0 } },
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          exclude: [...PROCESSES],
+          globalSetup: [GUARD],
+          sequence: { groupOrder: 0 },
+          // The unit files start no server and share no state a file leaves behind: run in one module graph per worker, they
+          // import the gateway's modules once, not once a file (the project in half the time: 45 s against 90 s, load about 30;
+          // green in a shuffled order too).
+          isolate: false,
+        },
       },
       {
         extends: true,

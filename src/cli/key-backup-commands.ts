@@ -4,7 +4,7 @@ import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { KeyAdminError } from '../auth/key-admin-error.ts';
-import { checkExportFile, exportKeys, importKeys, type ImportSummary } from '../auth/key-backup.ts';
+import type { ImportSummary } from '../auth/key-backup.ts';
 import { createKeyHasher } from '../auth/key-hash.ts';
 import { ALLOW_NO_PEPPER, loadPepper } from '../auth/pepper.ts';
 import { loadConfig } from '../config/load-config.ts';
@@ -58,6 +58,9 @@ function refuseRemote(program: Command, name: string): void {
     throw new KeyAdminError('invalid', `${name} works on Redis directly (REDIS_URL); it is not available with --admin-url`);
 }
 
+/** Loaded when export or import runs, not at start: every other keys command starts without it (start-up is most of a CLI call). */
+const keyBackup = () => import('../auth/key-backup.ts');
+
 export function addKeyBackupCommands(program: Command): void {
   program
     .command('export')
@@ -65,6 +68,7 @@ export function addKeyBackupCommands(program: Command): void {
     .option('--output <file>', 'write to this file, created readable by its owner only (mode 0600), instead of stdout')
     .action(async (options: { output?: string }) => {
       refuseRemote(program, 'export');
+      const { exportKeys } = await keyBackup();
       const config = loadConfig();
       // The pepper is only a fallback name here (Redis's fingerprint is the keys'): an unpeppered CLI may export.
       const fallbackFingerprint = createKeyHasher(loadPepper(config, { ...process.env, [ALLOW_NO_PEPPER]: 'true' })).pepperFingerprint;
@@ -86,6 +90,7 @@ export function addKeyBackupCommands(program: Command): void {
     .option('--json', 'print the summary as one JSON line')
     .action(async (file: string, options: { dryRun?: boolean; json?: boolean }) => {
       refuseRemote(program, 'import');
+      const { checkExportFile, importKeys } = await keyBackup();
       const config = loadConfig();
       // The hashes restored must be this pepper's: production requires one, as `create` does.
       const fingerprint = createKeyHasher(loadPepper(config)).pepperFingerprint;

@@ -1,9 +1,7 @@
 // `npm run keys -- usage`: each consumer's calls by day or month, from Redis or through a gateway's admin API.
 import { type Command, Option } from 'commander';
 import { loadConfig } from '../config/load-config.ts';
-import { GatewayError } from '../errors/gateway-error.ts';
-import { RedisUsageStore } from '../observability/redis-usage-store.ts';
-import { checkUsageQuery, readUsageReport, toUsageCsv, USAGE_GRANULARITIES, type UsageQuery, type UsageRow } from '../observability/usage-report.ts';
+import type { UsageQuery, UsageRow } from '../observability/usage-report.ts';
 import { systemClock } from '../time/clock.ts';
 import type { AdminClient } from './admin-client.ts';
 import { printable, printableJson } from './printable.ts';
@@ -45,6 +43,9 @@ function table(rows: readonly UsageRow[]): string {
   return `${[render(header), ...cells.map(render)].join('\n')}\n`;
 }
 
+/** The granularities `--granularity` takes: USAGE_GRANULARITIES of usage-report.ts. */
+export const GRANULARITIES = ['day', 'month'] as const;
+
 /** Adds `usage` to the keys CLI; `remote` is the admin API's client when --admin-url is given. */
 export function addUsageCommand(program: Command, remote: () => AdminClient | undefined): void {
   program
@@ -53,10 +54,17 @@ export function addUsageCommand(program: Command, remote: () => AdminClient | un
     .requiredOption('--from <day>', 'the first UTC day, YYYY-MM-DD')
     .requiredOption('--to <day>', 'the last UTC day, YYYY-MM-DD, included')
     .option('--key-id <id>', "one key's usage (default: every key's)")
-    .addOption(new Option('--granularity <unit>', 'one row per day or per month').choices(USAGE_GRANULARITIES).default('day'))
+    // usage-report.ts's USAGE_GRANULARITIES, written out: its module is loaded only when this command runs (test/unit/cli holds the two alike).
+    .addOption(new Option('--granularity <unit>', 'one row per day or per month').choices(GRANULARITIES).default('day'))
     .addOption(new Option('--json', 'print JSON').conflicts('csv'))
     .option('--csv', 'print CSV (RFC 4180), as GET /admin/usage with Accept: text/csv')
     .action(async function usage(this: Command, options: UsageOptions) {
+      // Loaded here, not at start: every other keys command starts without them (a CLI call's start-up is most of its time).
+      const [{ GatewayError }, { RedisUsageStore }, { checkUsageQuery, readUsageReport, toUsageCsv }] = await Promise.all([
+        import('../errors/gateway-error.ts'),
+        import('../observability/redis-usage-store.ts'),
+        import('../observability/usage-report.ts'),
+      ]);
       const client = remote();
       const config = client === undefined ? loadConfig() : undefined;
       let query: UsageQuery;

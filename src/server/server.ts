@@ -7,6 +7,7 @@ import type { GatewayConfig } from '../config/schema.ts';
 import { createAdminServer } from './admin-listener.ts';
 import { type ConnectionClosing, ownClientConnections } from './client-connections.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
+import { answerPlainHttp } from './plain-http-answer.ts';
 import type { AppMessages } from '../forks/app-messages.ts';
 import { createListenerServer, secureContextOf } from '../http/node-http.ts';
 import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
@@ -145,8 +146,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     ['listener', publicServer, publicTls],
     ['admin', adminServer, adminTls],
   ] as const) {
+    if (!secure) continue;
     // Counted only: node:https hands the failure to `clientError` too, which closes the socket (client-error.ts).
-    if (secure) server.on('tlsClientError', (error: Error) => gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error)));
+    server.on('tlsClientError', (error: Error) => gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error)));
+    answerPlainHttp(server);
   }
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {

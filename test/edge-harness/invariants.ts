@@ -6,14 +6,17 @@ import { checkAgainstTwin } from './twin-invariants.ts';
 import { checkUpstream } from './upstream-invariants.ts';
 import type { CaseObservation, Violation } from './violations.ts';
 
+const JUDGED_BY_TLS_ALONE: ReadonlySet<string | undefined> = new Set(['handshake-cut', 'plaintext']);
+
 export function checkInvariants(observed: CaseObservation, progressDeadlineMs: number): Violation[] {
   const { edgeCase } = observed;
   return [
-    // A cut handshake's client read TLS records, never a response: the TLS check alone judges it.
+    // A cut handshake's client read TLS records, never a response, and a plaintext one at most the one 400 in the clear, which
+    // answers no request it sent (none reached the HTTP parser): the TLS check alone judges them.
     ...observed.clients.flatMap((outcome, index) =>
-      edgeCase.clients[index]!.tls?.kind === 'handshake-cut' ? [] : checkClient(edgeCase, index, outcome, progressDeadlineMs),
+      JUDGED_BY_TLS_ALONE.has(edgeCase.clients[index]!.tls?.kind) ? [] : checkClient(edgeCase, index, outcome, progressDeadlineMs),
     ),
-    ...checkTls(edgeCase, observed.clients),
+    ...checkTls(edgeCase, observed.clients, progressDeadlineMs),
     ...checkUpstream(edgeCase, observed.clients, observed.upstream, observed.keys),
     ...checkContract(edgeCase, observed.clients, observed.upstream, observed.rests),
     ...checkAgainstTwin(edgeCase, observed.clients, observed.upstream, observed.twin),

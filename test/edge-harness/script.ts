@@ -81,8 +81,8 @@ export type LeaveHow = (typeof LEAVE_HOWS)[number];
 /**
  * A TLS client that does not behave. handshake-cut: the first `at` (a fraction, 0 < at <= 1) of a ClientHello record written in
  * the clear, then, once the gateway answered it or at once (`awaitServer`), a FIN or a reset; the script's requests are never sent.
- * plaintext: the script's bytes written as plain HTTP to the TLS port: not one of them is a request, nothing may answer them in the
- * clear. renegotiate: a TLS 1.2 session, renegotiation asked for after `afterPieces` pieces were written; the listener must refuse
+ * plaintext: the script's bytes written as plain HTTP to the TLS port: not one of them is a request; a request line is answered
+ * one 400 in the clear, then the close (tls-invariants.ts). renegotiate: a TLS 1.2 session, renegotiation asked for after `afterPieces` pieces were written; the listener must refuse
  * it (no renegotiation), the rest of the script is written only if it accepted.
  */
 export type TlsHostility =

@@ -1,4 +1,4 @@
-// Invariant g on the TLS leg: no renegotiation, nothing answered in the clear, no HTTP for a client that never finished a handshake.
+// Invariant g on the TLS leg: no renegotiation, plain HTTP answered in the clear with one 400 and nothing else, no HTTP for a client that never finished a handshake.
 import type { ClientOutcome } from './client-driver.ts';
 import type { EdgeCase } from './script.ts';
 import type { Violation } from './violations.ts';
@@ -6,11 +6,28 @@ import type { Violation } from './violations.ts';
 /** A status line anywhere in what a client read: HTTP outside a TLS session, which the listener must never write. */
 const STATUS_LINE = /HTTP\/1\.[01] \d{3}/;
 
+/** The one answer a plain request to the TLS port gets in the clear, byte for byte (nginx: "plain HTTP request was sent to HTTPS port"). */
+const PLAIN_HTTP_ANSWER =
+  'HTTP/1.1 400 invalid request\r\n' +
+  'Content-Type: application/json; charset=utf-8\r\n' +
+  'Content-Length: 113\r\n' +
+  'Connection: close\r\n\r\n' +
+  '{"code":"invalid_request","message":"A plain HTTP request was sent to the HTTPS port: use https://","status":400}';
+
+/** The first bytes by which the TLS layer tells a plain request line from a record (OpenSSL's list): only these are answered. */
+const REQUEST_LINE_OPENINGS = ['GET ', 'POST ', 'HEAD ', 'PUT ', 'PATCH', 'OPTIO', 'DELET', 'TRACE'];
+
+/** Whether a plaintext client's bytes open with a request line the listener answers; `whole`: every piece was written. */
+function answerable(script: EdgeCase['clients'][number]): { opens: boolean; whole: boolean } {
+  const bytes = script.pieces.map((piece) => piece.bytes).join('');
+  return { opens: REQUEST_LINE_OPENINGS.some((opening) => bytes.startsWith(opening)), whole: script.earlyClose === undefined };
+}
+
 /**
  * Only the clients hostile to TLS are judged here; what the others received is judged as HTTP (client-invariants.ts) whatever carried
  * it, and a cut handshake's client is not (it reads TLS records in the clear, never a response).
  */
-export function checkTls(edgeCase: EdgeCase, clients: readonly ClientOutcome[]): Violation[] {
+export function checkTls(edgeCase: EdgeCase, clients: readonly ClientOutcome[], progressDeadlineMs: number): Violation[] {
   const violations: Violation[] = [];
   edgeCase.clients.forEach((script, client) => {
     const outcome = clients[client]!;
@@ -22,11 +39,21 @@ export function checkTls(edgeCase: EdgeCase, clients: readonly ClientOutcome[]):
         // Refused (an alert, or a close) or never asked: the listener's policy is no renegotiation, TLS 1.2 included.
         if (outcome.renegotiation?.result === 'accepted') flag('the listener went through with a TLS 1.2 renegotiation the client asked for');
         return;
-      case 'plaintext':
-        // Node's HTTPS listener closes a connection whose first bytes are no TLS record, without a word: a status line would be a leak.
-        if (STATUS_LINE.test(outcome.received))
-          flag(`plain HTTP sent to the TLS port was answered in the clear: ${JSON.stringify(outcome.received.slice(0, 120))}`);
+      case 'plaintext': {
+        // Plain HTTP to the TLS port: a request line is answered PLAIN_HTTP_ANSWER in the clear and the connection closed; any other
+        // bytes that are no TLS record are closed without a word. Never a second answer, never an answer forwarded from the upstream.
+        const { opens, whole } = answerable(script);
+        if (outcome.end === 'hung')
+          violations.push({ invariant: 'e', client, detail: `plain HTTP to the TLS port neither answered nor closed within ${progressDeadlineMs} ms` });
+        if (outcome.received === '') {
+          if (opens && whole) flag('a plain request line sent whole to the TLS port was closed without the 400 in the clear');
+        } else if (outcome.received !== PLAIN_HTTP_ANSWER) {
+          flag(`plain HTTP sent to the TLS port read something other than the one 400: ${JSON.stringify(outcome.received.slice(0, 160))}`);
+        } else if (!opens) {
+          flag('bytes that open with no request line were answered in the clear');
+        }
         return;
+      }
       case 'handshake-cut':
         if (STATUS_LINE.test(outcome.received)) flag(`a client that never finished its handshake read HTTP: ${JSON.stringify(outcome.received.slice(0, 120))}`);
         return;

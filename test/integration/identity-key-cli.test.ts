@@ -27,7 +27,7 @@ function identityKey(...args: string[]): Promise<{ code: number; stdout: string;
 describe('npm run identity-key', () => {
   it('is the script npm run identity-key runs', () => {
     const { scripts } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(scripts['identity-key']).toBe('node --import ./src/cli/compile-cache.ts src/cli/identity-key.ts');
+    expect(scripts['identity-key']).toBe('node --import ./src/cli/compile-cache.mjs src/cli/identity-key.ts');
   });
 
   it.each([

@@ -108,6 +108,8 @@ describe('a connection that never finishes its handshake', () => {
     for (let i = 0; i < 20; i++) {
       const socket = connectTcp(port, '127.0.0.1', () => socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gateway.apiKey}\r\n\r\n`));
       socket.on('error', () => undefined);
+      // Read, or the listener's 400 in the clear would sit unread and hold the close back (tls-edge.test.ts checks its bytes).
+      socket.resume();
       await once(socket, 'close');
     }
     expect(await curl(port, '/v1/pets', { caFile: ca.certFile, apiKey: gateway.apiKey })).toMatchObject({ status: 200, body: '[]' });
@@ -206,6 +208,8 @@ describe('petstore_gateway_tls_handshake_failures_total', () => {
     plain_http: async (port) => {
       const socket = connectTcp(port, '127.0.0.1', () => socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'));
       socket.on('error', () => undefined);
+      // Read, or the listener's 400 in the clear would sit unread and hold the close back.
+      socket.resume();
       await once(socket, 'close');
     },
     timeout: (port) => silentConnection(port),
@@ -240,5 +244,22 @@ describe('petstore_gateway_tls_handshake_failures_total', () => {
     expect(Object.fromEntries(REASONS.map((name) => [name, exposition.get(series(name))]))).toEqual(
       Object.fromEntries(REASONS.map((name) => [name, name === reason ? 1 : 0])),
     );
+  });
+});
+
+describe('plain HTTP sent to a TLS listener', () => {
+  /** nginx's "plain HTTP request was sent to HTTPS port", as an Error body: byte for byte, then the close. */
+  const ANSWER =
+    'HTTP/1.1 400 invalid request\r\n' +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    'Content-Length: 113\r\n' +
+    'Connection: close\r\n\r\n' +
+    '{"code":"invalid_request","message":"A plain HTTP request was sent to the HTTPS port: use https://","status":400}';
+
+  it.each(['public', 'admin'] as const)('is answered 400 with an Error body in the clear by the %s listener, then closed', async (listener) => {
+    const { port, adminPort } = await listening();
+    const target = listener === 'public' ? 'GET /v1/pets HTTP/1.1' : 'GET /healthz HTTP/1.1';
+    const answer = await sendRaw(listener === 'public' ? port : adminPort, `${target}\r\nHost: localhost\r\n\r\n`, { waitMs: HANG_MS });
+    expect(answer).toEqual({ text: ANSWER, statuses: [400], closed: true });
   });
 });

@@ -94,18 +94,26 @@ function readToClose(socket: Socket): Promise<{ text: string; closed: boolean }>
   });
 }
 
+/** What a plain request to the TLS port is answered, in the clear, before the close: byte for byte. */
+const PLAIN_HTTP_ANSWER =
+  'HTTP/1.1 400 invalid request\r\n' +
+  'Content-Type: application/json; charset=utf-8\r\n' +
+  'Content-Length: 113\r\n' +
+  'Connection: close\r\n\r\n' +
+  '{"code":"invalid_request","message":"A plain HTTP request was sent to the HTTPS port: use https://","status":400}';
+
 describe('plain HTTP sent to the TLS port', () => {
-  it('is closed without a byte in answer, neither HTTP nor a TLS alert, and never reaches the upstream', async () => {
+  it('is answered 400 with an Error body in the clear, then closed, and never reaches the upstream', async () => {
     const before = forwarded().length;
     // Plain TCP: the bytes are a request in the clear, which the TLS layer reads as a record that is not one.
     const answer = await sendRaw(edge.running.port, get('plaintext-0001'), { waitMs: HANG_MS });
     expect(answer.closed).toBe(true);
-    expect(answer.text).toBe('');
+    expect(answer.text).toBe(PLAIN_HTTP_ANSWER);
     expect(forwarded().length).toBe(before);
     await stillServing('after-plaintext-0001');
   });
 
-  it('is closed the same when it trickles in, a few bytes at a time', async () => {
+  it('is answered the same when it trickles in, a few bytes at a time', async () => {
     const before = forwarded().length;
     const socket = connectTcp(edge.running.port, '127.0.0.1');
     const read = readToClose(socket);
@@ -114,9 +122,24 @@ describe('plain HTTP sent to the TLS port', () => {
       socket.write(bytes.slice(at, at + 3));
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    expect(await read).toEqual({ text: '', closed: true });
+    expect(await read).toEqual({ text: PLAIN_HTTP_ANSWER, closed: true });
     expect(forwarded().length).toBe(before);
     await stillServing('after-plaintext-0002');
+  });
+
+  it.each(['POST', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'])('is answered the same for a %s', async (method) => {
+    const before = forwarded().length;
+    const answer = await sendRaw(edge.running.port, get(`plaintext-${method}`).replace('GET', method), { waitMs: HANG_MS });
+    expect(answer).toEqual({ text: PLAIN_HTTP_ANSWER, statuses: [400], closed: true });
+    expect(forwarded().length).toBe(before);
+  });
+
+  it('leaves bytes that are neither TLS nor a request line (nor a CONNECT) closed without an answer', async () => {
+    for (const bytes of ['hello\r\n\r\n', 'CONNECT gw.example:443 HTTP/1.1\r\nHost: gw.example:443\r\n\r\n']) {
+      const answer = await sendRaw(edge.running.port, bytes, { waitMs: HANG_MS });
+      expect(answer, JSON.stringify(bytes)).toEqual({ text: '', statuses: [], closed: true });
+    }
+    await stillServing('after-plaintext-0003');
   });
 });
 
