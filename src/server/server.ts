@@ -7,8 +7,9 @@ import type { GatewayConfig } from '../config/schema.ts';
 import { createAdminServer } from './admin-listener.ts';
 import { type ConnectionClosing, ownClientConnections } from './client-connections.ts';
 import { makeDrainable } from './graceful-shutdown.ts';
-import { answerPlainHttp } from './plain-http-answer.ts';
 import type { AppMessages } from '../forks/app-messages.ts';
+import { answerPlainHttp, plainHttpAnswer } from '../forks/plain-http-answer.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
 import { createListenerServer, secureContextOf } from '../http/node-http.ts';
 import type { HandshakeFailureReason } from '../observability/tls-metrics.ts';
 import { handshakeFailureReason, type ListenerCertificates, type ListenerRole, listenerTlsOptions } from './listener-tls.ts';
@@ -47,6 +48,11 @@ export interface StartOptions {
   /** Released after the listeners have closed (upstream pool, Redis connections...). */
   onClosed?: () => Promise<void> | void;
 }
+
+/** What a TLS listener answers a plain HTTP request with, in the clear (nginx: "plain HTTP request was sent to HTTPS port"). */
+const PLAIN_HTTP_REFUSAL = ((error) => ({ status: error.status, code: error.code, body: JSON.stringify(error.toBody()) }))(
+  new GatewayError('invalid_request', 'A plain HTTP request was sent to the HTTPS port: use https://'),
+);
 
 /** Address errors that are the host's (the others are the port's). */
 const HOST_REFUSALS: ReadonlySet<string> = new Set(['EADDRNOTAVAIL', 'ENOTFOUND']);
@@ -142,6 +148,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   });
   const adminTls = secureContextOf(adminServer);
   if (adminTls) gateway.certificates?.attach('admin', adminTls);
+  const plainHttp = plainHttpAnswer(PLAIN_HTTP_REFUSAL);
   for (const [listener, server, secure] of [
     ['listener', publicServer, publicTls],
     ['admin', adminServer, adminTls],
@@ -149,7 +156,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     if (!secure) continue;
     // Counted only: node:https hands the failure to `clientError` too, which closes the socket (client-error.ts).
     server.on('tlsClientError', (error: Error) => gateway.onHandshakeFailed?.(listener, handshakeFailureReason(error)));
-    answerPlainHttp(server);
+    answerPlainHttp(server, plainHttp);
   }
   const port = await listen(publicServer, config.listen.port, config.listen.host, { port: 'PORT (listen.port)', host: 'listen.host' });
   const adminPort = await listen(adminServer, config.listen.adminPort, config.listen.adminHost, {
