@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { buildConnector, Pool } from 'undici';
+import { TlsAlerts } from '../forks/tls-alerts.ts';
 import { monotonicMs } from '../time/monotonic.ts';
 import { createAnswerBinding } from './answer-binding.ts';
 import { AnswerCheckHandler } from './answer-check-handler.ts';
@@ -20,7 +21,6 @@ import type {
 } from './exchange-types.ts';
 import { RelayHandler } from './relay-handler.ts';
 import { RequestIdHandler } from './request-id-handler.ts';
-import { TlsAlerts } from './tls-alerts.ts';
 
 export type {
   Exchange,

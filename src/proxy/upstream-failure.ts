@@ -92,12 +92,6 @@ function tlsKindOf(code: string): UpstreamFailureKind | undefined {
   return undefined;
 }
 
-/** Whether `error` is a TLS failure (a certificate not verified, an alert, a failed handshake). */
-export function isTlsFailure(error: unknown): error is Error {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && tlsKindOf(code) !== undefined;
-}
-
 /** undici's words for a 101, or a final 100, to a plain request: the socket is closed, but the upstream broke the protocol. */
 const NOT_AN_ANSWER = /^bad (upgrade|response)$/;
 
