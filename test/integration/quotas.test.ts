@@ -126,6 +126,32 @@ describe('a daily quota across two replicas', () => {
   });
 });
 
+describe('replicas whose clocks differ, around midnight UTC of 31 December', () => {
+  /** Redis's clock 5 s before the year ends; replica A's 2.5 min before Redis's, replica B's 2.5 min after it. */
+  const REDIS_AT = Date.parse('2030-12-31T23:59:55Z');
+  const skewed: RedisGateway[] = [];
+
+  afterAll(async () => {
+    await Promise.all(skewed.map((replica) => replica.close()));
+  });
+
+  it('give a 5-a-day key 5 calls in total and one Retry-After, both by Redis’s day', async () => {
+    storeRedis.setTime(REDIS_AT);
+    for (const at of ['2030-12-31T23:57:25Z', '2031-01-01T00:02:25Z']) {
+      skewed.push(await startRedisGateway(configFor(), { pepper: PEPPER, clock: fixedClock(Date.parse(at)) }));
+    }
+    const { key, record } = await skewed[0]!.admin.create({ consumer: 'year-end', environments: ['production'], quotaPerDay: 5 });
+    const answers: Response[] = [];
+    for (let index = 0; index < 12; index++) answers.push(await call(skewed[index % 2]!, key));
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    const refused = answers.filter((answer) => answer.status === 429);
+    // Calls alternate: both replicas refused, each telling the seconds to Redis's midnight, not to its own.
+    expect(new Set(refused.map((answer) => answer.headers.get('retry-after')))).toEqual(new Set(['5']));
+    expect(await redis.client.get(`petstore-gateway:quota:{${record.id}}:day:2030-12-31`)).toBe('5');
+    expect(await redis.client.keys('petstore-gateway:quota:*:day:2031-*')).toEqual([]);
+  });
+});
+
 describe('a monthly quota', () => {
   it('refuses until the month ends, even on the next day', async () => {
     await startReplicas(2);
