@@ -59,7 +59,7 @@ export function readingAt(
   position: number,
   admitted: number,
   withinWindow: boolean,
-  counters: readonly QuotaCounter[],
+  counters: readonly Pick<QuotaCounter, 'period' | 'limit' | 'endsAt'>[],
   usedBefore: readonly number[],
 ): QuotaReading {
   const reading: QuotaReading = {};

@@ -197,14 +197,14 @@ export class RedisRateLimitStore implements LimitStore {
     const [total, ttlMs, admitted, redisNow] = reply as [number, number, number, number];
     const at = this.#clock.now();
     // Redis's period ends, placed on the gateway's clock by their distance from Redis's now: every replica tells the same seconds.
-    const counters: QuotaCounter[] = [];
+    const counters: Array<Pick<QuotaCounter, 'period' | 'limit' | 'endsAt'>> = [];
     const usedBefore: number[] = [];
     let index = 4;
     for (const period of QUOTA_PERIODS) {
       const limit = period === 'day' ? policy.perDay : policy.perMonth;
       if (limit === undefined) continue;
       usedBefore.push(reply[index]!);
-      counters.push({ period, limit, name: '', endsAt: at + reply[index + 1]! - redisNow });
+      counters.push({ period, limit, endsAt: at + reply[index + 1]! - redisNow });
       index += 2;
     }
     const windowEndsAt = at + ttlMs;

@@ -1,8 +1,10 @@
 // Exact rate limiting against a real Redis: every hit counted there before its request goes on, one command per busy key per turn.
+import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import type { LimitPolicy } from '../../src/limits/limit-store.ts';
+import { periodAt } from '../../src/limits/quota-periods.ts';
 import { RedisRateLimitStore } from '../../src/limits/redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -103,6 +105,33 @@ describe('exact rate limiting', () => {
     // 12:00 UTC: twelve hours to midnight, and the day of grace.
     expect(ttl).toBeGreaterThan(36 * 3_600_000 - 5000);
     expect(ttl).toBeLessThanOrEqual(36 * 3_600_000);
+  });
+
+  it('names and ends the quotas’ periods by Redis’s clock as UTC’s calendar does, whatever the instant', async () => {
+    const store = await replica();
+    let keyNumber = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        // Whole seconds (Redis's clock is set so) from 1970 to 2199, month ends and leap days drawn often.
+        fc.oneof(
+          fc.integer({ min: 0, max: 7_258_118_399 }),
+          fc.constantFrom(951_868_799, 951_868_800, 4_107_542_399, 1_798_761_599, 1_798_761_600, 1_709_251_199),
+        ),
+        async (seconds) => {
+          const instant = seconds * 1000;
+          storeRedis.setTime(instant);
+          const keyId = `key_cal${keyNumber++}`;
+          const { at, quota } = await hit(store, `${keyId}:listPets`, { keyId, windowMs: WINDOW_MS, perWindow: 100, perDay: 5, perMonth: 50 });
+          const [day, month] = [periodAt('day', instant), periodAt('month', instant)];
+          // The ends are placed on the gateway's clock (NOW) by their distance from Redis's now.
+          expect([quota?.day?.endsAt, quota?.month?.endsAt]).toEqual([at + day.endsAt - instant, at + month.endsAt - instant]);
+          expect(await redis.client.get(`test:rate:quota:{${keyId}}:day:${day.name}`)).toBe('1');
+          expect(await redis.client.get(`test:rate:quota:{${keyId}}:month:${month.name}`)).toBe('1');
+        },
+      ),
+      { numRuns: 150 },
+    );
+    storeRedis.setTime(NOW);
   });
 
   it('gives the requests of two replicas in the same instant distinct counts', async () => {
