@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 /** How many counters' partition keys are remembered; past that the least recently used is forgotten (and hashed again if met). */
 const REMEMBERED_KEYS = 10_000;
 
-/** One window's count as the fields tell it: the fields of express-rate-limit's `req.rateLimit`, the reset as ms. */
+/** One window's count as the fields tell it: what express-rate-limit's per-request info holds, the reset as ms. */
 export interface WindowCount {
   /** The counter key (key id and operation): hashed into the partition key. */
   key: string;
