@@ -23,7 +23,8 @@ import { createBrownoutEnforcement } from './policy/brownout-enforcement.ts';
 import { createCorsHeaders, createPreflight, type CompiledCors } from './policy/cors.ts';
 import type { BrownoutBoard } from './policy/brownouts.ts';
 import { compileDeprecationNotices, createDeprecationNotice, createSunsetEnforcement } from './policy/deprecation.ts';
-import { createRateLimit, type QuotaCountingStore } from './limits/rate-limit.ts';
+import type { LimitStore } from './limits/limit-store.ts';
+import { createRateLimit } from './limits/rate-limit.ts';
 import { reportStoreFailures } from './limits/rate-limit-store-failure.ts';
 import { createStabilityNotice, createStabilityPolicy } from './policy/stability.ts';
 import { compileVersionNotice, createVersionNotice, createVersionSunsetEnforcement } from './policy/version-deprecation.ts';
@@ -44,7 +45,7 @@ export interface AppDependencies {
   versions: readonly ServedVersion[];
   keyStore: KeyStore;
   /** Where rate-limit hits are counted; each process alone when absent. */
-  rateLimitStore?: QuotaCountingStore;
+  rateLimitStore?: LimitStore;
   hashKey: KeyHasher;
   clock: Clock;
   /** Brownouts of deprecated operations, scheduled and set by operators. */
@@ -91,7 +92,6 @@ export function createApp(deps: AppDependencies): Express {
       policy: config.rateLimit.onStoreError,
     }),
     onPassedUnlimited: deps.metrics.rateLimitPassed,
-    logger,
   });
   const validate = createValidateRequest({ maxBodyBytes: config.requests.maxBodyBytes });
   const announceStability = createStabilityNotice();

@@ -49,8 +49,11 @@ async function waitForPing(port: number, password: string | undefined, child?: C
   throw new Error(`redis-server on port ${port} did not answer PING`);
 }
 
-function launch(port: number, dir: string, password: string | undefined): ChildProcess {
-  const child = spawn('redis-server', [...privateRedisArgs(port, dir), '--logfile', '', ...(password ? ['--requirepass', password] : [])], { stdio: 'ignore' });
+function launch(port: number, dir: string, password: string | undefined, env: NodeJS.ProcessEnv | undefined): ChildProcess {
+  const child = spawn('redis-server', [...privateRedisArgs(port, dir), '--logfile', '', ...(password ? ['--requirepass', password] : [])], {
+    stdio: 'ignore',
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
   child.on('error', (error) => {
     throw new Error(`could not start redis-server (is it installed?): ${error.message}`);
   });
@@ -64,10 +67,14 @@ class PortTaken extends Error {
 }
 
 /** Launches on a fresh port, and on another while the one drawn turns out taken (redis-server cannot listen on port 0). */
-async function launchOnFreshPort(dir: string, password: string | undefined): Promise<{ port: number; child: ChildProcess }> {
+async function launchOnFreshPort(
+  dir: string,
+  password: string | undefined,
+  env: NodeJS.ProcessEnv | undefined,
+): Promise<{ port: number; child: ChildProcess }> {
   for (let attempt = 1; ; attempt++) {
     const [port] = (await freshPorts(1)) as [number];
-    const child = launch(port, dir, password);
+    const child = launch(port, dir, password, env);
     try {
       await waitForPing(port, password, child);
       return { port, child };
@@ -78,11 +85,11 @@ async function launchOnFreshPort(dir: string, password: string | undefined): Pro
   }
 }
 
-/** With a password, the server requires it (AUTH) and `url` carries it. */
-export async function startRedis(options: { password?: string } = {}): Promise<PrivateRedis> {
-  const { password } = options;
+/** With a password, the server requires it (AUTH) and `url` carries it; `env` is added to the server's environment. */
+export async function startRedis(options: { password?: string; env?: NodeJS.ProcessEnv } = {}): Promise<PrivateRedis> {
+  const { password, env } = options;
   const dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
-  const launched = await launchOnFreshPort(dir, password);
+  const launched = await launchOnFreshPort(dir, password, env);
   const { port } = launched;
   let child = launched.child;
   const client = new Redis({ port, host: '127.0.0.1', password, maxRetriesPerRequest: 1 });
@@ -102,7 +109,7 @@ export async function startRedis(options: { password?: string } = {}): Promise<P
     kill,
     async restart() {
       await kill();
-      child = launch(port, dir, password);
+      child = launch(port, dir, password, env);
       await waitForPing(port, password);
     },
     async stop() {

@@ -15,6 +15,9 @@ export const SYSTEM_TOOLS: Readonly<Record<string, string>> = {
   chromium: 'chromium',
   // Clients with a small receive window (SO_RCVBUF, which node:net cannot set): test/helpers/small-window-clients.py.
   python3: 'python3-minimal',
+  // Redis's own clock set by a test (test/helpers/redis-clock.ts): libfaketime, and cc for its preload shim.
+  faketime: 'faketime',
+  cc: 'gcc',
 };
 
 export interface Machine {

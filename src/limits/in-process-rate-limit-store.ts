@@ -1,54 +1,45 @@
-// The rate-limit store of a gateway without Redis (the embedded default, in-process tests): the library's memory
-// store counts the windows, and the key's quotas are counted beside it, in this process alone.
-import { type ClientRateLimitInfo, MemoryStore, type Options, type Store } from 'express-rate-limit';
+// The limit store of a gateway without Redis (the embedded default, in-process tests): windows and quotas counted in
+// this process alone, on the gateway's clock.
 import type { Clock } from '../time/clock.ts';
-import { QuotaDesk, windowEndWithQuota, type CountsQuotas } from './limiter-channel.ts';
+import { hasQuota, type LimitPolicy, type LimitReading, type LimitStore } from './limit-store.ts';
 import { QuotaTallies } from './quota-tallies.ts';
 
-export class InProcessRateLimitStore implements Store, CountsQuotas {
-  readonly localKeys = true;
-  readonly quotas = new QuotaDesk();
-  readonly #windows = new MemoryStore();
+/** One key's fixed window: it starts with its first hit, as the exact store's (and express-rate-limit's memory store's) do. */
+interface Window {
+  hits: number;
+  endsAt: number;
+}
+
+/** Ended windows and quota tallies are forgotten at most once this often (a walk of the maps). */
+const FORGET_EVERY_MS = 60_000;
+
+export class InProcessRateLimitStore implements LimitStore {
+  readonly countsInRedis = false;
+  readonly #windows = new Map<string, Window>();
   readonly #quotaTallies = new QuotaTallies('');
   readonly #clock: Clock;
-  /** Tallies of ended periods are forgotten at most once a minute (a map walk). */
   #nextForgetAt = 0;
 
-  /** `clock` decides the quotas' periods; the windows are the library's, on the wall clock. */
   constructor(clock: Clock) {
     this.#clock = clock;
   }
 
-  init(options: Options): void {
-    this.#windows.init(options);
-  }
-
-  async increment(key: string): Promise<ClientRateLimitInfo> {
-    const spec = this.quotas.specFor(key);
-    const counted = await this.#windows.increment(key);
-    if (spec === undefined) return counted;
+  count(key: string, policy: LimitPolicy): LimitReading {
     const now = this.#clock.now();
-    if (now >= this.#nextForgetAt) {
-      this.#quotaTallies.forgetEnded(now);
-      this.#nextForgetAt = now + 60_000;
+    if (now >= this.#nextForgetAt) this.#forgetEnded(now);
+    let window = this.#windows.get(key);
+    if (window === undefined || window.endsAt <= now) {
+      window = { hits: 0, endsAt: now + policy.windowMs };
+      this.#windows.set(key, window);
     }
-    const quota = this.#quotaTallies.take(spec, counted.totalHits, now);
-    return { totalHits: counted.totalHits, resetTime: windowEndWithQuota(counted.resetTime?.getTime() ?? now, quota) };
+    window.hits++;
+    const quota = hasQuota(policy) ? this.#quotaTallies.take(policy, window.hits, now) : undefined;
+    return { at: now, hits: window.hits, windowEndsAt: window.endsAt, quota };
   }
 
-  decrement(key: string): Promise<void> {
-    return this.#windows.decrement(key);
-  }
-
-  resetKey(key: string): Promise<void> {
-    return this.#windows.resetKey(key);
-  }
-
-  resetAll(): Promise<void> {
-    return this.#windows.resetAll();
-  }
-
-  shutdown(): void {
-    this.#windows.shutdown();
+  #forgetEnded(now: number): void {
+    for (const [key, window] of this.#windows) if (window.endsAt <= now) this.#windows.delete(key);
+    this.#quotaTallies.forgetEnded(now);
+    this.#nextForgetAt = now + FORGET_EVERY_MS;
   }
 }

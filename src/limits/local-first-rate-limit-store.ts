@@ -1,9 +1,8 @@
 // Rate-limit counters kept in process and synchronised with Redis in batches, as Kong's `sync_rate` does.
-import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
-import { QuotaDesk, windowEndWithQuota, type CountsQuotas } from './limiter-channel.ts';
+import { hasQuota, type LimitPolicy, type LimitReading, type LimitStore } from './limit-store.ts';
 import { QuotaTallies } from './quota-tallies.ts';
 import { QUOTA_COUNTER_GRACE_MS } from './redis-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
@@ -36,6 +35,7 @@ type RedisWithAdd = RedisClient & { rateLimitAdd(key: string, hits: string, ttlM
 interface Counter {
   /** Start of the fixed window the counts belong to (windows are aligned to the clock, the same on every replica). */
   windowStart: number;
+  windowMs: number;
   /** The replicas' total for the window as Redis last answered it, this process's synced hits included. */
   synced: number;
   /** Hits counted here and not yet sent. */
@@ -52,11 +52,15 @@ interface Counter {
  * counting twice: the error is towards refusing early, never letting through. rateLimit.mode `exact` stays available.
  * Quotas are counted the same way, per key and period, and bounded the same: across N replicas a key may pass its
  * quota by up to (N − 1) × its rate at each replica × 2 × syncMs.
+ *
+ * Windows and periods are the replica's own clock's (the exact store takes them from Redis's): a replica whose clock
+ * is off by S counts into the next window or UTC day S early (or late), so around each boundary a key may pass its
+ * limit or quota once more, in the other period, for up to S; and the replicas' Retry-After differ by up to S. The
+ * skew is exported (petstore_gateway_redis_clock_skew_seconds), alerted on past a second.
  */
-export class LocalFirstRateLimitStore implements Store, CountsQuotas {
+export class LocalFirstRateLimitStore implements LimitStore {
   readonly prefix: string;
-  readonly localKeys = false;
-  readonly quotas = new QuotaDesk();
+  readonly countsInRedis = false;
   readonly #quotaTallies: QuotaTallies;
   readonly #redis: RedisWithAdd;
   readonly #clock: Clock;
@@ -64,7 +68,6 @@ export class LocalFirstRateLimitStore implements Store, CountsQuotas {
   readonly #observe: RedisCommandObserver | undefined;
   readonly #counters = new Map<string, Counter>();
   readonly #timer: NodeJS.Timeout;
-  #windowMs = 60_000;
   #syncing: Promise<void> | undefined;
 
   constructor(redis: RedisClient, options: LocalFirstRateLimitStoreOptions) {
@@ -79,36 +82,23 @@ export class LocalFirstRateLimitStore implements Store, CountsQuotas {
     this.#timer.unref();
   }
 
-  init(options: Options): void {
-    this.#windowMs = options.windowMs;
-  }
-
-  #counterFor(key: string, now: number): Counter {
-    const windowStart = now - (now % this.#windowMs);
+  #counterFor(key: string, windowMs: number, now: number): Counter {
+    const windowStart = now - (now % windowMs);
     let counter = this.#counters.get(key);
-    if (!counter || counter.windowStart !== windowStart) {
-      counter = { windowStart, synced: 0, pending: 0 };
+    if (!counter || counter.windowStart !== windowStart || counter.windowMs !== windowMs) {
+      counter = { windowStart, windowMs, synced: 0, pending: 0 };
       this.#counters.set(key, counter);
     }
     return counter;
   }
 
-  increment(key: string): ClientRateLimitInfo {
+  count(key: string, policy: LimitPolicy): LimitReading {
     const now = this.#clock.now();
-    const counter = this.#counterFor(key, now);
+    const counter = this.#counterFor(key, policy.windowMs, now);
     counter.pending++;
-    const totalHits = counter.synced + counter.pending;
-    const windowEndsAt = counter.windowStart + this.#windowMs;
-    const spec = this.quotas.specFor(key);
-    if (spec === undefined) return { totalHits, resetTime: new Date(windowEndsAt) };
-    return { totalHits, resetTime: windowEndWithQuota(windowEndsAt, this.#quotaTallies.take(spec, totalHits, now)) };
-  }
-
-  /** Only for skipSuccessfulRequests/skipFailedRequests, which the gateway does not use: a sent hit cannot be taken back. */
-  decrement(): void {}
-
-  resetKey(key: string): void {
-    this.#counters.delete(key);
+    const hits = counter.synced + counter.pending;
+    const quota = hasQuota(policy) ? this.#quotaTallies.take(policy, hits, now) : undefined;
+    return { at: now, hits, windowEndsAt: counter.windowStart + counter.windowMs, quota };
   }
 
   /** Sends the pending hits and reads the totals back; one at a time. Also called on shutdown. */
@@ -124,7 +114,7 @@ export class LocalFirstRateLimitStore implements Store, CountsQuotas {
     const batch: Array<[string, Counter, number]> = [];
     for (const [key, counter] of this.#counters) {
       // A past window's counter is done with: its hits (if any are left) no longer decide anything.
-      if (counter.windowStart + this.#windowMs <= now) {
+      if (counter.windowStart + counter.windowMs <= now) {
         this.#counters.delete(key);
         continue;
       }
@@ -139,7 +129,7 @@ export class LocalFirstRateLimitStore implements Store, CountsQuotas {
         const redisKey = `${this.prefix}${key}:${counter.windowStart}`;
         try {
           // Kept a window past its end for a replica whose clock lags; relative, whatever Redis's own clock says.
-          const ttlMs = String(counter.windowStart + 2 * this.#windowMs - now);
+          const ttlMs = String(counter.windowStart + 2 * counter.windowMs - now);
           const total = await timed(this.#observe, () => this.#redis.rateLimitAdd(redisKey, String(hits), ttlMs));
           counter.pending = Math.max(0, counter.pending - hits);
           counter.synced = total;

@@ -1,32 +1,8 @@
 // How a key's quotas decide a batch of its requests: which of them a quota admits, refuses, or leaves to the rate limit.
-import type { Consumer } from '../auth/key-store.ts';
+import type { LimitPolicy } from './limit-store.ts';
 import { type PeriodSpan, periodAt, QUOTA_PERIODS, type QuotaPeriod, type QuotaReading, type QuotaUse } from './quota-periods.ts';
 
-/** What a store needs to count a request against its key's quotas, beside the per-window hit it always counts. */
-export interface QuotaSpec {
-  keyId: string;
-  /** The request's per-window limit: a request over it is the rate limit's refusal and uses no quota. */
-  windowLimit: number;
-  perDay?: number;
-  perMonth?: number;
-}
-
-/**
- * The caller's quotas as a spec, or undefined when its key has none: the request path then does nothing more than
- * before (`windowLimit` is asked only of a key with quotas).
- */
-export function quotaSpecOf(caller: Consumer, windowLimit: () => number): QuotaSpec | undefined {
-  const { quotaPerDay, quotaPerMonth } = caller;
-  if (quotaPerDay === undefined && quotaPerMonth === undefined) return undefined;
-  return {
-    keyId: caller.keyId,
-    windowLimit: windowLimit(),
-    ...(quotaPerDay === undefined ? {} : { perDay: quotaPerDay }),
-    ...(quotaPerMonth === undefined ? {} : { perMonth: quotaPerMonth }),
-  };
-}
-
-/** One quota of a spec in the period holding `now`. */
+/** One quota of a policy in the period holding `now`. */
 export interface QuotaCounter {
   period: QuotaPeriod;
   limit: number;
@@ -35,23 +11,23 @@ export interface QuotaCounter {
   endsAt: number;
 }
 
-/** Each spec's counters, made once a day: a key's spec is kept while its quotas stay (QuotaDesk), so most requests find them here. */
-const countersOfSpec = new WeakMap<QuotaSpec, { day: PeriodSpan; counters: QuotaCounter[] }>();
+/** Each policy's counters, made once a day: the limiter keeps a key's policy while its limits stay, so most requests find them here. */
+const countersOfPolicy = new WeakMap<LimitPolicy, { day: PeriodSpan; counters: QuotaCounter[] }>();
 
-/** The spec's quotas at `now`, day first. */
-export function quotaCounters(spec: QuotaSpec, now: number): QuotaCounter[] {
+/** The policy's quotas at `now`, day first. */
+export function quotaCounters(policy: LimitPolicy, now: number): QuotaCounter[] {
   const day = periodAt('day', now);
-  const known = countersOfSpec.get(spec);
+  const known = countersOfPolicy.get(policy);
   if (known !== undefined && known.day === day) return known.counters;
-  const counters = countersAt(spec, now);
-  countersOfSpec.set(spec, { day, counters });
+  const counters = countersAt(policy, now);
+  countersOfPolicy.set(policy, { day, counters });
   return counters;
 }
 
-function countersAt(spec: QuotaSpec, now: number): QuotaCounter[] {
+function countersAt(policy: LimitPolicy, now: number): QuotaCounter[] {
   const counters: QuotaCounter[] = [];
   for (const period of QUOTA_PERIODS) {
-    const limit = period === 'day' ? spec.perDay : spec.perMonth;
+    const limit = period === 'day' ? policy.perDay : policy.perMonth;
     if (limit === undefined) continue;
     const { name, endsAt } = periodAt(period, now);
     counters.push({ period, limit, name, endsAt });
@@ -83,7 +59,7 @@ export function readingAt(
   position: number,
   admitted: number,
   withinWindow: boolean,
-  counters: readonly QuotaCounter[],
+  counters: readonly Pick<QuotaCounter, 'period' | 'limit' | 'endsAt'>[],
   usedBefore: readonly number[],
 ): QuotaReading {
   const reading: QuotaReading = {};

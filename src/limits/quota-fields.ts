@@ -1,7 +1,7 @@
 // What a response says of the key's quotas: their items in the RateLimit fields beside the window's, Retry-After on a
 // quota's refusal, and, for clients written for other gateways, the X-RateLimit-* fields when an operator opts in.
 import type { Response } from 'express';
-import type { RateLimitInfo } from 'express-rate-limit';
+import type { WindowCount } from '../forks/rate-limit-fields.ts';
 import { periodAt, QUOTA_PERIODS, type QuotaPeriod, type QuotaReading, type QuotaUse } from './quota-periods.ts';
 
 /** The quota policies' names in the fields: apart from every operationId (those name the window's policy). */
@@ -38,11 +38,11 @@ export function writeQuotaRetryAfter(res: Response, use: QuotaUse, now: number):
  * them: of the one policy that binds first, the one with the fewest requests left (the quota that refused, on a
  * quota's refusal). One policy only: these fields cannot say more.
  */
-export function writeLegacyFields(res: Response, window: RateLimitInfo, quota: QuotaReading | undefined): void {
+export function writeLegacyFields(res: Response, window: WindowCount, quota: QuotaReading | undefined): void {
   if (res.headersSent) return;
   let limit = window.limit;
   let remaining = window.remaining;
-  let resetsAt = window.resetTime?.getTime();
+  let resetsAt = window.resetsAt;
   const binding = quota?.refused === undefined ? undefined : quota[quota.refused];
   for (const use of binding ? [binding] : QUOTA_PERIODS.map((period) => quota?.[period])) {
     if (use === undefined) continue;

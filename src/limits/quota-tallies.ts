@@ -1,5 +1,6 @@
 // Quota counts kept in process: alone (a gateway without Redis), or sent to Redis in batches (local-first mode).
-import { admittedOf, quotaCounterKey, quotaCounters, readingAt, type QuotaSpec } from './quota-count.ts';
+import type { LimitPolicy } from './limit-store.ts';
+import { admittedOf, quotaCounterKey, quotaCounters, readingAt } from './quota-count.ts';
 import type { QuotaReading } from './quota-periods.ts';
 
 /** One quota counter of one key and period, as this process knows it. */
@@ -23,13 +24,13 @@ export class QuotaTallies {
   }
 
   /** Counts one request whose window total (itself included) is `windowTotal`; a request the quotas refuse takes nothing. */
-  take(spec: QuotaSpec, windowTotal: number, now: number): QuotaReading {
-    const counters = quotaCounters(spec, now);
-    const tallies = counters.map((counter) => this.#tallyFor(quotaCounterKey(this.#prefix, spec.keyId, counter), counter.endsAt));
+  take(policy: LimitPolicy, windowTotal: number, now: number): QuotaReading {
+    const counters = quotaCounters(policy, now);
+    const tallies = counters.map((counter) => this.#tallyFor(quotaCounterKey(this.#prefix, policy.keyId, counter), counter.endsAt));
     const usedBefore = tallies.map((tally) => tally.synced + tally.pending);
-    const admitted = admittedOf(1, windowTotal, spec.windowLimit, counters, usedBefore);
+    const admitted = admittedOf(1, windowTotal, policy.perWindow, counters, usedBefore);
     if (admitted === 1) for (const tally of tallies) tally.pending++;
-    return readingAt(0, admitted, windowTotal <= spec.windowLimit, counters, usedBefore);
+    return readingAt(0, admitted, windowTotal <= policy.perWindow, counters, usedBefore);
   }
 
   #tallyFor(redisKey: string, endsAt: number): QuotaTally {

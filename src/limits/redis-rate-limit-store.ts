@@ -1,17 +1,18 @@
-// A fixed-window counter in Redis shared by every gateway replica, as an express-rate-limit Store.
-import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
+// Exact counts in Redis shared by every gateway replica: a key's window and quotas in one script call per event-loop
+// turn, the quotas' periods taken from Redis's own clock.
 import { timed, type RedisCommandObserver } from '../redis/command-timing.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { Clock } from '../time/clock.ts';
-import { QuotaDesk, windowEndWithQuota, type CountsQuotas } from './limiter-channel.ts';
-import { quotaCounterKey, quotaCounters, readingAt, type QuotaCounter, type QuotaSpec } from './quota-count.ts';
-import type { CountsInRedis } from './rate-limit.ts';
+import { hasQuota, type LimitPolicy, type LimitReading, type LimitStore } from './limit-store.ts';
+import { readingAt, type QuotaCounter } from './quota-count.ts';
+import { QUOTA_PERIODS } from './quota-periods.ts';
 import { RateLimitStoreUnavailableError } from './rate-limit-store-failure.ts';
 
 /**
  * One round trip: add the hits, starting the window on the first. ioredis falls back from EVALSHA to EVAL on NOSCRIPT,
  * so a restarted Redis needs no reload. (rate-limit-redis loads its scripts once at start-up, broken if Redis was
- * down then, and replays a timed-out EVALSHA, counting twice: hence this small store.)
+ * down then, and replays a timed-out EVALSHA, counting twice: hence this small store.) The window is Redis's: it ends
+ * when its key expires, and the reply says in how long.
  */
 const INCREMENT = `
 local hits = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -24,10 +25,15 @@ return {hits, ttl}
 `;
 
 /**
- * The same, and the key's quota counters (KEYS[1 + q], its limit ARGV[2 + 2q], its expiry ARGV[3 + 2q]) in the same
- * round trip: the batch's requests within the window's limit (ARGV[3]) take quota, in order, while every quota has
- * room; the others take none. Answers the window's total and expiry, how many were admitted, and each quota's use
- * before the batch: the gateway then tells each request what it got (src/limits/quota-count.ts, the same arithmetic).
+ * The same, and the key's quotas in the same round trip, their UTC day and month taken from Redis's TIME (never a
+ * replica's clock: replicas whose clocks differ still count one period and agree on its end). KEYS[2] is the quota
+ * counters' prefix with the key id's hash tag: the counters are named here (`day:2026-12-31`, `month:2026-12`), in the
+ * slot of KEYS[2], so one script also counts them in a Redis Cluster. ARGV: the window's length, the batch, the
+ * window's limit, the day's and the month's quota ('' for none), a counter's grace past its period. The batch's
+ * requests within the window's limit take quota, in order, while every quota has room; the others take none.
+ * Answers the window's total and expiry, how many were admitted, Redis's now (ms), then each quota's use before the
+ * batch and its period's end (ms): the gateway tells each request what it got (src/limits/quota-count.ts, the same
+ * arithmetic). The calendar is H. Hinnant's civil-from-days, in whole days since the epoch.
  */
 const INCREMENT_WITH_QUOTAS = `
 local batch = tonumber(ARGV[2])
@@ -37,22 +43,52 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   ttl = tonumber(ARGV[1])
 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local days = math.floor(now / 86400000)
+local z = days + 719468
+local era = math.floor(z / 146097)
+local doe = z - era * 146097
+local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+local mp = math.floor((5 * doy + 2) / 153)
+local day = doy - math.floor((153 * mp + 2) / 5) + 1
+local month = mp < 10 and mp + 3 or mp - 9
+local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+local function daysFromCivil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local e = math.floor(y / 400)
+  local ye = y - e * 400
+  local dy = math.floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
+  return e * 146097 + ye * 365 + math.floor(ye / 4) - math.floor(ye / 100) + dy - 719468
+end
+local quotas = {}
+if ARGV[4] ~= '' then
+  quotas[#quotas + 1] = {KEYS[2] .. 'day:' .. string.format('%04d-%02d-%02d', year, month, day), tonumber(ARGV[4]), (days + 1) * 86400000}
+end
+if ARGV[5] ~= '' then
+  local nextMonth = month == 12 and daysFromCivil(year + 1, 1, 1) or daysFromCivil(year, month + 1, 1)
+  quotas[#quotas + 1] = {KEYS[2] .. 'month:' .. string.format('%04d-%02d', year, month), tonumber(ARGV[5]), nextMonth * 86400000}
+end
 local admitted = math.min(batch, math.max(0, tonumber(ARGV[3]) - (hits - batch)))
-local used = {}
-for i = 2, #KEYS do
-  used[i - 1] = tonumber(redis.call('GET', KEYS[i]) or '0')
-  admitted = math.min(admitted, math.max(0, tonumber(ARGV[2 + 2 * (i - 1)]) - used[i - 1]))
+local reply = {hits, ttl, 0, now}
+for _, quota in ipairs(quotas) do
+  local used = tonumber(redis.call('GET', quota[1]) or '0')
+  admitted = math.min(admitted, math.max(0, quota[2] - used))
+  reply[#reply + 1] = used
+  reply[#reply + 1] = quota[3]
 end
 if admitted > 0 then
-  for i = 2, #KEYS do
-    redis.call('INCRBY', KEYS[i], admitted)
-    redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * (i - 1)])
+  for _, quota in ipairs(quotas) do
+    redis.call('INCRBY', quota[1], admitted)
+    redis.call('PEXPIRE', quota[1], quota[3] - now + tonumber(ARGV[6]))
   end
 end
-return {hits, ttl, admitted, unpack(used)}
+reply[3] = admitted
+return reply
 `;
 
-/** A quota counter outlives its period by this much, for a replica whose clock lags (its name holds the period, so nothing is counted twice). */
+/** A quota counter outlives its period by this much, for a replica whose clock lags (local-first: its name holds the period, so nothing is counted twice). */
 export const QUOTA_COUNTER_GRACE_MS = 86_400_000;
 
 type RedisWithIncrement = RedisClient & {
@@ -64,6 +100,7 @@ export interface RedisRateLimitStoreOptions {
   prefix: string;
   /** Of the quota counters (src/limits/quota-count.ts names them), kept apart from the window counters; `prefix` + `quota:` when absent. */
   quotaPrefix?: string;
+  /** Only to place Redis's answers (window and period ends, relative to Redis's now) on the gateway's clock. */
   clock: Clock;
   /** Told how each batch's command went (the Redis command metrics): one per key per event-loop turn, not one per request. */
   observe?: RedisCommandObserver;
@@ -71,38 +108,36 @@ export interface RedisRateLimitStoreOptions {
 
 /** A request waiting for its count. */
 interface Waiting {
-  resolve: (info: ClientRateLimitInfo) => void;
+  resolve: (reading: LimitReading) => void;
   reject: (error: unknown) => void;
 }
 
-/** One counter key's requests of this turn, and the quota spec they count with (the latest the stage left). */
+/** One counter key's requests of this turn, and the policy they count with (the latest one asked with). */
 interface Batch {
   waiting: Waiting[];
-  spec: QuotaSpec | undefined;
+  policy: LimitPolicy;
 }
+
+const NO_QUOTA = '';
 
 /**
  * Exact across replicas: every hit is added in Redis before its request goes on. A key's hits in one event-loop turn
- * go as one INCRBY n, the i-th request seeing total − n + i as n INCRs would have told it; each turn's commands are
- * sent at once, never held behind an earlier turn's replies.
+ * go as one script call adding n, the i-th request seeing total − n + i as n INCRs would have told it; each turn's
+ * commands are sent at once, never held behind an earlier turn's replies.
  */
-export class RedisRateLimitStore implements Store, CountsInRedis, CountsQuotas {
+export class RedisRateLimitStore implements LimitStore {
   readonly prefix: string;
-  readonly localKeys = false;
   readonly countsInRedis = true;
-  readonly quotas = new QuotaDesk();
   readonly #quotaPrefix: string;
   readonly #redis: RedisWithIncrement;
   readonly #clock: Clock;
   readonly #observe: RedisCommandObserver | undefined;
-  #windowMs = 60_000;
-  /** This turn's requests by Redis key, in arrival order; sent when the turn's I/O callbacks are done (setImmediate). */
+  /** This turn's requests by counter key, in arrival order; sent when the turn's I/O callbacks are done (setImmediate). */
   #pending = new Map<string, Batch>();
 
   constructor(redis: RedisClient, options: RedisRateLimitStoreOptions) {
     if (!('rateLimitIncrement' in redis)) redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
-    // The number of keys varies (a day quota, a month quota, or both): given with each call.
-    if (!('rateLimitIncrementWithQuotas' in redis)) redis.defineCommand('rateLimitIncrementWithQuotas', { lua: INCREMENT_WITH_QUOTAS });
+    if (!('rateLimitIncrementWithQuotas' in redis)) redis.defineCommand('rateLimitIncrementWithQuotas', { numberOfKeys: 2, lua: INCREMENT_WITH_QUOTAS });
     this.#redis = redis as RedisWithIncrement;
     this.prefix = options.prefix;
     this.#quotaPrefix = options.quotaPrefix ?? `${options.prefix}quota:`;
@@ -110,19 +145,14 @@ export class RedisRateLimitStore implements Store, CountsInRedis, CountsQuotas {
     this.#observe = options.observe;
   }
 
-  init(options: Options): void {
-    this.#windowMs = options.windowMs;
-  }
-
-  increment(key: string): Promise<ClientRateLimitInfo> {
+  count(key: string, policy: LimitPolicy): Promise<LimitReading> {
     if (this.#pending.size === 0) setImmediate(this.#send);
-    const spec = this.quotas.specFor(key);
     let batch = this.#pending.get(key);
     if (batch === undefined) {
-      batch = { waiting: [], spec };
+      batch = { waiting: [], policy };
       this.#pending.set(key, batch);
-    } else if (spec !== undefined) {
-      batch.spec = spec;
+    } else {
+      batch.policy = policy;
     }
     const { waiting } = batch;
     return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
@@ -131,9 +161,8 @@ export class RedisRateLimitStore implements Store, CountsInRedis, CountsQuotas {
   readonly #send = (): void => {
     const batch = this.#pending;
     this.#pending = new Map();
-    const windowMs = String(this.#windowMs);
-    for (const [key, { waiting, spec }] of batch) {
-      const counted = spec === undefined ? this.#countWindow(key, windowMs, waiting) : this.#countWithQuotas(key, windowMs, waiting, spec);
+    for (const [key, { waiting, policy }] of batch) {
+      const counted = hasQuota(policy) ? this.#countWithQuotas(key, waiting, policy) : this.#countWindow(key, waiting, policy);
       // Every request of the batch is told the store could not count it (none left waiting); the limiter's policy decides.
       counted.catch((cause: unknown) => {
         const failure = new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause });
@@ -143,31 +172,47 @@ export class RedisRateLimitStore implements Store, CountsInRedis, CountsQuotas {
   };
 
   /** The window's counter alone: the key has no quota. */
-  async #countWindow(key: string, windowMs: string, waiting: readonly Waiting[]): Promise<void> {
-    const [total, ttlMs] = await timed(this.#observe, () => this.#redis.rateLimitIncrement(this.prefix + key, windowMs, String(waiting.length)));
-    const resetTime = new Date(this.#clock.now() + ttlMs);
+  async #countWindow(key: string, waiting: readonly Waiting[], policy: LimitPolicy): Promise<void> {
+    const [total, ttlMs] = await timed(this.#observe, () => this.#redis.rateLimitIncrement(this.prefix + key, String(policy.windowMs), String(waiting.length)));
+    const at = this.#clock.now();
+    const windowEndsAt = at + ttlMs;
     const first = total - waiting.length;
-    for (const [index, request] of waiting.entries()) request.resolve({ totalHits: first + index + 1, resetTime });
+    for (const [index, request] of waiting.entries()) request.resolve({ at, hits: first + index + 1, windowEndsAt, quota: undefined });
   }
 
   /** The window's counter and the key's quota counters in one script; each request gets its own reading with its count. */
-  async #countWithQuotas(key: string, windowMs: string, waiting: readonly Waiting[], spec: QuotaSpec): Promise<void> {
-    const now = this.#clock.now();
-    const counters = quotaCounters(spec, now);
-    const keys = [this.#windowKey(key, spec.keyId), ...counters.map((counter) => quotaCounterKey(this.#quotaPrefix, spec.keyId, counter))];
-    // Relative expiries, from the gateway's clock: whatever Redis's own clock says, a counter lives past its period.
-    const limits = counters.flatMap((counter: QuotaCounter) => [String(counter.limit), String(counter.endsAt - now + QUOTA_COUNTER_GRACE_MS)]);
+  async #countWithQuotas(key: string, waiting: readonly Waiting[], policy: LimitPolicy): Promise<void> {
     const reply = await timed(this.#observe, () =>
-      this.#redis.rateLimitIncrementWithQuotas(String(keys.length), ...keys, windowMs, String(waiting.length), String(spec.windowLimit), ...limits),
+      this.#redis.rateLimitIncrementWithQuotas(
+        this.#windowKey(key, policy.keyId),
+        `${this.#quotaPrefix}{${policy.keyId}}:`,
+        String(policy.windowMs),
+        String(waiting.length),
+        String(policy.perWindow),
+        policy.perDay === undefined ? NO_QUOTA : String(policy.perDay),
+        policy.perMonth === undefined ? NO_QUOTA : String(policy.perMonth),
+        String(QUOTA_COUNTER_GRACE_MS),
+      ),
     );
-    const [total, ttlMs, admitted] = reply as [number, number, number];
-    const usedBefore = reply.slice(3);
-    const windowEndsAt = now + ttlMs;
+    const [total, ttlMs, admitted, redisNow] = reply as [number, number, number, number];
+    const at = this.#clock.now();
+    // Redis's period ends, placed on the gateway's clock by their distance from Redis's now: every replica tells the same seconds.
+    const counters: Array<Pick<QuotaCounter, 'period' | 'limit' | 'endsAt'>> = [];
+    const usedBefore: number[] = [];
+    let index = 4;
+    for (const period of QUOTA_PERIODS) {
+      const limit = period === 'day' ? policy.perDay : policy.perMonth;
+      if (limit === undefined) continue;
+      usedBefore.push(reply[index]!);
+      counters.push({ period, limit, endsAt: at + reply[index + 1]! - redisNow });
+      index += 2;
+    }
+    const windowEndsAt = at + ttlMs;
     const first = total - waiting.length;
-    for (const [index, request] of waiting.entries()) {
-      const totalHits = first + index + 1;
-      const quota = readingAt(index, admitted, totalHits <= spec.windowLimit, counters, usedBefore);
-      request.resolve({ totalHits, resetTime: windowEndWithQuota(windowEndsAt, quota) });
+    for (const [position, request] of waiting.entries()) {
+      const hits = first + position + 1;
+      const quota = readingAt(position, admitted, hits <= policy.perWindow, counters, usedBefore);
+      request.resolve({ at, hits, windowEndsAt, quota });
     }
   }
 
@@ -178,13 +223,5 @@ export class RedisRateLimitStore implements Store, CountsInRedis, CountsQuotas {
    */
   #windowKey(key: string, keyId: string): string {
     return `${this.prefix}{${keyId}}${key.slice(keyId.length)}`;
-  }
-
-  async decrement(key: string): Promise<void> {
-    await this.#redis.decr(this.prefix + key);
-  }
-
-  async resetKey(key: string): Promise<void> {
-    await this.#redis.del(this.prefix + key);
   }
 }

@@ -24,7 +24,7 @@ import { propagationOnly, type Tracing } from '../tracing/tracer.ts';
 import { createRequestTracker, type RequestTracker } from '../server/request-tracker.ts';
 import { BrownoutBoard, compileBrownoutSchedule } from '../policy/brownouts.ts';
 import { InProcessRateLimitStore } from '../limits/in-process-rate-limit-store.ts';
-import type { QuotaCountingStore } from '../limits/rate-limit.ts';
+import type { LimitStore } from '../limits/limit-store.ts';
 import { startGateway, type RunningGateway } from '../server/server.ts';
 import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
@@ -42,7 +42,7 @@ import { certificateDigests, watchCertificates } from './certificate-watch.ts';
 export interface Stores {
   keyStore: KeyStore;
   /** Shared rate-limit counters; absent, each process counts alone (the demo). */
-  rateLimitStore?: QuotaCountingStore;
+  rateLimitStore?: LimitStore;
   /** Readiness checks of the stores' dependencies (Redis): in /readyz and dependency_up. */
   checks: readonly ReadinessCheck[];
   /** This replica's clock against the shared store's (Redis's TIME), in seconds: `redis_clock_skew_seconds`; absent without Redis. */

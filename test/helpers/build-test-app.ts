@@ -7,7 +7,7 @@ import type { KeyRecord, KeyStore } from '../../src/auth/key-store.ts';
 import { MemoryKeyStore } from '../../src/auth/memory-key-store.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { Environment, GatewayConfig } from '../../src/config/schema.ts';
-import type { QuotaCountingStore } from '../../src/limits/rate-limit.ts';
+import type { LimitStore } from '../../src/limits/limit-store.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { GatewayMetrics } from '../../src/observability/metrics.ts';
@@ -26,7 +26,7 @@ export interface TestGatewayOptions {
   overrides?: Record<string, unknown>;
   keyStore?: KeyStore;
   /** Where rate-limit hits are counted; each process alone (in memory) when absent. */
-  rateLimitStore?: QuotaCountingStore;
+  rateLimitStore?: LimitStore;
   /** Who called, asserted upstream (from `loadUpstreamIdentity`); unsigned when absent. */
   identity?: UpstreamIdentity;
   /** What a reload reads: the overrides then in force (laid over the file as at start, with the same env). */

@@ -9,21 +9,25 @@ import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
+import { redisClock } from '../helpers/redis-clock.ts';
 
 const PEPPER = 'admin-key-quota-pepper-0001';
 const clock = fixedClock(TEST_NOW);
 const CREATED_AT = new Date(TEST_NOW).toISOString();
+/** Redis's clock at the gateway's: the exact store's quota periods are Redis's (its TIME). */
+const redisAt = redisClock(TEST_NOW);
 let redis: PrivateRedis;
 let backend: SampleBackend;
 let gateway: AdminGateway;
 
 beforeAll(async () => {
-  [redis, backend] = await Promise.all([startRedis(), startPetStore()]);
+  [redis, backend] = await Promise.all([startRedis({ env: redisAt.env }), startPetStore()]);
   gateway = await startAdminGateway({ redisUrl: redis.url, upstreamUrl: backend.baseUrl, pepper: PEPPER, clock });
 });
 afterAll(async () => {
   await gateway?.close();
   await Promise.all([backend?.close(), redis?.stop()]);
+  redisAt.remove();
 });
 
 const admin = (path: string, options?: Parameters<typeof adminRequest>[2]) => adminRequest(gateway.adminPort, path, options);

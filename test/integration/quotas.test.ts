@@ -1,17 +1,20 @@
-// Quotas per day and per month, counted exactly across two gateways on one real Redis, on a clock the test moves.
+// Quotas per day and per month, counted exactly across two gateways on one real Redis, on Redis's clock, which the
+// test moves (the exact store takes the periods from Redis's TIME; the gateways' clocks stay put).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/time/clock.ts';
-import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import type { PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
+import { startStoreRedis, type StoreRedis } from '../helpers/start-store-redis.ts';
 
 const PEPPER = 'quota-test-pepper-0001';
 /** 21:30 UTC: the day ends in 9000 s, the month (March 2030) 17 days and 9000 s later. */
 const NOW = Date.parse('2030-03-14T21:30:00Z');
 const clock = fixedClock(NOW);
 
+let storeRedis: StoreRedis;
 let redis: PrivateRedis;
 let backend: SampleBackend;
 let replicas: RedisGateway[] = [];
@@ -30,18 +33,19 @@ async function startReplicas(count: number, overrides: Record<string, unknown> =
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
+  storeRedis = await startStoreRedis({ at: NOW });
+  redis = storeRedis.redis;
   backend = await startPetStore();
 });
 afterAll(async () => {
   await backend.close();
-  await redis.stop();
+  await storeRedis.stop();
 });
 beforeEach(async () => {
   await Promise.all(replicas.map((replica) => replica.close()));
   replicas = [];
   await redis.client.flushall();
-  clock.set(NOW);
+  storeRedis.setTime(NOW);
 });
 
 /** A production key with these quotas. */
@@ -99,7 +103,7 @@ describe('a daily quota across two replicas', () => {
     await startReplicas(2);
     const { key } = await keyWith({ quotaPerDay: 3 });
     expect(await calls(key, 4)).toEqual([200, 200, 200, 429]);
-    clock.set(Date.parse('2030-03-15T00:00:00Z'));
+    storeRedis.setTime(Date.parse('2030-03-15T00:00:00Z'));
     expect(await calls(key, 4)).toEqual([200, 200, 200, 429]);
   });
 
@@ -122,6 +126,32 @@ describe('a daily quota across two replicas', () => {
   });
 });
 
+describe('replicas whose clocks differ, around midnight UTC of 31 December', () => {
+  /** Redis's clock 5 s before the year ends; replica A's 2.5 min before Redis's, replica B's 2.5 min after it. */
+  const REDIS_AT = Date.parse('2030-12-31T23:59:55Z');
+  const skewed: RedisGateway[] = [];
+
+  afterAll(async () => {
+    await Promise.all(skewed.map((replica) => replica.close()));
+  });
+
+  it('give a 5-a-day key 5 calls in total and one Retry-After, both by Redis’s day', async () => {
+    storeRedis.setTime(REDIS_AT);
+    for (const at of ['2030-12-31T23:57:25Z', '2031-01-01T00:02:25Z']) {
+      skewed.push(await startRedisGateway(configFor(), { pepper: PEPPER, clock: fixedClock(Date.parse(at)) }));
+    }
+    const { key, record } = await skewed[0]!.admin.create({ consumer: 'year-end', environments: ['production'], quotaPerDay: 5 });
+    const answers: Response[] = [];
+    for (let index = 0; index < 12; index++) answers.push(await call(skewed[index % 2]!, key));
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    const refused = answers.filter((answer) => answer.status === 429);
+    // Calls alternate: both replicas refused, each telling the seconds to Redis's midnight, not to its own.
+    expect(new Set(refused.map((answer) => answer.headers.get('retry-after')))).toEqual(new Set(['5']));
+    expect(await redis.client.get(`petstore-gateway:quota:{${record.id}}:day:2030-12-31`)).toBe('5');
+    expect(await redis.client.keys('petstore-gateway:quota:*:day:2031-*')).toEqual([]);
+  });
+});
+
 describe('a monthly quota', () => {
   it('refuses until the month ends, even on the next day', async () => {
     await startReplicas(2);
@@ -131,9 +161,9 @@ describe('a monthly quota', () => {
     expect((await refused.json()) as object).toMatchObject({ code: 'quota_exceeded', status: 429 });
     // From 2030-03-14T21:30Z to 2030-04-01T00:00Z.
     expect(refused.headers.get('retry-after')).toBe(String(17 * 86_400 + 9000));
-    clock.set(Date.parse('2030-03-15T09:00:00Z'));
+    storeRedis.setTime(Date.parse('2030-03-15T09:00:00Z'));
     expect(await calls(key, 1)).toEqual([429]);
-    clock.set(Date.parse('2030-04-01T00:00:00Z'));
+    storeRedis.setTime(Date.parse('2030-04-01T00:00:00Z'));
     expect(await calls(key, 2)).toEqual([200, 200]);
   });
 

@@ -1,7 +1,6 @@
 // Local-first rate limiting: counted in process, synchronised with a real Redis in batches; its accuracy across replicas.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { RateLimitInfo } from 'express-rate-limit';
-import { quotaReadingOf } from '../../src/limits/limiter-channel.ts';
+import type { LimitPolicy } from '../../src/limits/limit-store.ts';
 import { LocalFirstRateLimitStore } from '../../src/limits/local-first-rate-limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
@@ -30,32 +29,33 @@ beforeEach(() => storeRedis.empty());
 /** One replica's store: its own connection (ready: the request path never queues commands), on the shared clock. */
 async function replica(clock: ReturnType<typeof fixedClock>, errors: unknown[] = []): Promise<LocalFirstRateLimitStore> {
   const client = await storeRedis.connect('local-first-test');
-  const store = new LocalFirstRateLimitStore(client, { prefix: 'test:rate:', clock, syncMs: SYNC_MS, onError: (error) => errors.push(error) });
-  store.init({ windowMs: WINDOW_MS } as Parameters<LocalFirstRateLimitStore['init']>[0]);
-  return store;
+  return new LocalFirstRateLimitStore(client, { prefix: 'test:rate:', clock, syncMs: SYNC_MS, onError: (error) => errors.push(error) });
 }
+
+/** A key without quotas, its operation's limit far away. */
+const windowOnly = (key: string): LimitPolicy => ({ keyId: key.split(':')[0]!, windowMs: WINDOW_MS, perWindow: 100 });
 
 describe('local-first rate limiting', () => {
   it('answers from the process without waiting for Redis, counting each hit', async () => {
     const store = await replica(fixedClock(WINDOW_START + 1000));
-    expect([1, 2, 3].map(() => store.increment('key_a:listPets').totalHits)).toEqual([1, 2, 3]);
-    expect(store.increment('key_a:listPets').resetTime).toEqual(new Date(WINDOW_START + WINDOW_MS));
+    expect([1, 2, 3].map(() => store.count('key_a:listPets', windowOnly('key_a:listPets')).hits)).toEqual([1, 2, 3]);
+    expect(store.count('key_a:listPets', windowOnly('key_a:listPets')).windowEndsAt).toBe(WINDOW_START + WINDOW_MS);
   });
 
   it('adds up two replicas exactly once both have synchronised', async () => {
     const clock = fixedClock(WINDOW_START + 1000);
     const [a, b] = [await replica(clock), await replica(clock)];
-    for (let i = 0; i < 3; i++) a.increment('key_a:listPets');
-    b.increment('key_a:listPets');
+    for (let i = 0; i < 3; i++) a.count('key_a:listPets', windowOnly('key_a:listPets'));
+    b.count('key_a:listPets', windowOnly('key_a:listPets'));
     await a.sync();
     await b.sync();
     expect(await redis.client.get(`test:rate:key_a:listPets:${WINDOW_START}`)).toBe('4');
     // B learnt the total from its own synchronisation; A learns it at its next one.
-    expect(b.increment('key_a:listPets').totalHits).toBe(5);
+    expect(b.count('key_a:listPets', windowOnly('key_a:listPets')).hits).toBe(5);
     await b.sync();
-    a.increment('key_a:listPets');
+    a.count('key_a:listPets', windowOnly('key_a:listPets'));
     await a.sync();
-    expect(a.increment('key_a:listPets').totalHits).toBe(7);
+    expect(a.count('key_a:listPets', windowOnly('key_a:listPets')).hits).toBe(7);
   });
 
   it('lets a key over its limit by at most what the other replica counted since its last synchronisation', async () => {
@@ -67,7 +67,7 @@ describe('local-first rate limiting', () => {
     // Both replicas serve the key in turns; each synchronises after every `perInterval` hits of its own.
     for (let interval = 0; interval < 5; interval++) {
       for (const store of [a, b]) {
-        for (let i = 0; i < perInterval; i++) if (store.increment('key_b:listPets').totalHits <= limit) allowed++;
+        for (let i = 0; i < perInterval; i++) if (store.count('key_b:listPets', windowOnly('key_b:listPets')).hits <= limit) allowed++;
         await store.sync();
       }
     }
@@ -78,10 +78,15 @@ describe('local-first rate limiting', () => {
   it('starts a new count in the next window, on every replica alike', async () => {
     const clock = fixedClock(WINDOW_START + WINDOW_MS - 1);
     const store = await replica(clock);
-    store.increment('key_c:listPets');
-    store.increment('key_c:listPets');
+    store.count('key_c:listPets', windowOnly('key_c:listPets'));
+    store.count('key_c:listPets', windowOnly('key_c:listPets'));
     clock.set(WINDOW_START + WINDOW_MS);
-    expect(store.increment('key_c:listPets')).toEqual({ totalHits: 1, resetTime: new Date(WINDOW_START + 2 * WINDOW_MS) });
+    expect(store.count('key_c:listPets', windowOnly('key_c:listPets'))).toEqual({
+      at: WINDOW_START + WINDOW_MS,
+      hits: 1,
+      windowEndsAt: WINDOW_START + 2 * WINDOW_MS,
+      quota: undefined,
+    });
   });
 
   it('keeps counting while Redis is away and sends the hits when it is back', async () => {
@@ -89,11 +94,11 @@ describe('local-first rate limiting', () => {
     const errors: unknown[] = [];
     const store = await replica(clock, errors);
     await redis.kill();
-    store.increment('key_d:listPets');
-    store.increment('key_d:listPets');
+    store.count('key_d:listPets', windowOnly('key_d:listPets'));
+    store.count('key_d:listPets', windowOnly('key_d:listPets'));
     await store.sync();
     expect(errors.length).toBeGreaterThan(0);
-    expect(store.increment('key_d:listPets').totalHits).toBe(3);
+    expect(store.count('key_d:listPets', windowOnly('key_d:listPets')).hits).toBe(3);
     await redis.restart();
     // The request-path client reconnects by itself (back-off of at most 2 s).
     const deadline = Date.now() + 5000;
@@ -108,12 +113,11 @@ describe('local-first rate limiting', () => {
 });
 
 describe('local-first quotas', () => {
-  const SPEC = { keyId: 'key_q', windowLimit: 100, perDay: 3 };
+  const POLICY: LimitPolicy = { keyId: 'key_q', windowMs: WINDOW_MS, perWindow: 100, perDay: 3 };
 
-  /** One request of key_q with its quota spec left, as the stage leaves it: its quota reading. */
+  /** One request of key_q under its policy: its quota reading. */
   function counted(store: LocalFirstRateLimitStore) {
-    store.quotas.leave('key_q:listPets', SPEC);
-    return quotaReadingOf({ limit: 100, used: 0, remaining: 0, key: 'key_q:listPets', ...store.increment('key_q:listPets') } as RateLimitInfo);
+    return store.count('key_q:listPets', POLICY).quota;
   }
 
   it('refuses past the quota in process, before any synchronisation', async () => {

@@ -1,24 +1,21 @@
 // A rate-limit store that cannot count, through the real pipeline: each onStoreError policy's answer, its counters and its log line.
-import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
-import { QuotaDesk, type CountsQuotas } from '../../src/limits/limiter-channel.ts';
+import type { LimitReading, LimitStore } from '../../src/limits/limit-store.ts';
 import { RateLimitStoreUnavailableError } from '../../src/limits/rate-limit-store-failure.ts';
 import { buildTestGateway, type TestGateway } from '../helpers/build-test-app.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 
-/** express-rate-limit's Store, as the Redis store is while Redis is away. */
-class UnreachableStore implements Store, CountsQuotas {
-  readonly quotas = new QuotaDesk();
-  increment(): Promise<ClientRateLimitInfo> {
+/** A limit store as the Redis store is while Redis is away. */
+class UnreachableStore implements LimitStore {
+  readonly countsInRedis = false;
+  count(): Promise<LimitReading> {
     return Promise.reject(
       new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED 127.0.0.1:6390') }),
     );
   }
-  decrement(): void {}
-  resetKey(): void {}
 }
 
 let backend: SampleBackend;

@@ -40,8 +40,8 @@ async function timedCommands(command: RedisCommandKind): Promise<{ count: number
 describe('Redis command metrics', () => {
   it('time the exact rate-limit store per command: one per key per turn, however many requests it counts', async () => {
     const store = new RedisRateLimitStore(client, { prefix: 'test:rate:', clock: fixedClock(NOW), observe: metrics.redisCommand('rate_limit_increment') });
-    store.init({ windowMs: 60_000 } as Parameters<RedisRateLimitStore['init']>[0]);
-    await Promise.all([store.increment('a'), store.increment('a'), store.increment('a'), store.increment('b')]);
+    const policy = { keyId: 'key_a', windowMs: 60_000, perWindow: 100 };
+    await Promise.all([store.count('a', policy), store.count('a', policy), store.count('a', policy), store.count('b', policy)]);
     expect(await timedCommands('rate_limit_increment')).toEqual({ count: 2, errors: 0 });
   });
 

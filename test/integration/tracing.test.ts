@@ -7,7 +7,6 @@ import { createAdminApp } from '../../src/admin/admin-app.ts';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
 import { KeyStoreUnavailableError } from '../../src/auth/key-store.ts';
 import { RedisRateLimitStore } from '../../src/limits/redis-rate-limit-store.ts';
-import { QuotaDesk } from '../../src/limits/limiter-channel.ts';
 import { RateLimitStoreUnavailableError } from '../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { tracingFromEnvironment } from '../../src/tracing/from-environment.ts';
@@ -389,10 +388,8 @@ describe('child spans of the stages', () => {
   it.each(['allow', 'deny'] as const)('a rate-limit store that cannot count (onStoreError %s): the span says store_unavailable', async (onStoreError) => {
     receiver = await startOtlpReceiver();
     const rateLimitStore = {
-      quotas: new QuotaDesk(),
-      increment: () => Promise.reject(new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits')),
-      decrement: () => undefined,
-      resetKey: () => undefined,
+      countsInRedis: false,
+      count: () => Promise.reject(new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits')),
     };
     await start(exporting(), { rateLimitStore, overrides: { rateLimit: { onStoreError } } });
     expect((await listPets({})).status).toBe(onStoreError === 'allow' ? 200 : 503);

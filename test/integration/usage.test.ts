@@ -3,18 +3,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
-import { startRedis, type PrivateRedis } from '../../support/start-redis.ts';
+import type { PrivateRedis } from '../../support/start-redis.ts';
 import { startPetStore } from '../../support/start-upstream.ts';
 import { ADMIN_TOKEN, adminRequest, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
 import { rawRequest } from '../helpers/raw-request.ts';
 import { runKeysCli } from '../helpers/run-keys-cli.ts';
+import { startStoreRedis, type StoreRedis } from '../helpers/start-store-redis.ts';
 
 const PEPPER = 'usage-test-pepper-00001';
 const DAY_ONE = Date.parse('2030-03-14T10:00:00Z');
 const DAY_TWO = Date.parse('2030-03-15T10:00:00Z');
 const clock = fixedClock(DAY_ONE);
 
+let storeRedis: StoreRedis | undefined;
 let redis: PrivateRedis;
 let backend: SampleBackend;
 let replicas: AdminGateway[];
@@ -51,7 +53,9 @@ const DAY_ONE_ROWS = () =>
   ].sort((a, b) => a.keyId.localeCompare(b.keyId));
 
 beforeAll(async () => {
-  redis = await startRedis();
+  // Redis's clock with the gateways': usage rows are named by the gateway's day, the quota's by Redis's (TIME).
+  storeRedis = await startStoreRedis({ at: DAY_ONE });
+  redis = storeRedis.redis;
   backend = await startPetStore();
   const start = () =>
     startAdminGateway({ redisUrl: redis.url, upstreamUrl: backend.baseUrl, pepper: PEPPER, clock, overrides: { usage: { flushIntervalMs: 50 } } });
@@ -73,13 +77,14 @@ beforeAll(async () => {
   nearLimitOnDayOne = await Promise.all(replicas.map(nearLimitGauges));
   // A call on the next day, its own row.
   clock.set(DAY_TWO);
+  storeRedis.setTime(DAY_TWO);
   await call(replicas[1]!, quotaKey.key);
   await waitFor(async () => ((await usageFrom(replicas[0]!, 'from=2030-03-15&to=2030-03-15')) as unknown[]).length === 1, 10_000, 50);
 });
 afterAll(async () => {
   for (const replica of replicas ?? []) await replica.close();
   await backend?.close();
-  await redis?.stop();
+  await storeRedis?.stop();
 });
 
 describe('usage per consumer', () => {

@@ -8,7 +8,7 @@ import { PROJECT_ROOT } from '../../support/start-gateway-process.ts';
 import { disableCommands, servicesOf, withServiceStartsRefused } from '../packaged-services.ts';
 import { installCommand, planProvisioning } from '../provision-system-tools.ts';
 
-const ALL_PACKAGES = 'chromium prometheus python3-minimal redis-sentinel redis-server redis-tools';
+const ALL_PACKAGES = 'chromium faketime gcc prometheus python3-minimal redis-sentinel redis-server redis-tools';
 
 describe('planProvisioning', () => {
   it('does nothing when every tool is on PATH', () => {
@@ -68,7 +68,7 @@ describe('the script, when the tools are missing and cannot be installed', () =>
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toContain(
-        'The tests start redis-server, redis-cli, redis-sentinel, prometheus, promtool, chromium, python3, which are not on PATH.',
+        'The tests start redis-server, redis-cli, redis-sentinel, prometheus, promtool, chromium, python3, faketime, cc, which are not on PATH.',
       );
       expect(result.stderr).toContain(`apt-get install -y --no-install-recommends ${ALL_PACKAGES}`);
       expect(Date.now() - started).toBeLessThan(5000);
@@ -170,7 +170,7 @@ describe('the script, installing as root', () => {
       'apt-get',
       `[ "$1" = update ] && exit 0
 "$PROVISION_POLICY_RC_D" prometheus start; echo $? > "${state}/policy-during-install"
-for tool in redis-server redis-cli redis-sentinel prometheus promtool chromium python3; do printf '#!/bin/sh\\n' > "${bin}/$tool"; /bin/chmod 755 "${bin}/$tool"; done
+for tool in redis-server redis-cli redis-sentinel prometheus promtool chromium python3 faketime cc; do printf '#!/bin/sh\\n' > "${bin}/$tool"; /bin/chmod 755 "${bin}/$tool"; done
 for arg in "$@"; do case "$arg" in -*|install) ;; *) echo "$arg" >> "${state}/installed";; esac; done`,
     );
     script('dpkg-query', `while read -r name; do echo "ii  $name"; done < "${state}/installed"`);

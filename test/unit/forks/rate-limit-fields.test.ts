@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { type ClientRateLimitInfo, type RateLimitInfo, rateLimit, type Store } from 'express-rate-limit';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RateLimitFields } from '../../../src/forks/rate-limit-fields.ts';
+import { RateLimitFields, type WindowCount } from '../../../src/forks/rate-limit-fields.ts';
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0, 250);
 
@@ -58,10 +58,14 @@ async function libraryFields(key: string, name: string, limit: number, windowMs:
   return { fields, info: req.rateLimit! };
 }
 
+/** The gateway's count of what the library counted: the same numbers, the reset as ms. */
+const countOf = (info: RateLimitInfo): WindowCount => ({ key: info.key, limit: info.limit, remaining: info.remaining, resetsAt: info.resetTime?.getTime() });
+
 function ourFields(info: RateLimitInfo, name: string, windowMs: number, refused: boolean, writer = new RateLimitFields(windowMs)) {
   const { res, fields } = fieldsResponse();
-  writer.write(res, info, name);
-  if (refused) writer.writeRetryAfter(res, info);
+  // The library reckons the reset against Date.now() (faked to NOW): the gateway against the instant it is given.
+  writer.write(res, countOf(info), name, Date.now());
+  if (refused) writer.writeRetryAfter(res, countOf(info), Date.now());
   return fields;
 }
 
@@ -118,8 +122,8 @@ describe('the RateLimit fields', () => {
     (res as { headersSent: boolean }).headersSent = true;
     const writer = new RateLimitFields(60_000);
     const info: RateLimitInfo = { limit: 3, used: 4, remaining: 0, resetTime: undefined, key: 'key_a:listPets' };
-    writer.write(res, info, 'listPets');
-    writer.writeRetryAfter(res, info);
+    writer.write(res, countOf(info), 'listPets', NOW);
+    writer.writeRetryAfter(res, countOf(info), NOW);
     expect(fields).toEqual([]);
   });
 });

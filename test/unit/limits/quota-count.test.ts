@@ -1,6 +1,6 @@
 // The arithmetic of quotas: UTC periods, how many of a batch are admitted, and what each request is told.
 import { describe, expect, it } from 'vitest';
-import { admittedOf, quotaCounterKey, quotaCounters, quotaSpecOf, readingAt } from '../../../src/limits/quota-count.ts';
+import { admittedOf, quotaCounterKey, quotaCounters, readingAt } from '../../../src/limits/quota-count.ts';
 import { periodAt } from '../../../src/limits/quota-periods.ts';
 
 describe('periodAt', () => {
@@ -26,19 +26,9 @@ describe('periodAt', () => {
   });
 });
 
-describe('quotaSpecOf', () => {
-  it('is undefined for a caller without a quota', () => {
-    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme' }, () => 600)).toBeUndefined();
-  });
-
-  it("carries the caller's quotas and the request's window limit", () => {
-    expect(quotaSpecOf({ keyId: 'key_a', name: 'acme', quotaPerMonth: 9 }, () => 600)).toEqual({ keyId: 'key_a', windowLimit: 600, perMonth: 9 });
-  });
-});
-
 describe('quotaCounters and their keys', () => {
   it('lists the day before the month, each in the period holding now', () => {
-    const counters = quotaCounters({ keyId: 'key_a', windowLimit: 1, perDay: 5, perMonth: 50 }, Date.parse('2030-03-14T10:00:00Z'));
+    const counters = quotaCounters({ keyId: 'key_a', windowMs: 60_000, perWindow: 1, perDay: 5, perMonth: 50 }, Date.parse('2030-03-14T10:00:00Z'));
     expect(counters.map(({ period, limit, name }) => ({ period, limit, name }))).toEqual([
       { period: 'day', limit: 5, name: '2030-03-14' },
       { period: 'month', limit: 50, name: '2030-03' },
@@ -48,7 +38,7 @@ describe('quotaCounters and their keys', () => {
 });
 
 describe('admittedOf and readingAt', () => {
-  const counters = quotaCounters({ keyId: 'key_a', windowLimit: 10, perDay: 5 }, Date.parse('2030-03-14T10:00:00Z'));
+  const counters = quotaCounters({ keyId: 'key_a', windowMs: 60_000, perWindow: 10, perDay: 5 }, Date.parse('2030-03-14T10:00:00Z'));
 
   it('admits a batch up to the room the quota has left', () => {
     expect(admittedOf(4, 4, 10, counters, [3])).toBe(2);
@@ -72,7 +62,7 @@ describe('admittedOf and readingAt', () => {
   });
 
   it('names the month when both quotas are used up', () => {
-    const both = quotaCounters({ keyId: 'key_a', windowLimit: 10, perDay: 5, perMonth: 5 }, Date.parse('2030-03-14T10:00:00Z'));
+    const both = quotaCounters({ keyId: 'key_a', windowMs: 60_000, perWindow: 10, perDay: 5, perMonth: 5 }, Date.parse('2030-03-14T10:00:00Z'));
     expect(readingAt(0, 0, true, both, [5, 5]).refused).toBe('month');
   });
 });

@@ -1,48 +1,43 @@
 // createRateLimit: what a request gets, and what is reported, when the store counts or cannot.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { ClientRateLimitInfo, Store } from 'express-rate-limit';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Operation } from '../../../src/contract/operations.ts';
 import { GatewayError } from '../../../src/errors/gateway-error.ts';
 import type { IncomingMessage } from 'node:http';
 import { createRecord } from '../../../src/pipeline/request-record.ts';
-import { QuotaDesk, type CountsQuotas } from '../../../src/limits/limiter-channel.ts';
+import type { LimitPolicy, LimitReading, LimitStore } from '../../../src/limits/limit-store.ts';
 import { createRateLimit, type RateLimitOptions } from '../../../src/limits/rate-limit.ts';
 import { RateLimitStoreUnavailableError } from '../../../src/limits/rate-limit-store-failure.ts';
 import { fixedClock } from '../../../src/time/clock.ts';
 
-/** express-rate-limit's Store, counting in memory until it is told to fail. */
-class FakeStore implements Store, CountsQuotas {
-  readonly quotas = new QuotaDesk();
+const NOW = Date.parse('2030-01-01T00:00:00Z');
+
+/** A limit store counting one window in memory until it is told to fail; it keeps what it was asked. */
+class FakeStore implements LimitStore {
+  readonly countsInRedis = false;
+  readonly asked: Array<[string, LimitPolicy]> = [];
   hits = 0;
   failure: Error | undefined;
-  initFailure: Error | undefined;
 
-  init(): void {
-    if (this.initFailure) throw this.initFailure;
-  }
-
-  increment(): Promise<ClientRateLimitInfo> {
+  count(key: string, policy: LimitPolicy): Promise<LimitReading> {
+    this.asked.push([key, policy]);
     if (this.failure) return Promise.reject(this.failure);
     this.hits++;
-    return Promise.resolve({ totalHits: this.hits, resetTime: undefined });
+    return Promise.resolve({ at: NOW, hits: this.hits, windowEndsAt: NOW + 60_000, quota: undefined });
   }
-
-  decrement(): void {}
-  resetKey(): void {}
 }
 
 const storeDown = () => new RateLimitStoreUnavailableError('Redis could not count the rate-limit hits', { cause: new Error('connect ECONNREFUSED') });
 
 /** A limiter over `store`, with what it reports kept. */
-function limiterOver(store: Store & CountsQuotas, options: Partial<RateLimitOptions> = {}) {
+function limiterOver(store: LimitStore, options: Partial<RateLimitOptions> = {}) {
   const reported = { unavailable: [] as RateLimitStoreUnavailableError[], passed: 0 };
   const limiter = createRateLimit({
     windowMs: 60_000,
     limits: { default: 3 },
     store,
     onStoreError: 'allow',
-    clock: fixedClock(Date.parse('2030-01-01T00:00:00Z')),
+    clock: fixedClock(NOW),
     onStoreUnavailable: (failure) => reported.unavailable.push(failure),
     onPassedUnlimited: () => reported.passed++,
     ...options,
@@ -179,27 +174,23 @@ describe('anything else a store throws', () => {
   });
 });
 
-describe("express-rate-limit's own reports (a store whose init fails)", () => {
-  afterEach(() => {
-    vi.restoreAllMocks();
+describe('the store, asked', () => {
+  it("once per request, with the key id and operation as its key and the request's whole policy", async () => {
+    const store = new FakeStore();
+    const record = authenticatedRecord();
+    record.caller = { keyId: 'key_a', name: 'acme', rateLimitPerMinute: 30, quotaPerDay: 5, quotaPerMonth: 50 };
+    await run(limiterOver(store).limiter, record);
+    expect(store.asked).toEqual([['key_a:listPets', { keyId: 'key_a', windowMs: 60_000, perWindow: 30, perDay: 5, perMonth: 50 }]]);
   });
 
-  it('go to the given logger, and count no request as let through', () => {
+  it("with the same policy object while the caller's limits stay", async () => {
     const store = new FakeStore();
-    const failure = new Error('init failed');
-    store.initFailure = failure;
-    const logged: unknown[] = [];
-    const { reported } = limiterOver(store, { logger: { error: (error) => logged.push(error), warn: (error) => logged.push(error) } });
-    expect(logged).toEqual([failure]);
-    expect(reported.passed).toBe(0);
-  });
-
-  it('never reach the console when no logger is given', () => {
-    const store = new FakeStore();
-    store.initFailure = new Error('init failed');
-    const consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
-    limiterOver(store);
-    expect([consoleError.mock.calls, consoleWarn.mock.calls]).toEqual([[], []]);
+    const { limiter } = limiterOver(store);
+    const first = authenticatedRecord();
+    await run(limiter, first);
+    const second = authenticatedRecord();
+    second.caller = first.caller!;
+    await run(limiter, second);
+    expect(store.asked[1]![1]).toBe(store.asked[0]![1]);
   });
 });
