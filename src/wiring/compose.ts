@@ -36,6 +36,8 @@ import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdm
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
+import { NoiseBook } from '../shadow/noise-book.ts';
+import type { ShadowOutcomeSink } from '../shadow/shadow-outcome.ts';
 import { certificateDigests, watchCertificates } from './certificate-watch.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
@@ -53,6 +55,8 @@ export interface Stores {
   deprecatedCalls?: DeprecatedCallStore;
   /** Where usage per consumer adds up across replicas; absent, this process alone (in memory). */
   usage?: UsageStore;
+  /** Where shadow comparisons are reported (config `shadow`): the report store. */
+  shadowReport?: ShadowOutcomeSink;
   /** What the admin API changes keys and brownouts with (in Redis); absent, the gateway has no admin API. */
   admin?: StoreAdmin;
   close?: () => Promise<void> | void;
@@ -205,6 +209,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     logger,
     metrics,
     breakers: new CircuitBreakers(metrics.upstreamCircuit),
+    shadowSink: stores.shadowReport,
+    noise: new NoiseBook(),
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity, tls: UpstreamTls) =>
     buildPipeline(served, documents, asserted, tls, shared);
