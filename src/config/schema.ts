@@ -328,6 +328,22 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Shadow requests to staging, compared with production's answers (issue 57). */
+    shadow: z
+      .object({
+        /** The difference report (GET /admin/shadow/report, npm run shadow -- report): counted in each process, added up in Redis by the hour. */
+        report: z
+          .object({
+            /** Days each hour of the report is kept in Redis after it ends; older hours expire, and no query may span more. */
+            retentionDays: z.coerce.number().int().positive().max(400).default(30),
+            /** How often each process writes its comparisons' counts to Redis; a crash loses at most this long's counts. */
+            flushIntervalMs: positiveMs.default(5000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
     shutdown: z
       .object({
         gracePeriodMs: positiveMs.default(20_000),
