@@ -328,22 +328,6 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    /** Shadow requests to staging, compared with production's answers (issue 57). */
-    shadow: z
-      .object({
-        /** The difference report (GET /admin/shadow/report, npm run shadow -- report): counted in each process, added up in Redis by the hour. */
-        report: z
-          .object({
-            /** Days each hour of the report is kept in Redis after it ends; older hours expire, and no query may span more. */
-            retentionDays: z.coerce.number().int().positive().max(400).default(30),
-            /** How often each process writes its comparisons' counts to Redis; a crash loses at most this long's counts. */
-            flushIntervalMs: positiveMs.default(5000),
-          })
-          .strict()
-          .prefault({}),
-      })
-      .strict()
-      .prefault({}),
     shutdown: z
       .object({
         gracePeriodMs: positiveMs.default(20_000),
@@ -510,8 +494,16 @@ export const configSchema = z
         noiseSample: share.default(0.05),
         /** Pointers never counted as differences, by operationId (`/items/*\/updatedAt`, `/headers/etag`). */
         ignore: z.record(z.string(), z.array(z.string().regex(/^(\/[^/]*)+$/, 'must be a JSON pointer such as /items/*/updatedAt'))).default({}),
-        /** The difference report (part of the same feature: retention and the like). */
-        report: z.object({}).strict().prefault({}),
+        /** The difference report (GET /admin/shadow/report, npm run shadow -- report): counted in each process, added up in Redis by the hour. */
+        report: z
+          .object({
+            /** Days each hour of the report is kept in Redis after it ends; older hours expire, and no query may span more. */
+            retentionDays: z.coerce.number().int().positive().max(400).default(30),
+            /** How often each process writes its comparisons' counts to Redis; a crash loses at most this long's counts. */
+            flushIntervalMs: positiveMs.default(5000),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

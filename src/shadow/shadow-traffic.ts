@@ -25,7 +25,10 @@ export interface ShadowTrafficOptions {
   /** Every operation served: the ids `shadow.sample` and `shadow.ignore` name are checked against them. */
   operations: readonly Operation[];
   /** Production's identity (the noise check's second production request) and staging's (the shadow request). */
-  identity: { headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>; stagingHeadersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>> };
+  identity: {
+    headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
+    stagingHeadersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
+  };
   sink: ShadowOutcomeSink;
   /** What this replica learnt about noise: shared by every pipeline generation. */
   noise: NoiseBook;
@@ -191,7 +194,9 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
         askAgain
           ? options.identity
               .headersFor(request.caller)
-              .then((identity) => fetchAnswer(production_.origin, production_.basePath + request.path, request, upstreamHeaders(request, identity, false), signal, hold))
+              .then((identity) =>
+                fetchAnswer(production_.origin, production_.basePath + request.path, request, upstreamHeaders(request, identity, false), signal, hold),
+              )
           : undefined,
       ]);
       // Noise first: what differs between production's own two answers is not counted against staging, from this comparison on.

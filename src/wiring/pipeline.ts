@@ -79,8 +79,7 @@ export function buildPipeline(
     void shadow.close();
     throw error;
   }
-  const closePools = () =>
-    Promise.all([...served.map((version) => version.proxy.close()), shadow.close()]).then(() => undefined);
+  const closePools = () => Promise.all([...served.map((version) => version.proxy.close()), shadow.close()]).then(() => undefined);
   // Once for the generation: its app's stages and the answers given before the app (load shedding) share it.
   const cors = compileCors(
     config,
