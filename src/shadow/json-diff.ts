@@ -67,10 +67,10 @@ export function diffJson(production: unknown, staging: unknown, bound: DiffBound
     }
     const kindA = kindOf(a);
     const kindB = kindOf(b);
-    if (kindA !== kindB) return note(pointer, 'type', into);
-    if (kindA === 'array') return walkArrays(a as unknown[], b as unknown[], pointer, into);
-    if (kindA === 'object') return walkObjects(a as Record<string, unknown>, b as Record<string, unknown>, pointer, into);
-    if (a !== b) note(pointer, 'value', into);
+    if (kindA !== kindB) note(pointer, 'type', into);
+    else if (kindA === 'array') walkArrays(a as unknown[], b as unknown[], pointer, into);
+    else if (kindA === 'object') walkObjects(a as Record<string, unknown>, b as Record<string, unknown>, pointer, into);
+    else if (a !== b) note(pointer, 'value', into);
   }
 
   function walkObjects(a: Record<string, unknown>, b: Record<string, unknown>, pointer: string, into: ShadowDifference[]): void {

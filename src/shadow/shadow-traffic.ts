@@ -1,6 +1,6 @@
 // Shadow traffic: a sample of production's requests sent again to staging once production has answered, on a pool of its own,
 // within its own cap, timeout and memory bound; staging's answer checked against the document and compared with production's.
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
 import { checkAnswerHead } from '../contract/check-answer.ts';
 import type { Operation } from '../contract/operations.ts';
@@ -119,7 +119,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
     signal: AbortSignal,
     hold: (bytes: number) => boolean,
   ): Promise<ReadAnswer | NoAnswer> {
-    let answer;
+    let answer: Dispatcher.ResponseData;
     try {
       answer = await agent.request({ origin, path, method: request.method, headers, body: request.body ?? null, signal });
     } catch {
