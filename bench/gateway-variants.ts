@@ -78,6 +78,8 @@ export interface RunningVariant {
   url: string;
   /** The backend it proxies to (the mTLS one for a TLS variant), for its CPU per request. */
   backendPid: number;
+  /** The gateway's admin listener (its /metrics); undefined for the floor and the peers. */
+  adminPort?: number;
 }
 
 export interface LaunchOptions {
@@ -399,7 +401,7 @@ export async function startBench(): Promise<Bench> {
         await warmUp(url, keyFor(variant), options);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);
-        return { child, url, backendPid: tls.backendPid };
+        return { child, url, backendPid: tls.backendPid, adminPort: adminPort! };
       },
       async stop(stopping, waitMs = 15_000) {
         const exits = stopping.map((child) => new Promise((resolve) => child.once('exit', resolve)));
