@@ -110,11 +110,11 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       traceState: record.trace.traceState,
     });
     const identityCaller = { keyId: caller.keyId, consumer: caller.name, operationId: route.operation.id };
+    // Mostly a cached token (re-signed in the background before it ages); the client's own never passes.
+    const identity = await options.identityHeaders(identityCaller);
     // One branch when nothing is shadowed; a drawn request keeps its headers as they are before production's identity is added.
     const ticket = shadow === undefined ? undefined : shadow.draw(route.operation, req.method);
     const shadowHeaders = ticket === undefined ? undefined : { ...headers };
-    // Mostly a cached token (re-signed in the background before it ages); the client's own never passes.
-    const identity = await options.identityHeaders(identityCaller);
     Object.assign(headers, identity);
     const secret = identity.authorization === undefined ? undefined : credentialOf(identity.authorization);
     const relay = secret === undefined ? policy.relay : { ...policy.relay, secret };

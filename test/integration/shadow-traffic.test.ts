@@ -13,7 +13,7 @@ import { loadUpstreamIdentity, type UpstreamIdentity } from '../../src/identity/
 import { fixedClock } from '../../src/time/clock.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { scaled } from '../../support/time-scale.ts';
-import { TEST_NOW } from '../helpers/build-test-app.ts';
+import { buildTestGateway, TEST_NOW } from '../helpers/build-test-app.ts';
 import { sendRaw, startRawUpstream, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
@@ -160,6 +160,89 @@ describe('shadow traffic to a staging that differs from production in known ways
     expect(original.headers['x-gateway-shadow']).toBeUndefined();
     for (const request of [...staging.requests, ...production.requests]) {
       expect(request.rawHeaders.join('\n')).not.toContain(on.gateway.apiKey);
+    }
+  });
+});
+
+describe('which requests are shadowed', () => {
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  async function backends() {
+    const production = await startRecordingUpstream(petStore('production', new Map()));
+    closers.push(() => production.close());
+    const staging = await startRecordingUpstream(petStore('staging', new Map()));
+    closers.push(() => staging.close());
+    return { production, staging };
+  }
+
+  const createPet = (edge: Edge, id: string) => {
+    const body = '{"name":"Rex","categoryId":2}';
+    return `POST /v1/pets HTTP/1.1\r\nHost: gateway.test\r\nX-Request-Id: ${id}\r\nAuthorization: Bearer ${edge.gateway.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+  };
+  const copyOf = (staging: RecordingUpstream, id: string) => staging.requests.find((request) => request.headers['x-request-id'] === id);
+
+  it('leaves an unsafe operation alone under the default share', async () => {
+    const { production, staging } = await backends();
+    const edge = await startEdge(production.baseUrl, { shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0 } });
+    closers.push(() => edge.close());
+    await sendRaw(edge.running.port, createPet(edge, 'unsafe-post-1'), { responses: 1 });
+    // The GET after it is shadowed: once its copy arrived, the POST's would have too.
+    await sendRaw(edge.running.port, rawGet(edge, '/v1/pets', 'unsafe-get-1'), { responses: 1 });
+    await waitFor(async () => copyOf(staging, 'unsafe-get-1') !== undefined, scaled(10_000));
+    expect(production.requests.map((request) => request.method)).toEqual(['POST', 'GET']);
+    expect(staging.requests.map((request) => request.method)).toEqual(['GET']);
+  });
+
+  it('shadows an unsafe operation named in shadow.sample, its body and all', async () => {
+    const { production, staging } = await backends();
+    const edge = await startEdge(production.baseUrl, { shadow: { sample: { createPet: 1 }, upstreamUrl: staging.baseUrl } });
+    closers.push(() => edge.close());
+    await sendRaw(edge.running.port, createPet(edge, 'named-post-1'), { responses: 1 });
+    await waitFor(async () => copyOf(staging, 'named-post-1') !== undefined, scaled(10_000));
+    const copy = copyOf(staging, 'named-post-1')!;
+    expect(copy.method).toBe('POST');
+    expect(copy.body.toString()).toBe('{"name":"Rex","categoryId":2}');
+    expect(copy.headers['x-gateway-shadow']).toBe('1');
+    // Safe operations are not shadowed: no default share.
+    await sendRaw(edge.running.port, rawGet(edge, '/v1/pets', 'named-get-1'), { responses: 1 });
+    expect(production.requests).toHaveLength(2);
+    expect(staging.requests).toHaveLength(1);
+  });
+});
+
+describe('shadow settings on a reload', () => {
+  it('are taken up by the next request, without a restart', async () => {
+    const production = await startRecordingUpstream(petStore('production', new Map()));
+    const staging = await startRecordingUpstream(petStore('staging', new Map()));
+    let overrides: Record<string, unknown> = {};
+    const gateway = buildTestGateway({ upstreamUrl: production.baseUrl, env: { PORT: '0', ADMIN_PORT: '0' }, reloadOverrides: () => overrides });
+    const running = await gateway.listen();
+    try {
+      const get = (id: string) =>
+        sendRaw(
+          running.port,
+          `GET /v1/pets HTTP/1.1\r\nHost: g\r\nX-Request-Id: ${id}\r\nAuthorization: Bearer ${gateway.apiKey}\r\nConnection: close\r\n\r\n`,
+          {
+            responses: 1,
+          },
+        );
+      await get('reload-before-1');
+      overrides = { shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0 } };
+      const outcome = await gateway.reload();
+      expect(outcome).toMatchObject({ result: 'success', needRestart: [] });
+      expect(outcome.result === 'success' && outcome.changed).toEqual(
+        expect.arrayContaining(['shadow.sample.default', 'shadow.upstreamUrl', 'shadow.noiseSample']),
+      );
+      await get('reload-after-1');
+      await waitFor(async () => staging.requests.length === 1, scaled(10_000));
+      expect(staging.requests.map((request) => request.headers['x-request-id'])).toEqual(['reload-after-1']);
+    } finally {
+      await running.shutdown('test over');
+      await production.close();
+      await staging.close();
     }
   });
 });
