@@ -9,6 +9,7 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseVariants, type RunningVariant, startBench } from './gateway-variants.ts';
+import { runOrigin } from './results-file.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
@@ -16,6 +17,8 @@ const CONNECTIONS = 10 + Math.max(0, Math.ceil((RATE - 1000) / 100));
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const ROUNDS = Number(process.env.BENCH_SHADOW_ROUNDS ?? 3);
 const NAME = process.env.BENCH_SHADOW_NAME;
+/** What is measured is the build at the start: its commit. */
+const ORIGIN = runOrigin(ROOT, new Date());
 
 // Staging: every connection accepted and read, no byte ever written back.
 const held = new Set<Socket>();
@@ -90,7 +93,7 @@ try {
   process.stdout.write(`staging connections held: ${held.size}, requests heard: ${heard}\n`);
   if (NAME !== undefined) {
     const file = join(ROOT, 'bench/results', `${new Date().toISOString().slice(0, 10)}-${NAME}.json`);
-    writeFileSync(file, `${JSON.stringify({ rate: RATE, durationS: DURATION_S, rounds, stagingConnections: held.size }, null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify({ origin: ORIGIN, rate: RATE, durationS: DURATION_S, rounds, stagingConnections: held.size }, null, 2)}\n`);
   }
 } catch (error) {
   // A gateway that did not start says why in its log, which close() removes.
