@@ -251,7 +251,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
     get heldBytes() {
       return held;
     },
-    close: () => agent.close(),
+    close: () => agent.destroy(),
   };
 
   function ticketFor(operation: Operation, production_: { origin: string; basePath: string }, staging_: { origin: string; basePath: string }): ShadowTicket {

@@ -14,7 +14,7 @@ import { fixedClock } from '../../src/time/clock.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { scaled } from '../../support/time-scale.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
-import { sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
+import { sendRaw, startRawUpstream, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 
 const HOUR = 3_600_000;
@@ -161,5 +161,42 @@ describe('shadow traffic to a staging that differs from production in known ways
     for (const request of [...staging.requests, ...production.requests]) {
       expect(request.rawHeaders.join('\n')).not.toContain(on.gateway.apiKey);
     }
+  });
+});
+
+describe('shadow traffic to a staging that never answers', () => {
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  it('answers every client as fast as without it, skips and counts what the bounds leave out, holds no more than the bound', async () => {
+    const production = await startRecordingUpstream(petStore('production', new Map()));
+    closers.push(() => production.close());
+    const heard: string[] = [];
+    // Reads each request and never answers.
+    const staging = await startRawUpstream((_socket, received) => heard.push(received));
+    closers.push(() => staging.close());
+    // Each production answer is 82 bytes: maxBytes lets two be held while staging says nothing; maxInFlight would allow 4.
+    const edge = await startEdge(production.baseUrl, {
+      shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0, maxInFlight: 4, maxBytes: 200, timeoutMs: 600_000 },
+    });
+    closers.push(() => edge.close());
+
+    const requests = 40;
+    for (let index = 0; index < requests; index++) {
+      const started = performance.now();
+      const answer = await sendRaw(edge.running.port, rawGet(edge, '/v1/pets/1', `stalled-${index}`), { responses: 1 });
+      expect(answer.statuses).toEqual([200]);
+      // Nothing waits for staging: a production round trip on loopback, far below the shadow's timeout.
+      expect(performance.now() - started).toBeLessThan(scaled(2000));
+    }
+    await waitFor(async () => heard.length === 2, scaled(5000));
+    const metrics = await edge.gateway.scrape();
+    expect(metrics).toContain(`petstore_gateway_shadow_comparisons_total{operation="getPet",result="skipped",environment="production"} ${requests - 2}`);
+    expect(metrics).not.toContain('result="staging_error"');
+    // Only the two copies the memory bound allowed were sent: the others were dropped once over it.
+    expect(heard).toHaveLength(2);
+    for (const request of heard) expect(request).toContain('x-gateway-shadow: 1');
   });
 });
