@@ -22,15 +22,14 @@ import {
   type ShadowReportQuery,
   type ShadowReportStore,
 } from './report-model.ts';
-import { RedisShadowReportStore } from './report-redis.ts';
+import type { ShadowReportReader } from './report-query.ts';
+import { RedisShadowReportStore, type RedisShadowReportStoreOptions } from './report-redis.ts';
 import type { NoiseSighting, ShadowDifference, ShadowOutcome, ShadowOutcomeSink } from './shadow-outcome.ts';
 
 const DAY_MS = 86_400_000;
 
 /** The report as the gateway holds it: where comparisons go (never throwing, no round trip), and what the admin API reads. */
-export interface ShadowReport extends ShadowOutcomeSink {
-  /** The days kept (`shadow.report.retentionDays`): the longest range a query may ask. */
-  readonly retentionDays: number;
+export interface ShadowReport extends ShadowOutcomeSink, ShadowReportReader {
   /** This replica's counts flushed first, then the report across replicas. */
   read(query: ShadowReportQuery): Promise<ShadowReportBody>;
   /** Writes what was counted since the last flush (single flight); a failed batch is sent again, as it was, first. */
@@ -64,6 +63,19 @@ export function createRedisShadowReport(redis: RedisClient, options: RedisShadow
     ...(options.observe ? { observe: options.observe } : {}),
   });
   return createShadowReport(store, options);
+}
+
+/**
+ * The report read from Redis alone, as every replica wrote it: what the admin API and the CLI read with. It counts
+ * nothing itself (the replica's own ShadowReport writes), so it needs no timer and nothing to close.
+ */
+export function redisShadowReportReader(redis: RedisClient, options: Omit<RedisShadowReportStoreOptions, 'observe'>): ShadowReportReader {
+  const store = new RedisShadowReportStore(redis, options);
+  return {
+    retentionDays: options.retentionDays,
+    now: () => options.clock.now(),
+    read: async (query) => assembleReport(await store.read(hoursOf(query.from, query.to), query.operation), query),
+  };
 }
 
 /** The report of a gateway without Redis (the demo, in-process tests): this process's counts, kept as long as it runs. */
@@ -165,6 +177,7 @@ export function createShadowReport(store: ShadowReportStore, options: ShadowRepo
 
   return {
     retentionDays,
+    now: () => clock.now(),
     // On the comparison's path: map updates only. A fault here must never reach the shadow sender, let alone a request.
     record(outcome) {
       try {

@@ -77,6 +77,25 @@ describe('the shadow report in Redis', () => {
     });
   });
 
+  it('asks Redis nothing per comparison, and one script per flush whatever it holds', async () => {
+    const report = await replica();
+    const commands = async () => {
+      const stats = await storeRedis.redis.client.info('commandstats');
+      return [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter(([, name]) => name !== 'info').reduce((sum, match) => sum + Number(match[2]), 0);
+    };
+    const before = await commands();
+    for (let index = 0; index < 100; index++) {
+      report.record(outcome(T10 + index * 60_000, 'differ', [{ pointer: `/p${index % 7}`, kind: 'value' }], [{ pointer: '/at', kind: 'value' }]));
+      report.noteNoise({ operation: 'listPets', pointer: '/at', at: T10 + index });
+    }
+    expect(await commands()).toBe(before);
+    await report.flush();
+    const scripts = await storeRedis.redis.client.info('commandstats');
+    // EVALSHA once the script is known to Redis, EVAL the first time (the commands the script runs are counted apart).
+    const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(scripts)?.[1] ?? 0);
+    expect(calls('evalsha') + calls('eval')).toBe(1);
+  });
+
   it('survives its replica: a new one on another connection reads what was written', async () => {
     const first = await replica();
     first.record(outcome(T10, 'match'));
