@@ -60,8 +60,9 @@ async function clientBytes(edge: Edge): Promise<string[]> {
   const answers: string[] = [];
   for (const [index, target] of TARGETS.entries()) {
     const answer = await sendRaw(edge.running.port, rawGet(edge, target, `shadow-req-${index}`), { responses: 1 });
-    // The Date field is the only thing in time (the backends write a fixed one): the rest is the same byte for byte.
-    answers.push(answer.text.replace(/^Date: .*\r\n/m, ''));
+    // What tells the time is set aside (the Date field, the seconds left in the rate-limit window, `t=`): the rest is the same
+    // byte for byte.
+    answers.push(answer.text.replace(/^Date: .*\r\n/m, '').replace(/^(RateLimit: .*; t=)\d+/m, '$1<seconds>'));
   }
   return answers;
 }
