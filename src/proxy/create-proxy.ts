@@ -53,8 +53,8 @@ export interface ShadowedRequest {
   answeredWith: readonly string[];
 }
 
-/** The request for the exchange, and what its shadow is sent with when it is drawn. */
-type DescribedRequest = UpstreamRequest & { shadowed?: Omit<ShadowedRequest, 'answeredWith'> };
+/** The request for the exchange and, when it is drawn for a shadow, its ticket (also the exchange's tap) and what the copy is sent with. */
+type DescribedRequest = UpstreamRequest & { shadow?: { ticket: ShadowTicket; request: Omit<ShadowedRequest, 'answeredWith'> } };
 
 export interface UpstreamProxy {
   handler: RequestHandler;
@@ -119,26 +119,29 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
     const secret = identity.authorization === undefined ? undefined : credentialOf(identity.authorization);
     const relay = secret === undefined ? policy.relay : { ...policy.relay, secret };
     const path = canonicalPath(route, record.query);
-    return {
+    const described: DescribedRequest = {
       method: req.method,
       path,
       headers,
       body: record.body,
       relay,
       check: options.answerCheckFor(route.operation, req.method),
-      ...(ticket === undefined
-        ? {}
-        : {
-            tap: ticket,
-            shadowed: { operation: route.operation, method: req.method, path, headers: shadowHeaders!, body: record.body, caller: identityCaller },
-          }),
     };
+    // Set only on a drawn request: the others allocate nothing for the shadow.
+    if (ticket !== undefined) {
+      described.tap = ticket;
+      described.shadow = {
+        ticket,
+        request: { operation: route.operation, method: req.method, path, headers: shadowHeaders!, body: record.body, caller: identityCaller },
+      };
+    }
+    return described;
   }
 
   /** Production's answer is complete: the ticket's copy goes to staging (or is dropped when the exchange failed). */
-  function shadowAfter(ticket: ShadowTicket, request: DescribedRequest, res: Response, failed: boolean): void {
-    if (failed || request.shadowed === undefined) ticket.drop();
-    else ticket.send({ ...request.shadowed, answeredWith: res.getHeaderNames() });
+  function shadowAfter(shadowed: NonNullable<DescribedRequest['shadow']>, res: Response, failed: boolean): void {
+    if (failed) shadowed.ticket.drop();
+    else shadowed.ticket.send({ ...shadowed.request, answeredWith: res.getHeaderNames() });
   }
 
   return {
@@ -149,24 +152,24 @@ export function createProxy(options: ProxyOptions): UpstreamProxy {
       const request = await describe(req, record);
       // The client may have left while the token was being signed.
       if (res.destroyed) {
-        (request.tap as ShadowTicket | undefined)?.drop();
+        request.shadow?.ticket.drop();
         return;
       }
       const { trace } = record;
       request.headers.traceparent = formatTraceParent(trace.traceId, trace.upstreamParentId, trace.sampled);
-      const ticket = request.tap as ShadowTicket | undefined;
+      const { shadow: shadowed } = request;
       try {
         // The exchange writes its facts into the record as it begins (after the identity token, before a
         // connection is waited for: the circuit breaker's refusals make no exchange), and its slice as it
         // settles, before the response's close: the completion hook counts, logs and traces from there.
         await guarded(() => upstream.exchange(request, res, record));
       } catch (error) {
-        if (ticket !== undefined) shadowAfter(ticket, request, res, true);
+        if (shadowed !== undefined) shadowAfter(shadowed, res, true);
         if (error instanceof UpstreamFailure) throw upstreamFailureError(error.kind, error);
         throw error;
       }
       // After the client's answer is complete: the shadow never delays it.
-      if (ticket !== undefined) shadowAfter(ticket, request, res, false);
+      if (shadowed !== undefined) shadowAfter(shadowed, res, false);
     },
     close: () => upstream.close(),
     stats: () => upstream.stats(),

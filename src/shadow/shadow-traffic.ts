@@ -55,6 +55,12 @@ export const MAX_COMPARED_NODES = 50_000;
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
+/** Where a version's requests go: the origin of its pool, and the base path its paths are below. */
+interface Target {
+  origin: string;
+  basePath: string;
+}
+
 /** Why a shadow request brought no answer to compare. */
 type NoAnswer = 'error' | 'over_bound';
 
@@ -174,8 +180,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
   async function compare(
     request: ShadowedRequest,
     production: ReadAnswer,
-    production_: { origin: string; basePath: string },
-    staging_: { origin: string; basePath: string },
+    targets: { production: Target; staging: Target },
     release: () => void,
   ): Promise<void> {
     const { operation } = request;
@@ -190,12 +195,19 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       const stagingHeaders = upstreamHeaders(request, await options.identity.stagingHeadersFor(request.caller), true);
       const askAgain = request.method === 'GET' && settings.noiseSample > 0 && random() < settings.noiseSample;
       const [staging, again] = await Promise.all([
-        fetchAnswer(staging_.origin, staging_.basePath + request.path, request, stagingHeaders, signal, hold),
+        fetchAnswer(targets.staging.origin, targets.staging.basePath + request.path, request, stagingHeaders, signal, hold),
         askAgain
           ? options.identity
               .headersFor(request.caller)
               .then((identity) =>
-                fetchAnswer(production_.origin, production_.basePath + request.path, request, upstreamHeaders(request, identity, false), signal, hold),
+                fetchAnswer(
+                  targets.production.origin,
+                  targets.production.basePath + request.path,
+                  request,
+                  upstreamHeaders(request, identity, false),
+                  signal,
+                  hold,
+                ),
               )
           : undefined,
       ]);
@@ -229,8 +241,10 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       if (shares.size === 0) return undefined;
       const productionTarget = new URL(productionBaseUrl);
       const stagingTarget = new URL(stagingBaseUrl);
-      const production_ = { origin: productionTarget.origin, basePath: productionTarget.pathname.replace(/\/$/, '') };
-      const staging_ = { origin: stagingTarget.origin, basePath: stagingTarget.pathname.replace(/\/$/, '') };
+      const targets = {
+        production: { origin: productionTarget.origin, basePath: productionTarget.pathname.replace(/\/$/, '') },
+        staging: { origin: stagingTarget.origin, basePath: stagingTarget.pathname.replace(/\/$/, '') },
+      };
       return {
         draw(operation) {
           const share = shares.get(operation);
@@ -241,7 +255,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
             return undefined;
           }
           inFlight++;
-          return ticketFor(operation, production_, staging_);
+          return ticketFor(operation, targets);
         },
       };
     },
@@ -254,7 +268,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
     close: () => agent.destroy(),
   };
 
-  function ticketFor(operation: Operation, production_: { origin: string; basePath: string }, staging_: { origin: string; basePath: string }): ShadowTicket {
+  function ticketFor(operation: Operation, targets: { production: Target; staging: Target }): ShadowTicket {
     let status = 0;
     let headers: ReadAnswer['headers'] = {};
     let chunks: Buffer[] | undefined = [];
@@ -299,7 +313,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
         if (settled) return;
         if (!whole || chunks === undefined) return skip();
         const production: ReadAnswer = { status, headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
-        compare(request, production, production_, staging_, release).catch((error: unknown) => {
+        compare(request, production, targets, release).catch((error: unknown) => {
           options.onError?.(error);
           finish(operation.id, 'staging_error');
         });
