@@ -3,7 +3,7 @@
 // bench/instructions.ts (instructions counted under callgrind).
 //   a variant: off | traced | floor, then optionally @<entry> (default dist/main.js) and ,NAME=value environment
 //   settings of its own, e.g. off traced traced@dist-before/main.js traced,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=128;
-//   `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend;
+//   `shadow` is `off` with SHADOW_SAMPLE=0.01 (shadow traffic to the same backend as staging); `floor` is the Node floor (bench/node-floor.ts, as `npm run bench` runs it) in front of the same backend;
 //   `fastify` and `fast-gateway` are the peers (bench/peers/): other Node gateways doing the same job (the key looked up
 //   in the same Redis, a per-key limit counted there, metrics, an access line to a file), installed on first use;
 //   the setting BENCH_KEY=quota makes the variant's requests carry a key with a daily and a monthly quota;
@@ -49,7 +49,7 @@ export interface Variant {
 
 /** The peers, each a server in bench/peers/ named after its kind. */
 export const PEERS = ['fastify', 'fast-gateway'] as const;
-const VARIANT_KINDS: readonly string[] = ['off', 'traced', 'floor', ...PEERS];
+const VARIANT_KINDS: readonly string[] = ['off', 'traced', 'floor', 'shadow', ...PEERS];
 
 export function parseVariants(specs: readonly string[]): Variant[] {
   return (specs.length > 0 ? specs : ['off', 'traced']).map((spec) => {
@@ -57,7 +57,9 @@ export function parseVariants(specs: readonly string[]): Variant[] {
     const [kind, entry = 'dist/main.js'] = head.split('@') as [string, string?];
     if (!VARIANT_KINDS.includes(kind)) throw new Error(`variant ${spec}: ${VARIANT_KINDS.join(', ')}`);
     const peer = (PEERS as readonly string[]).includes(kind);
-    const extra = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
+    const own = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
+    // `shadow`: `off` with 1% of requests shadowed to the same backend (SHADOW_UPSTREAM_URL below); `,SHADOW_SAMPLE=` changes the share.
+    const extra = kind === 'shadow' ? { SHADOW_SAMPLE: '0.01', ...own } : own;
     return {
       spec,
       traced: kind === 'traced',
@@ -76,6 +78,8 @@ export interface RunningVariant {
   url: string;
   /** The backend it proxies to (the mTLS one for a TLS variant), for its CPU per request. */
   backendPid: number;
+  /** The gateway's admin listener (its /metrics); undefined for the floor and the peers. */
+  adminPort?: number;
 }
 
 export interface LaunchOptions {
@@ -245,6 +249,8 @@ export async function startBench(): Promise<Bench> {
       ADMIN_PORT: '0',
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
       UPSTREAM_URL: `http://127.0.0.1:${backend.port}/v1`,
+      // Staging for the `shadow` variant: the same backend (unused while SHADOW_SAMPLE is 0).
+      SHADOW_UPSTREAM_URL: `http://127.0.0.1:${backend.port}/v1`,
       GATEWAY_ENVIRONMENT: 'production',
       API_KEY_PEPPER: PEPPER,
       LOG_LEVEL: 'info',
@@ -395,7 +401,7 @@ export async function startBench(): Promise<Bench> {
         await warmUp(url, keyFor(variant), options);
         // What the load left to V8's background threads (compiling, sweeping) finishes before any measuring.
         await sleep(1000);
-        return { child, url, backendPid: tls.backendPid };
+        return { child, url, backendPid: tls.backendPid, adminPort: adminPort! };
       },
       async stop(stopping, waitMs = 15_000) {
         const exits = stopping.map((child) => new Promise((resolve) => child.once('exit', resolve)));

@@ -32,6 +32,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/redis-cluster-failover.test.ts',
   'test/integration/replicas.test.ts',
   'test/integration/rolling-restart.test.ts',
+  'test/integration/shadow-cli.test.ts',
   'test/integration/start-up-errors.test.ts',
   'test/integration/supervisor.test.ts',
   'test/integration/tls-process.test.ts',

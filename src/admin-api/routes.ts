@@ -7,6 +7,7 @@ import type { AdminAction } from '../observability/admin-actions.ts';
 import type { DeprecatedCallRow } from '../observability/deprecated-calls.ts';
 import { checkUsageQuery, toUsageCsv, type UsageQuery, type UsageRow } from '../observability/usage-report.ts';
 import { BrownoutAdminError, type BrownoutAdminRefusal, type BrownoutOperations } from '../policy/brownout-admin.ts';
+import { checkShadowReportQuery, type ShadowReportReader } from '../shadow/report-query.ts';
 import { toApiIssuedKey, toApiKey, toApiRotatedKey } from './key-representation.ts';
 
 /** What the admin API works on: the cores behind `npm run keys` and `npm run deprecations`. */
@@ -19,6 +20,8 @@ export interface AdminOperations {
   defaultEnvironments: () => readonly Environment[];
   /** Usage per consumer across replicas (GET /admin/usage), and the days it is kept (the longest range asked). */
   usage: { retentionDays: number; read(query: UsageQuery): Promise<UsageRow[]> };
+  /** Where staging's answers differed from production's, across replicas (GET /admin/shadow/report, npm run shadow -- report). */
+  shadowReport: ShadowReportReader;
   /** The reload SIGHUP runs (src/wiring/reload.ts): re-read, check, then serve the configuration, or keep the running one. */
   reload: () => Promise<ReloadAnswer>;
 }
@@ -103,6 +106,12 @@ async function getUsage({ usage }: AdminOperations, { query, preferred }: RouteI
   return { status: 200, body: rows };
 }
 
+/** The shadow report over a range of hours; a range the store cannot answer is refused 400 before Redis is asked. */
+async function getShadowReport({ shadowReport }: AdminOperations, { query }: RouteInput): Promise<RouteAnswer> {
+  const asked = { from: query.get('from') ?? undefined, to: query.get('to') ?? undefined, operation: query.get('operation') ?? undefined };
+  return { status: 200, body: await shadowReport.read(checkShadowReportQuery(asked, shadowReport)) };
+}
+
 /** By operationId of config/admin.openapi.yaml: the API checks at construction that each has one. */
 export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
   listKeys: { run: listKeys },
@@ -168,6 +177,7 @@ export const ADMIN_ROUTES: Readonly<Record<string, AdminRoute>> = {
   },
   getDeprecationReport: { run: async ({ deprecations }) => ({ status: 200, body: await deprecations() }) },
   getUsage: { run: getUsage },
+  getShadowReport: { run: getShadowReport },
   reloadConfig: {
     action: 'reload_config',
     async run({ reload }) {

@@ -59,6 +59,8 @@ export const ENV_KEYS = {
   UPSTREAM_TLS_SERVERNAME: ['upstreamTls', RUNNING_ENVIRONMENT, 'servername'],
   UPSTREAM_TLS_MIN_VERSION: ['upstreamTls', RUNNING_ENVIRONMENT, 'minVersion'],
   CERTIFICATE_WATCH_MS: ['certificates', 'watchIntervalMs'],
+  SHADOW_SAMPLE: ['shadow', 'sample', 'default'],
+  SHADOW_UPSTREAM_URL: ['shadow', 'upstreamUrl'],
 } as const satisfies Record<string, readonly string[]>;
 
 /**

@@ -21,6 +21,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'rateLimit.syncMs',
   'deprecationReport',
   'usage',
+  'shadow.report',
   'shutdown',
   'resources',
   'certificates',

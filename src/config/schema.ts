@@ -34,6 +34,9 @@ const headerName = z.string().regex(/^[!#$%&'*+\-.^_`|~0-9a-z]+$/, 'must be a he
 const headerList = (refused: ReadonlySet<string>, why: string) =>
   z.array(headerName.refine((name) => !refused.has(name), { error: (issue) => `${String(issue.input)} ${why}` })).default([]);
 
+/** A share of requests, 0 to 1. */
+const share = z.coerce.number({ error: 'must be a number from 0 to 1' }).min(0).max(1);
+
 /** What is done with the backend's answers in one environment; `sample`: the share `report` checks (0 to 1). */
 const contractResponseChecks = (mode: 'off' | 'report' | 'enforce', sample: number) =>
   z
@@ -462,6 +465,47 @@ export const configSchema = z
         message: 'a previous key needs a current key (keyFile) to rotate to',
         path: ['keyFile'],
       })
+      .prefault({}),
+    /**
+     * Shadow traffic (src/shadow): a sample of production's requests sent again to the staging backend once production has
+     * answered, staging's answer compared with production's and counted; the client's answer is never touched. Reloadable.
+     */
+    shadow: z
+      .object({
+        /**
+         * The share (0 to 1) of each operation's requests shadowed, by operationId; `default` for every safe operation (GET,
+         * HEAD) not listed. An unsafe operation (createPet) is shadowed only when listed by name here.
+         */
+        sample: z
+          .record(z.string(), share)
+          .and(z.object({ default: share.default(0) }))
+          .prefault({}),
+        /** The staging backend the first document's requests are shadowed to; null: `environments.staging.upstream` (versions: their staging upstream). */
+        upstreamUrl: baseUrl.nullable().default(null),
+        /** Shadow requests in flight at most, per process (the shadow pool's connections too); past it a shadow is skipped. */
+        maxInFlight: z.coerce.number().int().positive().default(32),
+        /** A shadow exchange (staging's, or production's second answer) must be whole within this, else staging_error. */
+        timeoutMs: positiveMs.default(5000),
+        /** Bytes of answers held for comparisons at once, per process; a shadow that would go past it is skipped. */
+        maxBytes: z.coerce.number().int().positive().default(8_388_608),
+        /** One answer's body compared at most (decoded); a larger one makes its shadow skipped. */
+        maxBodyBytes: z.coerce.number().int().positive().max(16_777_216).default(262_144),
+        /** The share of shadowed GETs for which production is asked a second time: pointers differing between its two answers are noise. */
+        noiseSample: share.default(0.05),
+        /** Pointers never counted as differences, by operationId (`/items/*\/updatedAt`, `/headers/etag`). */
+        ignore: z.record(z.string(), z.array(z.string().regex(/^(\/[^/]*)+$/, 'must be a JSON pointer such as /items/*/updatedAt'))).default({}),
+        /** The difference report (GET /admin/shadow/report, npm run shadow -- report): counted in each process, added up in Redis by the hour. */
+        report: z
+          .object({
+            /** Days each hour of the report is kept in Redis after it ends; older hours expire, and no query may span more. */
+            retentionDays: z.coerce.number().int().positive().max(400).default(30),
+            /** How often each process writes its comparisons' counts to Redis; a crash loses at most this long's counts. */
+            flushIntervalMs: positiveMs.default(5000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
       .prefault({}),
   })
   .strict();

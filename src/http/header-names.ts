@@ -26,6 +26,8 @@ export const NEVER_FORWARDED: ReadonlySet<string> = new Set([
   'host',
   'authorization',
   'x-request-id',
+  // The mark of a shadow request (src/shadow): the gateway sets it on its copies to staging, never a client.
+  'x-gateway-shadow',
   'x-forwarded-for',
   'x-forwarded-host',
   'x-forwarded-proto',

@@ -33,6 +33,11 @@ export type UpstreamIdentitySummary =
 export interface UpstreamIdentity {
   /** The upstream request's lower-case headers for this caller: `authorization` when signing, `x-consumer-*` when configured. */
   headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
+  /**
+   * The same headers as the staging deployment's gateway sends them (its token's `environment` claim is `staging`): what a shadow
+   * copy of a production request carries to the staging backend (src/shadow).
+   */
+  stagingHeadersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
   /** The JWKS to serve at /.well-known/jwks.json on the admin listener; null when not signing (answer 404). */
   readonly jwks: Jwks | null;
   /** The signer itself, null when not signing. */
@@ -44,10 +49,12 @@ const NOTHING: Readonly<Record<string, string>> = Object.freeze({});
 
 /** Nothing signed: the upstream gets no Authorization, and the plain consumer headers only when configured. */
 export function unsignedIdentity(withConsumer: boolean): UpstreamIdentity {
+  const headersFor = async function identityHeaders(caller: IdentityCaller) {
+    return withConsumer ? consumerHeaders(caller) : NOTHING;
+  };
   return {
-    headersFor: async function identityHeaders(caller) {
-      return withConsumer ? consumerHeaders(caller) : NOTHING;
-    },
+    headersFor,
+    stagingHeadersFor: headersFor,
     jwks: null,
     signer: null,
     summary: { signing: false, consumerHeaders: withConsumer },
@@ -73,20 +80,31 @@ export async function loadUpstreamIdentity(settings: UpstreamIdentitySettings, d
     previous = { key: previousKey, until: settings.previousKeyUntil };
   }
 
-  const signer = createIdentitySigner({
-    key,
-    issuer: settings.issuer,
-    audience: settings.audience,
-    environment,
-    ttlSeconds: settings.ttlSeconds,
-    maxCachedTokens: settings.maxCachedTokens,
-    clock,
-    ...(onSigned ? { onSigned } : {}),
-  });
+  const signerFor = (claimed: Environment) =>
+    createIdentitySigner({
+      key,
+      issuer: settings.issuer,
+      audience: settings.audience,
+      environment: claimed,
+      ttlSeconds: settings.ttlSeconds,
+      maxCachedTokens: settings.maxCachedTokens,
+      clock,
+      ...(onSigned ? { onSigned } : {}),
+    });
+  const signer = signerFor(environment);
+  // Made at the first shadow request only: a gateway that never shadows keeps one token cache.
+  let stagingSigner: IdentitySigner | undefined = environment === 'staging' ? signer : undefined;
+  const headersWith = async (from: IdentitySigner, caller: IdentityCaller) => {
+    const authorization = `Bearer ${await from.tokenFor(caller)}`;
+    return withConsumer ? { authorization, ...consumerHeaders(caller) } : { authorization };
+  };
   return {
-    headersFor: async function identityHeaders(caller) {
-      const authorization = `Bearer ${await signer.tokenFor(caller)}`;
-      return withConsumer ? { authorization, ...consumerHeaders(caller) } : { authorization };
+    headersFor: function identityHeaders(caller) {
+      return headersWith(signer, caller);
+    },
+    stagingHeadersFor: function stagingIdentityHeaders(caller) {
+      stagingSigner ??= signerFor('staging');
+      return headersWith(stagingSigner, caller);
     },
     jwks: createJwks({ current: key, previous, clock }),
     signer,

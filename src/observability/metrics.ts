@@ -116,6 +116,13 @@ export interface GatewayMetrics {
   upstreamRefusedIdentity(operation: string, upstreamStatus: number): void;
   /** A backend answer checked against the document (config `contractResponses`), and what was found. */
   upstreamContractChecked(operation: string, upstreamStatus: number, verdict: AnswerVerdict): void;
+  /**
+   * A shadowed request (config `shadow`) compared with staging's answer, or skipped, by result (src/shadow/shadow-outcome.ts's
+   * ShadowResult: its callers' type bounds the label; src/shadow imports this layer, so the type is not named here).
+   */
+  shadowCompared(operation: string, result: string): void;
+  /** One difference (not noise) between staging's answer and production's, by kind (DifferenceKind, likewise). */
+  shadowDiffered(operation: string, kind: string): void;
   authRefused(reason: AuthRefusalReason): void;
   keyCacheLookup(outcome: 'hit' | 'miss'): void;
   /** The whole key cache dropped (src/auth/key-events.ts says when and why). */
@@ -223,6 +230,17 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     'upstream_contract_unchecked_total',
     `Backend answers chosen for checking that could not be checked and were relayed as they came, by operation and reason (${UNCHECKED_REASONS.join(', ')}).`,
     ['operation', 'reason'],
+  );
+  // By operation (the document's ids) and a fixed list: never the pointer, which is the backends' to invent.
+  const shadowComparisons = counter(
+    'shadow_comparisons_total',
+    'Shadowed requests (a copy of a production request sent to staging once production answered), by operation and result (match, differ, staging_error, staging_off_contract, skipped).',
+    ['operation', 'result'],
+  );
+  const shadowDifferences = counter(
+    'shadow_differences_total',
+    "Differences between staging's answer and production's to a shadowed request, noise apart, by operation and kind (missing, extra, type, value, order, status, header).",
+    ['operation', 'kind'],
   );
   const authRefusals = counter(
     'auth_refusals_total',
@@ -475,6 +493,8 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
       contractChecks.inc({ operation, status_class, environment });
       if (verdict.result === 'violation') contractViolations.inc({ operation, status_class, kind: verdict.violation.kind, environment });
     },
+    shadowCompared: (operation, result) => shadowComparisons.inc({ operation, result, environment }),
+    shadowDiffered: (operation, kind) => shadowDifferences.inc({ operation, kind, environment }),
     authRefused: (reason) => authRefusals.inc({ reason, environment }),
     // Every authenticated request passes here: its two series are bound once, not looked up by label each time.
     keyCacheLookup: (result) => (result === 'hit' ? keyCacheHits : keyCacheMisses).inc(),

@@ -41,6 +41,19 @@ export interface UpstreamRequest {
   relay: RelayPolicy;
   /** How the answer is checked against the document; undefined: relayed unchecked. */
   check: AnswerCheck | undefined;
+  /** Where a copy of the upstream's answer goes, for a shadow request's comparison (src/shadow); absent for most requests. */
+  tap?: AnswerTap | undefined;
+}
+
+/**
+ * Told the upstream's answer as it arrives, beside the relay, without changing it: the final head, the body's chunks (held by
+ * reference, never copied), and its end. An answer that fails midway never ends.
+ */
+export interface AnswerTap {
+  head(status: number, headers: Readonly<Record<string, string | string[] | undefined>>): void;
+  /** False: the tap wants no more of this answer (over its bound); it is not told the rest. */
+  chunk(bytes: Buffer): boolean;
+  end(): void;
 }
 
 /** The proxy stage's slice of the request record, written as the exchange settles. */

@@ -9,6 +9,7 @@ import { TlsAlerts } from '../forks/tls-alerts.ts';
 import { monotonicMs } from '../time/monotonic.ts';
 import { createAnswerBinding } from './answer-binding.ts';
 import { AnswerCheckHandler } from './answer-check-handler.ts';
+import { AnswerTapHandler } from './answer-tap-handler.ts';
 import type {
   ChainHandler,
   ExchangeFacts,
@@ -23,6 +24,7 @@ import { RelayHandler } from './relay-handler.ts';
 import { RequestIdHandler } from './request-id-handler.ts';
 
 export type {
+  AnswerTap,
   Exchange,
   ExchangeFacts,
   ExchangeObserver,
@@ -102,6 +104,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       let handler: ChainHandler = request.check === undefined ? relay : new AnswerCheckHandler(relay, request.check, res);
       // The proxy stage always sets the id (upstreamHeaders), as a string.
       if (answerBinding !== undefined) handler = new RequestIdHandler(handler, answerBinding, request.headers['x-request-id'] as string);
+      // Outermost: a shadowed request's tap sees the answer as the upstream sent it (src/shadow compares it with staging's).
+      if (request.tap !== undefined) handler = new AnswerTapHandler(handler, request.tap);
       pool.dispatch(
         {
           method: request.method,

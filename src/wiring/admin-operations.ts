@@ -13,10 +13,11 @@ import type { GatewayMetrics } from '../observability/metrics.ts';
 import { BrownoutAdmin } from '../policy/brownout-admin.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
 import type { RedisClient } from '../redis/connect.ts';
+import { redisShadowReportReader } from '../shadow/report-store.ts';
 import type { Clock } from '../time/clock.ts';
 
-/** What changes keys and brownouts: a store's part of AdminOperations. */
-export type StoreAdmin = Pick<AdminOperations, 'keys' | 'brownouts'>;
+/** What changes keys and brownouts, and reads the shadow report: a store's part of AdminOperations. */
+export type StoreAdmin = Pick<AdminOperations, 'keys' | 'brownouts' | 'shadowReport'>;
 
 /** The cores the CLIs use, on the gateway's own connection, with its pepper and its brownouts' schedule as last reloaded. */
 export function redisAdmin(
@@ -36,6 +37,8 @@ export function redisAdmin(
         logger.warn({ err: error, keyId }, 'admin API: a key change was made but not announced; replicas see it by their epoch check within a second'),
     }),
     brownouts: new BrownoutAdmin(redis, { keyPrefix: config.redis.keyPrefix, schedule: () => options.brownouts.schedule, clock }),
+    // What every replica's comparisons added up to in Redis; this replica's own are written by its ShadowReport.
+    shadowReport: redisShadowReportReader(redis, { keyPrefix: config.redis.keyPrefix, clock, retentionDays: config.shadow.report.retentionDays }),
   };
 }
 

@@ -36,6 +36,8 @@ import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdm
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
 import { createRedisStores, type RedisStores } from './redis-stores.ts';
 import { createReload, type ReloadOutcome } from './reload.ts';
+import { NoiseBook } from '../shadow/noise-book.ts';
+import { createMemoryShadowReport, createRedisShadowReport, type ShadowReport } from '../shadow/report-store.ts';
 import { certificateDigests, watchCertificates } from './certificate-watch.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
@@ -53,6 +55,8 @@ export interface Stores {
   deprecatedCalls?: DeprecatedCallStore;
   /** Where usage per consumer adds up across replicas; absent, this process alone (in memory). */
   usage?: UsageStore;
+  /** Where shadow comparisons are reported (config `shadow`), across replicas (in Redis); absent, this process alone (in memory). */
+  shadowReport?: ShadowReport;
   /** What the admin API changes keys and brownouts with (in Redis); absent, the gateway has no admin API. */
   admin?: StoreAdmin;
   close?: () => Promise<void> | void;
@@ -82,6 +86,8 @@ export interface GatewayParts<S extends Stores = Stores> {
 export interface Gateway<S extends Stores = Stores> {
   config: GatewayConfig;
   metrics: GatewayMetrics;
+  /** The shadow comparisons' report (the admin route and the CLI read it). */
+  shadowReport: ShadowReport;
   /** What `parts.stores` built. */
   stores: S;
   /** What the public listener serves: the request tracker around the pipeline. Tests call it in process. */
@@ -192,6 +198,15 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     logger,
     metrics,
   });
+  // Counted in process and written in batches like usage: a comparison costs no round trip.
+  const shadowReport =
+    stores.shadowReport ??
+    createMemoryShadowReport({
+      clock: parts.clock,
+      retentionDays: config.shadow.report.retentionDays,
+      flushIntervalMs: config.shadow.report.flushIntervalMs,
+      logger,
+    });
   const identity = parts.identity ?? unsignedIdentity(config.upstreamIdentity.consumerHeaders);
   const { keyStore, checks, conditions = [] } = stores;
   // Without shared counters, one in-process store for every pipeline generation: a reload keeps the day's quotas.
@@ -205,6 +220,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     logger,
     metrics,
     breakers: new CircuitBreakers(metrics.upstreamCircuit),
+    shadowSink: shadowReport,
+    noise: new NoiseBook(),
   };
   const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity, tls: UpstreamTls) =>
     buildPipeline(served, documents, asserted, tls, shared);
@@ -269,6 +286,8 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
       // After the listeners drained: every request is counted; written before the stores' connections close.
       await deprecatedCalls.close();
       await usage.close();
+      // After the pipeline's pools closed: every shadow under way has ended.
+      await shadowReport.close();
       // Every request's span has ended: what is queued is sent (within the exporter's timeout).
       await tracing.shutdown();
       await stores.close?.();
@@ -277,6 +296,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
   const gateway: Gateway<S> = {
     config,
     metrics,
+    shadowReport,
     stores,
     handler: tracker.listener,
     messageClasses: messages.classes,
@@ -348,6 +368,13 @@ export async function composeRedisGateway(
         rateLimitStore: redis.rateLimitStore,
         deprecatedCalls: redis.deprecatedCalls,
         usage: redis.usage,
+        shadowReport: createRedisShadowReport(redis.client, {
+          clock,
+          logger,
+          keyPrefix: config.redis.keyPrefix,
+          retentionDays: config.shadow.report.retentionDays,
+          flushIntervalMs: config.shadow.report.flushIntervalMs,
+        }),
         checks: [redis.readiness],
         clockSkew: () => redis.clockSkew.read(),
         conditions: [redis.pepper],

@@ -12,10 +12,20 @@ import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
 import type { UpstreamTls } from '../proxy/upstream-tls.ts';
 import type { Serving } from '../server/request-tracker.ts';
+import { allOperations } from '../contract/api-versions.ts';
+import type { NoiseBook } from '../shadow/noise-book.ts';
+import type { ShadowOutcomeSink } from '../shadow/shadow-outcome.ts';
+import { createShadowTraffic } from '../shadow/shadow-traffic.ts';
 import { createVersionProxies } from './version-proxies.ts';
 
-/** What every generation shares: the app's long-lived dependencies and the circuit breakers. */
-export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & { breakers: CircuitBreakers };
+/** What every generation shares: the app's long-lived dependencies, the circuit breakers, and the shadow's report and noise. */
+export type PipelineShared = Omit<AppDependencies, 'config' | 'versions' | 'cors'> & {
+  breakers: CircuitBreakers;
+  /** Where shadow comparisons go (the report store). */
+  shadowSink: ShadowOutcomeSink;
+  /** What this replica learnt about noise, kept across reloads. */
+  noise: NoiseBook;
+};
 
 export interface Pipeline {
   readonly config: GatewayConfig;
@@ -42,15 +52,34 @@ export function buildPipeline(
   upstreamTls: UpstreamTls,
   shared: PipelineShared,
 ): Pipeline {
-  const { breakers, ...dependencies } = shared;
-  const served: ServedVersion[] = createVersionProxies(versions, {
-    config,
-    identityHeaders: identity.headersFor,
-    breakers,
-    upstreamTls,
-    onServerCertificate: dependencies.metrics.tls.upstreamSeen,
+  const { breakers, shadowSink, noise, ...dependencies } = shared;
+  const { metrics, logger, clock } = dependencies;
+  // Its own pool and bounds for this generation (a reload takes up new shadow settings with the next one).
+  const shadow = createShadowTraffic({
+    settings: config.shadow,
+    operations: allOperations(versions),
+    identity,
+    sink: shadowSink,
+    noise,
+    counters: { compared: metrics.shadowCompared, differed: metrics.shadowDiffered },
+    clock,
+    onError: (error) => logger.warn({ err: error }, 'a shadow comparison failed in the gateway'),
   });
-  const closePools = () => Promise.all(served.map((version) => version.proxy.close())).then(() => undefined);
+  let served: ServedVersion[];
+  try {
+    served = createVersionProxies(versions, {
+      config,
+      identityHeaders: identity.headersFor,
+      breakers,
+      upstreamTls,
+      onServerCertificate: metrics.tls.upstreamSeen,
+      shadow,
+    });
+  } catch (error) {
+    void shadow.close();
+    throw error;
+  }
+  const closePools = () => Promise.all([...served.map((version) => version.proxy.close()), shadow.close()]).then(() => undefined);
   // Once for the generation: its app's stages and the answers given before the app (load shedding) share it.
   const cors = compileCors(
     config,

@@ -6,6 +6,7 @@ import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { createAnswerChecks } from '../proxy/answer-check.ts';
 import { createProxy, type ProxyOptions } from '../proxy/create-proxy.ts';
 import type { UpstreamTls } from '../proxy/upstream-tls.ts';
+import type { ShadowTraffic } from '../shadow/shadow-traffic.ts';
 
 export interface VersionProxiesOptions {
   config: GatewayConfig;
@@ -15,6 +16,14 @@ export interface VersionProxiesOptions {
   /** This generation's TLS to https:// upstreams: a reload's new files make new pools. */
   upstreamTls: UpstreamTls;
   onServerCertificate: NonNullable<ProxyOptions['onServerCertificate']>;
+  /** This generation's shadow traffic: each version's proxy gets a sampler for its operations (none when none is shadowed). */
+  shadow: ShadowTraffic;
+}
+
+/** Where a version's requests are shadowed: `shadow.upstreamUrl` or the staging upstream for the first document, each version's own after. */
+function stagingUpstream(config: GatewayConfig, index: number): string {
+  if (index === 0) return config.shadow.upstreamUrl ?? config.environments.staging.upstream;
+  return config.versions[index - 1]!.upstreams.staging;
 }
 
 /** Each version gets its own pool and circuit breaker, so one failing backend does not open the circuit in front of another. */
@@ -25,7 +34,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
     maxBodyBytes: config.contractResponses.maxBodyBytes,
     defaultCovers: config.contractResponses.defaultCovers,
   });
-  return versions.map(({ contract, source }) => ({
+  return versions.map(({ contract, source }, index) => ({
     contract,
     deprecation: source.deprecation,
     proxy: createProxy({
@@ -43,6 +52,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       operations: contract.operations,
       headers: config.headers,
       answerCheckFor,
+      shadow: options.shadow.samplerFor(contract.operations, source.upstreamBaseUrl, stagingUpstream(config, index)),
     }),
   }));
 }

@@ -17,6 +17,8 @@ const settings: fc.Arbitrary<GatewaySettings> = fc.record({
   document: fc.oneof({ weight: 2, arbitrary: fc.constant('v1' as const) }, { weight: 1, arbitrary: fc.constant('listPets-without-default' as const) }),
   // The harness's upstream echoes X-Request-Id but where a behaviour says otherwise: every answer without the right one is refused.
   requestIdEcho: fc.constant('required' as const),
+  // Every request shadowed (the tap beside each relay, hostile answers included), to a staging that refuses connections.
+  shadow: fc.boolean(),
 });
 
 /**

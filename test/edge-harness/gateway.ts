@@ -58,6 +58,10 @@ export function harnessConfig(
       // Report checks every answer (sample 1), so that each one's check runs beside its relay.
       ...(settings.contractMode === undefined ? {} : { contractResponses: { production: { mode: settings.contractMode, sample: 1 } } }),
       ...(document === undefined ? {} : { contract: document }),
+      // Production is never asked twice (noiseSample 0): the upstream's scripts answer each client request once.
+      ...(settings.shadow === true
+        ? { shadow: { sample: { default: 1, createPet: 1 }, upstreamUrl: 'http://127.0.0.1:1/v1', noiseSample: 0, timeoutMs: 500 } }
+        : {}),
     },
   );
 }

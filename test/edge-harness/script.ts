@@ -194,6 +194,8 @@ export interface GatewaySettings {
   document?: HarnessDocument;
   /** `upstream.requestIdEcho`; absent (fixtures from before): the configuration's default, `auto`. */
   requestIdEcho?: 'off' | 'auto' | 'required';
+  /** Every request shadowed to a staging that refuses connections (config `shadow`); absent (fixtures from before): off. */
+  shadow?: boolean;
 }
 
 export interface EdgeCase {

@@ -54,6 +54,8 @@ export interface TestGateway {
   /** Raw log output, for checks that nothing secret was written. */
   rawLogs(): string;
   metrics: GatewayMetrics;
+  /** The shadow comparisons' report (in memory). */
+  shadowReport: Gateway['shadowReport'];
   /** The Prometheus exposition, as /metrics serves it. */
   scrape(): Promise<string>;
   /** What the admin listener is built from (`createAdminApp`), as the server builds it. */
@@ -126,6 +128,7 @@ export function buildTestGateway(options: TestGatewayOptions): TestGateway {
     logs,
     rawLogs: () => raw.join(''),
     metrics: gateway.metrics,
+    shadowReport: gateway.shadowReport,
     scrape: () => gateway.metrics.registry.metrics(),
     admin: gateway.admin,
     listen: () => gateway.listen(),

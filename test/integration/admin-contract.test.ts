@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { createRedisShadowReport } from '../../src/shadow/report-store.ts';
 import { fixedClock } from '../../src/time/clock.ts';
 import { ADMIN_TOKEN, startAdminGateway, type AdminGateway } from '../helpers/admin-api.ts';
 import { TEST_NOW } from '../helpers/build-test-app.ts';
@@ -101,7 +102,8 @@ type OperationId =
   | 'startBrownout'
   | 'stopBrownout'
   | 'getDeprecationReport'
-  | 'getUsage';
+  | 'getUsage'
+  | 'getShadowReport';
 
 /** Each operation as a valid request, on a target, with options laid over it. */
 const OPERATIONS: Readonly<Record<OperationId, Call>> = {
@@ -118,7 +120,29 @@ const OPERATIONS: Readonly<Record<OperationId, Call>> = {
   stopBrownout: (target, options) => send(target, 'DELETE', '/admin/brownouts/getPet', options),
   getDeprecationReport: (target, options) => send(target, 'GET', '/admin/deprecations/report', options),
   getUsage: (target, options) => send(target, 'GET', '/admin/usage?from=2026-11-01&to=2026-11-30&granularity=month', options),
+  getShadowReport: (target, options) => send(target, 'GET', '/admin/shadow/report?operation=getPetById', options),
 };
+
+/** A comparison that differed, with noise, as a replica writes it: the report the 200 case reads is not empty. */
+async function withShadowComparisons(then: () => Promise<RawResponse>): Promise<RawResponse> {
+  const report = createRedisShadowReport(redis.client, {
+    keyPrefix: 'petstore-gateway:',
+    clock: fixedClock(TEST_NOW),
+    retentionDays: 30,
+    flushIntervalMs: 60_000,
+  });
+  const at = TEST_NOW - 60_000;
+  report.record({
+    operation: 'getPetById',
+    result: 'differ',
+    differences: [{ pointer: '/name', kind: 'missing' }],
+    noise: [{ pointer: '/at', kind: 'value' }],
+    at,
+  });
+  report.noteNoise({ operation: 'getPetById', pointer: '/at', at });
+  await report.close();
+  return then();
+}
 
 /** Every operation answers these three the same way. Each 401 comes from an address of its own: its failure counts against it. */
 const EVERY_OPERATION: ProvokedCase[] = Object.entries(OPERATIONS).flatMap(([operation, call], index) => [
@@ -189,6 +213,8 @@ const CASES: readonly ProvokedCase[] = [
   { operation: 'getDeprecationReport', declared: 200, why: 'the report', send: () => OPERATIONS.getDeprecationReport(served) },
   { operation: 'getUsage', declared: 200, why: 'a month of usage, as JSON', send: () => OPERATIONS.getUsage(served) },
   { operation: 'getUsage', declared: 400, why: 'from after to', send: () => send(served, 'GET', '/admin/usage?from=2026-11-30&to=2026-11-01') },
+  { operation: 'getShadowReport', declared: 200, why: 'a day of comparisons', send: () => withShadowComparisons(() => OPERATIONS.getShadowReport(served)) },
+  { operation: 'getShadowReport', declared: 400, why: 'from after to', send: () => send(served, 'GET', '/admin/shadow/report?from=2026-11-30&to=2026-11-01') },
   ...EVERY_OPERATION,
 ];
 

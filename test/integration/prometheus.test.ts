@@ -37,7 +37,8 @@ function petStoreThatSometimesFails(req: import('node:http').IncomingMessage, re
   req.resume();
   const json = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
   if (req.method === 'POST') return json(201, { id: 7, name: 'Rex', categoryId: 1 });
-  if (req.url?.startsWith('/v1/pets/')) return json(200, { id: 1, name: 'Rex', categoryId: 1 });
+  // Staging (a shadowed request) names the pet otherwise: the shadow panels' differences.
+  if (req.url?.startsWith('/v1/pets/')) return json(200, { id: 1, name: req.headers['x-gateway-shadow'] === '1' ? 'Max' : 'Rex', categoryId: 1 });
   return json(200, [{ id: 1, name: 'Rex', categoryId: 1 }]);
 }
 
@@ -70,6 +71,10 @@ beforeAll(async () => {
     // drift panel draws no line for an operation with no checked answer in the window, and 15 s of a 2%
     // sample may hold none.
     CONTRACT_RESPONSES_SAMPLE: '1',
+    // Every safe request shadowed to staging (here the same backend, which tells a shadow by its marker): the
+    // shadow row's series.
+    SHADOW_SAMPLE: '1',
+    SHADOW_UPSTREAM_URL: upstream.baseUrl,
   });
   healthy = await startGatewayProcess({ REDIS_URL: redis.url, UPSTREAM_URL: upstream.baseUrl, GATEWAY_ENVIRONMENT: 'staging', API_KEY_PEPPER: PEPPER });
   pki = createTestPki();
@@ -168,8 +173,10 @@ describe('every dashboard query against a real Prometheus', () => {
   const ratios = dashboardQueries().filter((query) => query.unit === 'percentunit');
   /** One line per operation and kind (or reason): read below, line by line. */
   const CONTRACT_DRIFT = 'gateway-overview.json: Backend contract drift';
+  /** One line per shadowed operation, on the production gateway only (the staging one shadows nothing): read below. */
+  const SHADOW_DIFFER = 'gateway-overview.json: Shadow comparisons that differ';
 
-  const oneLineRatios = ratios.filter((query) => query.where !== CONTRACT_DRIFT);
+  const oneLineRatios = ratios.filter((query) => query.where !== CONTRACT_DRIFT && query.where !== SHADOW_DIFFER);
 
   it.each(oneLineRatios.map((query) => [query.where, query.expr]))('%s reads a number on a healthy gateway, not "No data"', async (_where, expr) => {
     const result = await prometheus.query(substituteGrafanaVariables(expr, 'staging').replaceAll('[1m]', '[15s]'));
@@ -183,6 +190,7 @@ describe('every dashboard query against a real Prometheus', () => {
       'Backend contract drift',
       'Backend contract drift',
       'Key cache hit ratio',
+      'Shadow comparisons that differ',
       'Share of traffic on deprecated operations',
     ]);
     const fiveXx = ratios.find((query) => query.where.endsWith(': 5xx ratio'))!;
@@ -205,6 +213,16 @@ describe('every dashboard query against a real Prometheus', () => {
       'listPets unparseable_body 0',
     ]);
     expect(await lines(unchecked!.expr, 'reason')).toEqual(['listPets encoding 0', 'listPets too_deep 0', 'listPets too_large 0']);
+  });
+
+  it('reads the share of shadowed getPet comparisons that differ: all of them, staging renames the pet', async () => {
+    const differ = ratios.find((query) => query.where === SHADOW_DIFFER)!;
+    const lines = await prometheus.query(substituteGrafanaVariables(differ.expr, 'production').replaceAll('[1m]', '[15s]'));
+    expect(lines.find((series) => series.metric.operation === 'getPet')?.value[1]).toBe('1');
+    // The others' staging answers as production does (those compared within the window).
+    expect(lines.filter((series) => series.metric.operation !== 'getPet').map((series) => series.value[1])).toEqual(
+      lines.filter((series) => series.metric.operation !== 'getPet').map(() => '0'),
+    );
   });
 
   const withExemplars = dashboardQueries().filter((query) => query.exemplar);

@@ -1,8 +1,10 @@
-// Redis Cluster: keys, revocation events and rate-limit counters work across the cluster's slots.
+// Redis Cluster: keys, revocation events, rate-limit counters and the shadow report work across the cluster's slots.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KeyAdmin } from '../../src/auth/key-admin.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { SampleBackend } from '../../src/demo/sample-backend.ts';
+import { createRedisShadowReport, redisShadowReportReader } from '../../src/shadow/report-store.ts';
+import { fixedClock } from '../../src/time/clock.ts';
 import { startCluster, type PrivateCluster } from '../../support/start-cluster.ts';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { startRedisGateway, type RedisGateway } from '../helpers/start-redis-gateway.ts';
@@ -48,4 +50,28 @@ it('authenticates, rate-limits and revokes with keys in a Redis Cluster', async 
   expect(await status(other.key)).toBe(200);
   await admin.revoke(other.record.id);
   await waitFor(async () => (await status(other.key)) === 401, 1000, 20);
+});
+
+it('adds shadow comparisons in one script and reads them back from a Redis Cluster (one slot: {shadow})', async () => {
+  const at = Date.parse('2030-03-14T10:20:00Z');
+  const options = { keyPrefix: 'petstore-gateway:', clock: fixedClock(at), retentionDays: 30 };
+  const replicas = [0, 1].map(() => createRedisShadowReport(gateway.redis.client, { ...options, flushIntervalMs: 60_000 }));
+  replicas[0]!.record({ operation: 'getPet', result: 'differ', differences: [{ pointer: '/name', kind: 'missing' }], noise: [], at });
+  replicas[1]!.record({ operation: 'listPets', result: 'match', differences: [], noise: [{ pointer: '/at', kind: 'value' }], at });
+  replicas[1]!.noteNoise({ operation: 'listPets', pointer: '/at', at });
+  for (const replica of replicas) await replica.close();
+  const report = await redisShadowReportReader(gateway.redis.client, options).read({ from: at, to: at + 1 });
+  expect(
+    report.operations.map(({ operation, results, differences, noise, learntNoise }) => [
+      operation,
+      results.differ,
+      results.match,
+      differences.length,
+      noise.length,
+      learntNoise.length,
+    ]),
+  ).toEqual([
+    ['getPet', 1, 0, 1, 0, 0],
+    ['listPets', 0, 1, 0, 1, 1],
+  ]);
 });

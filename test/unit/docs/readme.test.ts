@@ -16,6 +16,7 @@ const CAPABILITIES: Record<string, string> = {
   'export and import': 'docs/operations.md#persistence-backup-and-restore',
   tracing: 'docs/reference.md#tracing',
   'contract drift': 'docs/operations.md#backend-contract-drift',
+  'shadow traffic': 'docs/operations.md#shadow-traffic',
   TLS: 'docs/configuration.md#https-on-the-listeners',
   brownouts: 'docs/operations.md#brownouts-and-who-still-calls',
   'rate limits': 'docs/reference.md#rate-limits',

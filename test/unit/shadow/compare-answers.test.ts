@@ -1,0 +1,84 @@
+// Two answers to one request compared: status first, then the headers the document declares, then the body, decoded.
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { loadContract } from '../../../src/contract/compile-contract.ts';
+import { compareAnswers, type ReadAnswer } from '../../../src/shadow/compare-answers.ts';
+import { isUnder, NoiseBook, splitNoise } from '../../../src/shadow/noise-book.ts';
+
+const listPets = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url))).byId.get('listPets')!;
+const BOUNDS = { maxBodyBytes: 1024, maxNodes: 10_000 };
+const answer = (status: number, body: string, headers: ReadAnswer['headers'] = { 'content-type': 'application/json' }): ReadAnswer => ({
+  status,
+  headers,
+  body: Buffer.from(body),
+});
+
+describe('compareAnswers', () => {
+  it('names another status once, and compares nothing else', () => {
+    expect(compareAnswers(listPets, answer(200, '[]'), answer(500, '{"x":1}'), BOUNDS)).toEqual({
+      differences: [{ pointer: '/status', kind: 'status' }],
+      partial: false,
+    });
+  });
+
+  it('compares the headers the document declares for the status, and no other', () => {
+    const declared = [...(listPets.responseHeaders.get('200') ?? [])];
+    expect(declared.length).toBeGreaterThan(0);
+    const name = declared[0]!;
+    const production = answer(200, '[]', { 'content-type': 'application/json', [name]: 'a', 'x-backend-only': '1' });
+    const staging = answer(200, '[]', { 'content-type': 'application/json', [name]: 'b', 'x-backend-only': '2' });
+    expect(compareAnswers(listPets, production, staging, BOUNDS).differences).toEqual([{ pointer: `/headers/${name}`, kind: 'header' }]);
+  });
+
+  it('decodes a Content-Encoding before comparing the JSON', () => {
+    const staging: ReadAnswer = { status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync('[{"id":2}]') };
+    expect(compareAnswers(listPets, answer(200, '[{"id":1}]'), staging, BOUNDS).differences).toEqual([{ pointer: '/*/id', kind: 'value' }]);
+  });
+
+  it('says the comparison was partial for a body over the bound, and lists nothing from it', () => {
+    const big = `[${'1,'.repeat(600)}1]`;
+    expect(compareAnswers(listPets, answer(200, big), answer(200, `${big} `), BOUNDS)).toEqual({ differences: [], partial: true });
+  });
+
+  it('compares bodies that are not JSON byte for byte', () => {
+    const text = { 'content-type': 'text/plain' };
+    expect(compareAnswers(listPets, answer(200, 'a', text), answer(200, 'b', text), BOUNDS).differences).toEqual([{ pointer: '', kind: 'value' }]);
+    expect(compareAnswers(listPets, answer(200, 'a', text), answer(200, 'a', text), BOUNDS).differences).toEqual([]);
+  });
+});
+
+describe('noise', () => {
+  it('is learnt per operation, each pointer once, and covers what lies under it', () => {
+    const book = new NoiseBook();
+    expect(
+      book.learn('listPets', [
+        { pointer: '/*/nonce', kind: 'value' },
+        { pointer: '/meta', kind: 'missing' },
+      ]),
+    ).toEqual(['/*/nonce', '/meta']);
+    expect(book.learn('listPets', [{ pointer: '/*/nonce', kind: 'value' }])).toEqual([]);
+    expect(book.pointers('getPet').size).toBe(0);
+    expect(isUnder('/meta/at', book.pointers('listPets'))).toBe(true);
+    expect(isUnder('/metadata', book.pointers('listPets'))).toBe(false);
+  });
+
+  it('splits differences into noise, learnt or listed, and the rest', () => {
+    const split = splitNoise(
+      [
+        { pointer: '/*/nonce', kind: 'value' },
+        { pointer: '/*/updatedAt', kind: 'value' },
+        { pointer: '/*/state', kind: 'extra' },
+      ],
+      new Set(['/*/nonce']),
+      ['/*/updatedAt'],
+    );
+    expect(split).toEqual({
+      differences: [{ pointer: '/*/state', kind: 'extra' }],
+      noise: [
+        { pointer: '/*/nonce', kind: 'value' },
+        { pointer: '/*/updatedAt', kind: 'value' },
+      ],
+    });
+  });
+});
