@@ -1,6 +1,7 @@
 // Usage as operators read it (GET /admin/usage, npm run keys -- usage): a checked query, rows by day or month, JSON or CSV.
 import { GatewayError } from '../errors/gateway-error.ts';
 import { USAGE_OUTCOMES, type UsageCount, type UsageStore } from './usage.ts';
+import { DAY, dayAt } from '../time/calendar-day.ts';
 
 export const USAGE_GRANULARITIES = ['day', 'month'] as const;
 export type UsageGranularity = (typeof USAGE_GRANULARITIES)[number];
@@ -23,18 +24,6 @@ export interface UsageRow {
   admitted: number;
   refusedQuota: number;
   refusedRateLimit: number;
-}
-
-const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-/** A calendar day that exists (2026-02-30 does not): its UTC midnight, or undefined. */
-function dayAt(text: string): number | undefined {
-  const match = DAY.exec(text);
-  if (!match) return undefined;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const at = Date.UTC(year, month - 1, day);
-  const back = new Date(at);
-  return back.getUTCFullYear() === year && back.getUTCMonth() === month - 1 && back.getUTCDate() === day ? at : undefined;
 }
 
 /** How a refusal names a parameter, in full and once named: the admin API's query parameters, or the CLI's options (`--from`). */

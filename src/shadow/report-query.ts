@@ -1,8 +1,10 @@
 // The shadow report as operators ask for it (GET /admin/shadow/report, npm run shadow -- report): a checked range of hours.
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { ShadowReportBody, ShadowReportQuery } from './report-model.ts';
+import { dayAt } from '../time/calendar-day.ts';
 
 const DAY_MS = 86_400_000;
+const DATE_TIME = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Without `from`: the day before `to`. */
 export const DEFAULT_RANGE_MS = DAY_MS;
@@ -13,19 +15,6 @@ export interface ShadowReportReader {
   readonly retentionDays: number;
   now(): number;
   read(query: ShadowReportQuery): Promise<ShadowReportBody>;
-}
-
-const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
-
-/** A calendar day that exists (2026-02-30 does not): its UTC midnight, or undefined. */
-function dayAt(text: string): number | undefined {
-  const match = DAY.exec(text);
-  if (!match) return undefined;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const at = Date.UTC(year, month - 1, day);
-  const back = new Date(at);
-  return back.getUTCFullYear() === year && back.getUTCMonth() === month - 1 && back.getUTCDate() === day ? at : undefined;
 }
 
 /**
