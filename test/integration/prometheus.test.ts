@@ -204,7 +204,12 @@ describe('every dashboard query against a real Prometheus', () => {
       'listPets undeclared_status 0',
       'listPets unparseable_body 0',
     ]);
-    expect(await lines(unchecked!.expr, 'reason')).toEqual(['listPets encoding 0', 'listPets too_deep 0', 'listPets too_large 0']);
+    expect(await lines(unchecked!.expr, 'reason')).toEqual([
+      'listPets encoding 0',
+      'listPets too_deep 0',
+      'listPets too_large 0',
+      'listPets too_many_values 0',
+    ]);
   });
 
   const withExemplars = dashboardQueries().filter((query) => query.exemplar);
