@@ -48,7 +48,7 @@ export const MAX_ANSWER_DEPTH = 32;
  * largest answer, a page of 100 pets, has 901; the bound keeps one check to a few ms of CPU however its bytes are spent (65,504 ×
  * `0.0` fit in the size bound; docs/decisions/0025-bounded-answer-checks.md).
  */
-export const MAX_ANSWER_VALUES = 16_384;
+export const MAX_ANSWER_VALUES = 4_096;
 
 /** What checking a body found that is not a violation: it went past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, and was not checked. */
 export type BodyPastBound = 'too_deep' | 'too_many_values';

@@ -47,8 +47,8 @@ describe('the CPU one answer check costs', () => {
     expect(meanCheckMs(pets)).toBeLessThan(10);
   });
 
-  it('the costliest shape within the bound, one object of 8,191 members: checked in a few ms', () => {
-    const members = Buffer.from(JSON.stringify(Object.fromEntries(Array.from({ length: 8_191 }, (_, at) => [`member-${at}`, at]))));
+  it('the costliest shape within the bound, one object of 2,047 members: checked in a few ms', () => {
+    const members = Buffer.from(JSON.stringify(Object.fromEntries(Array.from({ length: 2_047 }, (_, at) => [`member-${at}`, at]))));
     expect(checkBody(check, rule, 200, undefined, members)).toMatchObject({ result: 'violation', violation: { kind: 'body_schema' } });
     expect(meanCheckMs(members)).toBeLessThan(20);
   });
