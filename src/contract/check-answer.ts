@@ -43,8 +43,15 @@ export type HeadVerdict = { violation: ContractViolation } | { violation?: undef
  */
 export const MAX_ANSWER_DEPTH = 32;
 
-/** What checking a body found that is not a violation: it was nested past MAX_ANSWER_DEPTH, and so not checked. */
-export const NESTED_TOO_DEEP = 'too_deep';
+/**
+ * Answers with more values and member names than this are not checked (counted unchecked, `too_many_values`): the document's
+ * largest answer, a page of 100 pets, has 901; the bound keeps one check to a few ms of CPU however its bytes are spent (65,504 ×
+ * `0.0` fit in the size bound; docs/decisions/0025-bounded-answer-checks.md).
+ */
+export const MAX_ANSWER_VALUES = 4_096;
+
+/** What checking a body found that is not a violation: it went past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, and was not checked. */
+export type BodyPastBound = 'too_deep' | 'too_many_values';
 
 /** Longest pointer a violation carries: the member names of a deeply nested answer are not worth a long log line. */
 const MAX_POINTER_LENGTH = 200;
@@ -79,13 +86,16 @@ export function checkAnswerHead(
 
 /**
  * Checks a body (decoded, whole) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
- * (only requests need them), and not past MAX_ANSWER_DEPTH, so one answer's check costs bounded CPU.
+ * (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one answer's check costs bounded CPU.
  */
-export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | typeof NESTED_TOO_DEEP | undefined {
+export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | BodyPastBound | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
-  const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, spellings: false });
-  if (!parsed.ok) return parsed.tooDeep ? NESTED_TOO_DEEP : { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
+  const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false });
+  if (!parsed.ok) {
+    if (parsed.bound !== undefined) return parsed.bound === 'depth' ? 'too_deep' : 'too_many_values';
+    return { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
+  }
   if (!validate(parsed.value)) {
     const error = validate.errors?.[0];
     return { kind: 'body_schema', response: declared.key, pointer: pointerOf(error, content.memberNames), keyword: error?.keyword ?? 'schema' };

@@ -10,8 +10,11 @@ export interface NonCanonicalInteger {
 
 export type JsonBodyParse =
   | { ok: true; value: unknown; nonCanonicalIntegers: readonly NonCanonicalInteger[] }
-  /** `tooDeep`: refused for its nesting alone (past `maxDepth`), the rest not read. */
-  | { ok: false; reason: string; tooDeep?: true };
+  /** `bound`: refused for its nesting (past `maxDepth`) or its count of values and names (past `maxValues`) alone, the rest not read. */
+  | { ok: false; reason: string; bound?: JsonBound };
+
+/** The bound on the parse's work a body went past: its nesting, or its count of values and member names. */
+export type JsonBound = 'depth' | 'values';
 
 export interface JsonBodyOptions {
   /** Arrays and objects nested deeper than this are refused, so recursion stays bounded (default 64). */
@@ -21,6 +24,12 @@ export interface JsonBodyOptions {
    * Answers are parsed without: the record costs a copy of the path per such number, which made one hostile answer cost 0.2-0.7 s.
    */
   spellings?: boolean;
+  /**
+   * Bodies with more values and member names than this (every array, object, string, number, literal and member name counts one)
+   * are refused past the last one allowed, so the parse's CPU stays bounded whatever the body's size (default: no bound; answers
+   * are bounded, decision 0025).
+   */
+  maxValues?: number;
 }
 
 // The BOM is checked on the bytes and refused; ignoreBOM keeps the decoder from dropping one silently.
@@ -46,10 +55,10 @@ const LITERALS: ReadonlyArray<readonly [string, boolean | null]> = [
 /** Thrown inside the parser only; parseJsonBody turns it into a result. */
 class Refusal {
   readonly reason: string;
-  readonly tooDeep: boolean;
-  constructor(reason: string, tooDeep = false) {
+  readonly bound: JsonBound | undefined;
+  constructor(reason: string, bound?: JsonBound) {
     this.reason = reason;
-    this.tooDeep = tooDeep;
+    this.bound = bound;
   }
 }
 
@@ -59,7 +68,7 @@ class Refusal {
  * nesting beyond `maxDepth`. Integers beyond double precision become a safe integer of their sign in the int64 range, else one it refuses.
  */
 export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
-  const { maxDepth = 64, spellings = true } = options;
+  const { maxDepth = 64, spellings = true, maxValues = Number.POSITIVE_INFINITY } = options;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
   let text: string;
   try {
@@ -68,20 +77,22 @@ export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}):
     return { ok: false, reason: 'is not valid UTF-8' };
   }
   try {
-    return { ok: true, ...parseText(text, maxDepth, spellings) };
+    return { ok: true, ...parseText(text, maxDepth, spellings, maxValues) };
   } catch (error) {
-    if (error instanceof Refusal) return error.tooDeep ? { ok: false, reason: error.reason, tooDeep: true } : { ok: false, reason: error.reason };
+    if (error instanceof Refusal)
+      return error.bound !== undefined ? { ok: false, reason: error.reason, bound: error.bound } : { ok: false, reason: error.reason };
     throw error;
   }
 }
 
 // One recursive descent over the text and a shared cursor; it stays whole in one file, though past
 // 200 lines, because split apart its pieces would have to pass the cursor around.
-function parseText(text: string, maxDepth: number, spellings: boolean): { value: unknown; nonCanonicalIntegers: NonCanonicalInteger[] } {
+function parseText(text: string, maxDepth: number, spellings: boolean, maxValues: number): { value: unknown; nonCanonicalIntegers: NonCanonicalInteger[] } {
   const nonCanonicalIntegers: NonCanonicalInteger[] = [];
   // Member names and indices from the root, kept only where spellings are recorded (they carry it); `depth` bounds the recursion.
   const path: (string | number)[] = [];
   let depth = 0;
+  let values = 0;
   let i = 0;
 
   const notJson = (): Refusal => new Refusal('is not valid JSON');
@@ -108,7 +119,13 @@ function parseText(text: string, maxDepth: number, spellings: boolean): { value:
     return true;
   }
 
+  /** One more value or member name read: past `maxValues`, the rest is not. */
+  function count(): void {
+    if (++values > maxValues) throw new Refusal(`has more than ${maxValues} values and member names`, 'values');
+  }
+
   function parseValue(): unknown {
+    count();
     skipWhitespace();
     const code = text.charCodeAt(i);
     if (code === 0x7b) return parseObject();
@@ -125,7 +142,7 @@ function parseText(text: string, maxDepth: number, spellings: boolean): { value:
   }
 
   function enter(): void {
-    if (depth >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`, true);
+    if (depth >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`, 'depth');
     depth++;
   }
 
@@ -140,6 +157,7 @@ function parseText(text: string, maxDepth: number, spellings: boolean): { value:
     for (;;) {
       skipWhitespace();
       if (text.charCodeAt(i) !== 0x22) throw notJson();
+      count();
       const name = parseString();
       if (Object.hasOwn(object, name)) throw new Refusal(`field '${describePath([...path, name])}' must be given once`);
       skipWhitespace();

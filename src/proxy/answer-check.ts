@@ -1,7 +1,7 @@
 // The backend's answers checked against the document (config `contractResponses`): which answers are checked, how, and what was found.
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { ContractResponseMode } from '../config/schema.ts';
-import { type BodyRule, checkAnswerBody, type ContractViolation, NESTED_TOO_DEEP } from '../contract/check-answer.ts';
+import { type BodyRule, checkAnswerBody, type ContractViolation } from '../contract/check-answer.ts';
 import type { Operation } from '../contract/operations.ts';
 
 /** How one answer is checked: handed to the exchange with the request; absent, the answer is relayed unchecked. */
@@ -18,11 +18,11 @@ export interface AnswerCheck {
 }
 
 /**
- * Why an answer that was to be checked could not be: its body was over the size bound, or nested past the depth bound, or in a
- * coding the gateway does not decode (or codings stacked past MAX_CODINGS).
+ * Why an answer that was to be checked could not be: its body was over the size bound, nested past the depth bound, made of more
+ * values than the value bound, or in a coding the gateway does not decode (or codings stacked past MAX_CODINGS).
  */
-export type UncheckedReason = 'too_large' | 'too_deep' | 'encoding';
-export const UNCHECKED_REASONS: readonly UncheckedReason[] = ['too_large', 'too_deep', 'encoding'];
+export type UncheckedReason = 'too_large' | 'too_deep' | 'too_many_values' | 'encoding';
+export const UNCHECKED_REASONS: readonly UncheckedReason[] = ['too_large', 'too_deep', 'too_many_values', 'encoding'];
 
 /** What checking one answer found: on the exchange's slice of the request record, read at completion. */
 export type AnswerVerdict =
@@ -33,7 +33,10 @@ export type AnswerVerdict =
 export const VALID: AnswerVerdict = { result: 'valid' };
 export const TOO_LARGE: AnswerVerdict = { result: 'unchecked', reason: 'too_large' };
 const UNKNOWN_CODING: AnswerVerdict = { result: 'unchecked', reason: 'encoding' };
-const TOO_DEEP: AnswerVerdict = { result: 'unchecked', reason: 'too_deep' };
+const PAST_BOUND: Readonly<Record<'too_deep' | 'too_many_values', AnswerVerdict>> = {
+  too_deep: { result: 'unchecked', reason: 'too_deep' },
+  too_many_values: { result: 'unchecked', reason: 'too_many_values' },
+};
 /** Codings applied one over another that are decoded, at most (`gzip, gzip`); more are not checked (`encoding`). */
 const MAX_CODINGS = 2;
 
@@ -97,12 +100,12 @@ export function checkBody(check: AnswerCheck, rule: BodyRule, status: number, co
   }
   const found = checkAnswerBody(rule, status, decoded);
   if (found === undefined) return VALID;
-  return found === NESTED_TOO_DEEP ? TOO_DEEP : violation(check, found);
+  return typeof found === 'string' ? PAST_BOUND[found] : violation(check, found);
 }
 
 /**
  * Whether the client gets 502 upstream_contract_violation instead of the answer: under enforce, a violation, or a coding the check
- * cannot see through (stacked codings are how a broken answer would pass unchecked). One over the size or depth bound is relayed.
+ * cannot see through (stacked codings are how a broken answer would pass unchecked). One past the size, depth or value bound is relayed.
  */
 export function refusedUnderEnforce(check: AnswerCheck | undefined, verdict: AnswerVerdict | undefined): boolean {
   if (check === undefined || !check.enforce || verdict === undefined) return false;

@@ -3,9 +3,11 @@
 // ClientRequest between the upstream's socket and the client's response (what that saves:
 // docs/decisions/0002-exchange-on-undici.md).
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { buildConnector, Pool } from 'undici';
 import { TlsAlerts } from '../forks/tls-alerts.ts';
+import { watchStrayBytes } from '../forks/upstream-stray-bytes.ts';
 import { monotonicMs } from '../time/monotonic.ts';
 import { createAnswerBinding } from './answer-binding.ts';
 import { AnswerCheckHandler } from './answer-check-handler.ts';
@@ -55,9 +57,24 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
         // An https:// connection is a TLSSocket (buildConnector's `protocol` is the pool's origin's).
         const tlsSocket = socket as TLSSocket;
         alerts.watch(tlsSocket);
+        // An HTTP/2 connection's streams cannot be confused; its bytes are the session's to read.
+        if (tlsSocket.alpnProtocol !== 'h2') watchStrayBytes(tlsSocket);
         const validTo = seen && tlsSocket.getPeerCertificate().valid_to;
         if (validTo) seen(target.origin, new Date(validTo));
       }
+      callback(...result);
+    });
+  };
+}
+
+/** For an http:// upstream: undici's own connector, each new connection watched for bytes outside an answer. */
+function plainConnector(options: UpstreamOptions): buildConnector.connector {
+  const connect = buildConnector({ timeout: options.connectTimeoutMs });
+  return function connectWatchingStrayBytes(connection, callback) {
+    connect(connection, (...result) => {
+      const [error, socket] = result;
+      // An http:// connection is a net.Socket.
+      if (error === null) watchStrayBytes(socket as Socket);
       callback(...result);
     });
   };
@@ -72,7 +89,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     connections: options.maxSockets,
     connectTimeout: options.connectTimeoutMs,
     allowH2: options.http2 === true && target.protocol === 'https:',
-    ...(target.protocol === 'https:' ? { connect: tlsConnector(target, options, alerts) } : {}),
+    connect: target.protocol === 'https:' ? tlsConnector(target, options, alerts) : plainConnector(options),
     // The upstream's silences are timed by the relay's native timer (ExchangeClock), which dies young: undici's "fast timers"
     // live until its sweep every half second, so each request's timer was promoted into the old generation.
     headersTimeout: 0,

@@ -1,6 +1,6 @@
 // The exact bytes the hostile upstream writes for one request and behaviour: the tag it read always goes in the body.
 import { answerContent } from './contract-bodies.ts';
-import type { UpstreamBehaviour } from './script.ts';
+import type { StrayKind, UpstreamBehaviour } from './script.ts';
 
 /** One write of the upstream: after its delay, then (a slow body's rest) once the client has `after` or `capMs` passed. */
 export interface AnswerPart {
@@ -32,6 +32,13 @@ const REASONS: Record<number, string> = {
 };
 
 /** A complete, correctly framed response carrying `tag`: what a buggy backend writes where it should write nothing. */
+/** The stray bytes of `kind` written after the answer tagged `tag` (UpstreamBehaviour.strayKind). */
+export function strayBytes(kind: StrayKind | undefined, tag: string): string {
+  if (kind === 'crlf') return '\r\n';
+  if (kind === 'garbage') return 'zz\u0000\u00ff';
+  return strayResponse(tag);
+}
+
 export function strayResponse(tag: string): string {
   const body = `[{"id":2,"name":"${tag}","categoryId":1}]`;
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
@@ -106,6 +113,10 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   return {
     parts,
     after: ends ? 'end' : 'keep',
-    ...(((noBody && behaviour.late) || behaviour.strayAfter === true) && !ends ? { late: { bytes: strayResponse(tag), ms: behaviour.lateMs } } : {}),
+    ...(behaviour.strayAfter === true && !ends
+      ? { late: { bytes: strayBytes(behaviour.strayKind, tag), ms: behaviour.lateMs } }
+      : noBody && behaviour.late && !ends
+        ? { late: { bytes: strayResponse(tag), ms: behaviour.lateMs } }
+        : {}),
   };
 }

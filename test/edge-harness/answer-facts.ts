@@ -1,6 +1,6 @@
 // What the harness knows of an upstream answer from its generated behaviour alone: how far it got, where it went, in words.
 import type { UpstreamConnection } from './hostile-upstream.ts';
-import type { EdgeCase, UpstreamBehaviour } from './script.ts';
+import type { EdgeCase, StrayKind, UpstreamBehaviour } from './script.ts';
 
 /**
  * How far the upstream's answer got, as generated: whether the gateway can have its head, and its whole body. An interim answer
@@ -40,10 +40,21 @@ export function mismatched(edgeCase: EdgeCase, behaviour: UpstreamBehaviour): bo
   return edgeCase.gateway.requestIdEcho === 'required' ? id !== 'echo' : id === 'wrong';
 }
 
-/** Whether the request tagged `tag` followed, on its upstream connection, an answer after which the upstream wrote a stray response. */
-export function afterStray(edgeCase: EdgeCase, places: ReturnType<typeof upstreamPlaces>, tag: string): boolean {
+/** The stray bytes the upstream wrote after the answer before the request tagged `tag` on its connection, when it wrote any. */
+export function strayBefore(edgeCase: EdgeCase, places: ReturnType<typeof upstreamPlaces>, tag: string): StrayKind | undefined {
   const previous = places.get(tag)?.previous;
-  return previous !== undefined && edgeCase.upstream[previous]?.strayAfter === true;
+  const before = previous === undefined ? undefined : edgeCase.upstream[previous];
+  return before?.strayAfter === true ? (before.strayKind ?? 'response') : undefined;
+}
+
+/**
+ * Whether the request tagged `tag` followed, on its upstream connection, an answer after which the upstream wrote a stray response
+ * or bytes that are not HTTP: its answer is then refused (the stray read in its place, or a parse that fails). A bare CRLF is not:
+ * the gateway's parser skips it and reads the request's own answer.
+ */
+export function afterStray(edgeCase: EdgeCase, places: ReturnType<typeof upstreamPlaces>, tag: string): boolean {
+  const kind = strayBefore(edgeCase, places, tag);
+  return kind !== undefined && kind !== 'crlf';
 }
 
 /** The behaviour in a few words, for a violation's message. */
@@ -55,7 +66,7 @@ export function describe(behaviour: UpstreamBehaviour): string {
   if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
   if (behaviour.framing === 'chunked') parts.push('chunked');
   if (behaviour.answerId !== undefined && behaviour.answerId !== 'echo') parts.push(`X-Request-Id ${behaviour.answerId}`);
-  if (behaviour.strayAfter === true) parts.push('a stray response after it');
+  if (behaviour.strayAfter === true) parts.push(`stray bytes after it (${behaviour.strayKind ?? 'response'})`);
   if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
   return parts.join(', ');
 }

@@ -95,6 +95,9 @@ export function needsTls(edgeCase: EdgeCase): boolean {
   return edgeCase.clients.some((client) => client.tls !== undefined || client.earlyClose?.how === 'half-record');
 }
 
+/** The stray bytes a buggy backend writes after an answer (UpstreamBehaviour.strayKind). */
+export type StrayKind = 'response' | 'crlf' | 'garbage';
+
 /**
  * How the upstream answers one request. The tag it read goes into the body (`name`, or `message` for
  * error statuses), since only status, framing headers and body are relayed.
@@ -146,10 +149,13 @@ export interface UpstreamBehaviour {
    */
   answerId?: 'echo' | 'missing' | 'wrong';
   /**
-   * After any answer that keeps its connection: a stray complete response without X-Request-Id, owed like `late` (written when
-   * the next request arrives on the connection, or after `lateMs`). The next request there would read it as its own answer.
+   * After any answer that keeps its connection: stray bytes, owed like `late` (written when the next request arrives on the
+   * connection, or after `lateMs`), of the kind `strayKind` says. A stray response would be read by the next request there as
+   * its own answer; a bare CRLF is skipped by the gateway's parser; garbage breaks the next answer's parse.
    */
   strayAfter?: boolean;
+  /** What the stray bytes are: a complete response without X-Request-Id (absent: this), a bare CRLF, or a few bytes that are not HTTP. */
+  strayKind?: StrayKind;
   /** How the answer departs from the interface document (see contract-bodies.ts); absent: the on-contract tagged answer. */
   offContract?: OffContractKind;
   /**

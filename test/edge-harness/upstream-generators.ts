@@ -7,7 +7,10 @@
 // later (`strayAfter`), once the gateway may already have sent the next request on that connection, would
 // be indistinguishable from the answer to that request but for X-Request-Id: the upstream echoes it (but
 // where `answerId` says otherwise), the gateway requires it (`upstream.requestIdEcho: required`), and the
-// stray carries none, so a gateway that relays it breaks invariant a. Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
+// stray carries none, so a gateway that relays it breaks invariant a. The stray may also be a bare CRLF
+// (which the gateway's parser skips: the next answer is still its request's, and the connection must
+// not carry another) or a few bytes that are not HTTP (the next request there gets a gateway Error, never
+// another's answer), written 0-15 ms after the answer or later (`strayKind`, `lateMs`). Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
 // are generated for every answer: they arrive before the gateway can have sent anything else on that
 // connection, so a gateway that reads them as the next answer is at fault.
 //
@@ -87,7 +90,9 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
     { weight: 1, arbitrary: fc.constant('wrong' as const) },
   ),
   strayAfter: rare(8),
-  lateMs: fc.integer({ min: 20, max: 120 }),
+  strayKind: fc.constantFrom('response' as const, 'crlf' as const, 'garbage' as const),
+  // From at once (in the gateway's same read as the answer, or not) to well after the next request could have been sent.
+  lateMs: fc.oneof(fc.integer({ min: 0, max: 15 }), fc.integer({ min: 20, max: 120 })),
   transferCoding: fc.oneof(
     { weight: 24, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.constantFrom<readonly string[] | undefined>(...UNRELAYABLE_CODINGS) },

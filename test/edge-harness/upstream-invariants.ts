@@ -3,7 +3,7 @@
 // an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error; an answer made
 // for another request (its X-Request-Id, or a stray the upstream wrote after the answer before) ends its connection and reaches its
 // client as 502 upstream_answer_mismatch, never as the upstream's status or body.
-import { afterStray, mismatched, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
+import { afterStray, mismatched, reach, stallsIn, strayBefore, upstreamPlaces } from './answer-facts.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived } from './response-parser.ts';
@@ -73,6 +73,8 @@ function checkAnswerBinding(
     if (afterStray(edgeCase, places, tag)) return true;
     return mismatched(edgeCase, behaviour) && reach(behaviour, edgeCase.gateway.timeoutMs).head;
   };
+  /** Bytes that are not HTTP before the answer: the gateway cannot read it, and answers with an Error of its own. */
+  const garbled = (tag: string) => strayBefore(edgeCase, places, tag) === 'garbage';
   edgeCase.clients.forEach((script, client) => {
     const outcome = clients[client]!;
     const whole = script.requests.filter((request) => request.end <= outcome.written);
@@ -80,7 +82,11 @@ function checkAnswerBinding(
     stream.responses.forEach((response, i) => {
       const request = whole[i];
       if (request === undefined || !response.complete || !refused(request.tag)) return;
-      const isMismatch = response.status === 502 && (request.method === 'HEAD' || response.body.includes('"code":"upstream_answer_mismatch"'));
+      const isMismatch =
+        response.status === 502 &&
+        (request.method === 'HEAD' ||
+          response.body.includes('"code":"upstream_answer_mismatch"') ||
+          (garbled(request.tag) && /"status":502/.test(response.body)));
       // Anything queued behind a stall may meet a total timeout first: a gateway Error then, but never the upstream's answer.
       const gatewayError = (response.status === 502 || response.status === 504) && (request.method === 'HEAD' || /"status":50[24]/.test(response.body));
       if (!isMismatch && !(stalls && gatewayError))
@@ -91,6 +97,10 @@ function checkAnswerBinding(
     const at = connection.requests.findIndex((request) => refused(request.headers['x-request-id'] ?? ''));
     if (at !== -1 && at < connection.requests.length - 1)
       flag(`upstream connection ${c} was reused after an answer made for another request (request ${at} of ${connection.requests.length})`);
+    // Stray bytes reach the gateway before the answer to the next request there, at the latest: none may follow that one.
+    const stray = connection.requests.findIndex((request) => strayBefore(edgeCase, places, request.headers['x-request-id'] ?? '') !== undefined);
+    if (stray !== -1 && stray < connection.requests.length - 1)
+      flag(`upstream connection ${c} carried request ${stray + 1} of ${connection.requests.length} after stray bytes arrived on it`);
   });
 }
 

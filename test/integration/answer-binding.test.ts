@@ -153,6 +153,8 @@ describe('bytes on an idle upstream connection', () => {
   it.each([
     ['a stray complete response', response(petList('stray'), undefined)],
     ['a stray byte', 'x'],
+    ['a bare CRLF', '\r\n'],
+    ['a few garbage bytes', 'zz\x00\xff'],
   ])('%s: the connection is never used again', async (_name, stray) => {
     const upstream = await startReadingUpstream((request) => {
       request.socket.write(response(petList(requestIdOf(request)), requestIdOf(request)));
@@ -168,5 +170,72 @@ describe('bytes on an idle upstream connection', () => {
     const second = await call('idle-0002');
     expect(await second.json()).toEqual(JSON.parse(petList('idle-0002')));
     expect(upstream.requests.map((request) => request.connection)).toEqual([0, 1]);
+  });
+});
+
+describe('bytes around an answer, in the same write', () => {
+  it.each([
+    ['a CRLF after the answer', (answer: string) => `${answer}\r\n`],
+    ['a CRLF before the answer', (answer: string) => `\r\n${answer}`],
+    ['a body longer than its Content-Length', (answer: string) => `${answer}  `],
+  ])('%s: the answer is relayed, and its connection never used again', async (_name, around) => {
+    const upstream = await startReadingUpstream((request) => {
+      const id = requestIdOf(request);
+      const answer = response(petList(id), id);
+      request.socket.write(request.connection === 0 ? around(answer) : answer);
+    });
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const call = (id: string) =>
+      fetch(`http://127.0.0.1:${edge.running.port}/v1/pets`, { headers: { authorization: `Bearer ${edge.gateway.apiKey}`, 'x-request-id': id } });
+    const first = await call('around-0001');
+    expect(await first.json()).toEqual(JSON.parse(petList('around-0001')));
+    const second = await call('around-0002');
+    expect(await second.json()).toEqual(JSON.parse(petList('around-0002')));
+    expect(upstream.requests.map((request) => request.connection)).toEqual([0, 1]);
+  });
+});
+
+describe.each([
+  ['a stray complete response', response(petList('stray'), undefined)],
+  ['a bare CRLF', '\r\n'],
+  ['a few garbage bytes', 'zz\x00\xff'],
+])('%s written 0-15 ms after every answer, three keys calling 0-8 ms apart (auto, the backend echoing)', (_name, stray) => {
+  it('no client gets an answer made for another request, and no connection carries a request written after the stray reached it', async () => {
+    /** Per connection: requests it carried, and how many arrived after its stray was written (at most the one already sent). */
+    const carried = new Map<number, { requests: number; afterStray: number; strayWritten: boolean }>();
+    let answered = 0;
+    const upstream = await startReadingUpstream((request) => {
+      const seen = carried.get(request.connection) ?? { requests: 0, afterStray: 0, strayWritten: false };
+      carried.set(request.connection, seen);
+      seen.requests++;
+      if (seen.strayWritten) seen.afterStray++;
+      const id = requestIdOf(request);
+      request.socket.write(response(petList(id), id));
+      setTimeout(
+        () => {
+          if (request.socket.destroyed || seen.strayWritten) return;
+          seen.strayWritten = true;
+          request.socket.write(stray);
+        },
+        (answered++ * 5) % 16,
+      );
+    });
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const got = await threeKeysCalling(edge, 60);
+    const connections = [...carried.values()];
+    const summary = `${_name}: backend accepted ${connections.length} connections for ${upstream.requests.length} requests; clients got ${got.filter((g) => g.status === 200).length} × 200, ${got.filter((g) => g.status === 502).length} × 502`;
+    for (const answer of got) {
+      if (answer.status === 200) expect(JSON.parse(answer.body), summary).toEqual(JSON.parse(petList(answer.id)));
+      else expect({ status: answer.status, code: JSON.parse(answer.body).code }, summary).toMatchObject({ status: 502 });
+    }
+    // A request the gateway wrote before the stray reached it may follow it; none after.
+    expect(
+      connections.filter((connection) => connection.afterStray > 1),
+      `${summary}; ${JSON.stringify(connections)}`,
+    ).toEqual([]);
   });
 });

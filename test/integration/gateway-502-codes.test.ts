@@ -1,4 +1,6 @@
-// Every Error the relay writes itself reaches the request record: the access line logs the code the client got.
+// Every Error the relay writes itself, and every one the gateway answers a failed exchange with, reaches the request record: the
+// access line logs the code the client got.
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseResponses, sendRaw, startReadingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge } from '../helpers/start-edge.ts';
@@ -31,5 +33,29 @@ describe('an Error the relay writes', () => {
     expect(JSON.parse(parseResponses(sent.text)[0]!.body)).toMatchObject({ code, status });
     const line = edge.gateway.logs.find((entry) => entry.reqId === 'relay-code-0001' && entry.res !== undefined);
     expect(line).toMatchObject({ res: { statusCode: status }, errorCode: code });
+  });
+});
+
+describe('an Error the gateway writes for a failed exchange', () => {
+  it.each([
+    ['a backend that closes without answering', (socket: Socket) => socket.destroy()],
+    [
+      'a backend framing its answer by a coding other than chunked',
+      (socket: Socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n'),
+    ],
+    ['a backend writing bytes that are not HTTP', (socket: Socket) => socket.write('zz\u0000\u00ff\r\n\r\n')],
+  ])('%s: 502 bad_gateway, and the access line logs that code', async (_name, misbehave) => {
+    const upstream = await startReadingUpstream((request) => misbehave(request.socket));
+    closers.push(() => upstream.close());
+    const edge = await startEdge(upstream.baseUrl);
+    closers.push(() => edge.close());
+    const sent = await sendRaw(
+      edge.running.port,
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: failed-code-0001\r\nAuthorization: Bearer ${edge.gateway.apiKey}\r\n\r\n`,
+      { responses: 1 },
+    );
+    expect(JSON.parse(parseResponses(sent.text)[0]!.body)).toMatchObject({ code: 'bad_gateway', status: 502 });
+    const line = edge.gateway.logs.find((entry) => entry.reqId === 'failed-code-0001' && entry.res !== undefined);
+    expect(line).toMatchObject({ res: { statusCode: 502 }, errorCode: 'bad_gateway' });
   });
 });

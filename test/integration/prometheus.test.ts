@@ -212,7 +212,12 @@ describe('every dashboard query against a real Prometheus', () => {
       'listPets undeclared_status 0',
       'listPets unparseable_body 0',
     ]);
-    expect(await lines(unchecked!.expr, 'reason')).toEqual(['listPets encoding 0', 'listPets too_deep 0', 'listPets too_large 0']);
+    expect(await lines(unchecked!.expr, 'reason')).toEqual([
+      'listPets encoding 0',
+      'listPets too_deep 0',
+      'listPets too_large 0',
+      'listPets too_many_values 0',
+    ]);
   });
 
   it('reads the share of shadowed getPet comparisons that differ: all of them, staging renames the pet', async () => {

@@ -67,6 +67,19 @@ function pathBetween(graph: Map<string, Set<string>>, from: string, to: string):
   return undefined;
 }
 
+/** File → the files of the same folder it imports, type-only imports included (a type circle is a circle too). */
+function fileGraph(folder: string): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(folder)) {
+    const from = relative(folder, file);
+    for (const [, specifier] of readFileSync(file, 'utf8').matchAll(/\bfrom '(\.{1,2}\/[^']+)'/g)) {
+      const to = relative(folder, normalize(join(dirname(file), specifier!)));
+      if (!to.startsWith('..')) graph.set(from, (graph.get(from) ?? new Set()).add(to));
+    }
+  }
+  return graph;
+}
+
 describe('the layers of src/', () => {
   it('import each other one way only', () => {
     expect(cycles(layerGraph())).toEqual([]);
@@ -88,5 +101,11 @@ describe('the layers of src/', () => {
   it('keep the listener edge (src/server) below the composition root: it imports neither wiring nor the pipeline stages', () => {
     const imports = layerGraph().get('server') ?? new Set();
     expect([...imports].filter((layer) => ['wiring', 'app.ts', 'main.ts', 'proxy', 'policy', 'limits', 'contract'].includes(layer))).toEqual([]);
+  });
+
+  it('keep the files of the exchange (src/proxy) importing each other one way, types included', () => {
+    const graph = fileGraph(join(SRC, 'proxy'));
+    expect(graph.get('exchange.ts')?.has('relay-handler.ts')).toBe(true);
+    expect(cycles(graph)).toEqual([]);
   });
 });

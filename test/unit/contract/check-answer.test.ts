@@ -1,7 +1,7 @@
 // Whether an answer keeps the document's promise: each rule on the project's own document, one case each.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type BodyRule, checkAnswerBody, checkAnswerHead, type HeadVerdict, MAX_ANSWER_DEPTH } from '../../../src/contract/check-answer.ts';
+import { type BodyRule, checkAnswerBody, checkAnswerHead, type HeadVerdict, MAX_ANSWER_DEPTH, MAX_ANSWER_VALUES } from '../../../src/contract/check-answer.ts';
 import { loadContract } from '../../../src/contract/compile-contract.ts';
 
 const contract = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url)));
@@ -153,5 +153,14 @@ describe('checkAnswerBody', () => {
     const deep = `${'['.repeat(MAX_ANSWER_DEPTH + 1)}${']'.repeat(MAX_ANSWER_DEPTH + 1)}`;
     expect(checkListPets(200, deep)).toBe('too_deep');
     expect(checkListPets(200, `${'['.repeat(MAX_ANSWER_DEPTH)}${']'.repeat(MAX_ANSWER_DEPTH)}`)).toMatchObject({ kind: 'body_schema' });
+  });
+
+  it('leaves a body of more than MAX_ANSWER_VALUES values and member names unchecked; one at the bound is checked', () => {
+    // A list of n pets of four members each is 9n + 1 values and member names.
+    const pets = (count: number) => JSON.stringify(Array.from({ length: count }, (_, at) => ({ id: at + 1, name: 'Rex', categoryId: 2, status: 'available' })));
+    const withinBound = Math.floor((MAX_ANSWER_VALUES - 1) / 9);
+    expect(checkListPets(200, pets(withinBound))).toBeUndefined();
+    expect(checkListPets(200, pets(withinBound + 1))).toBe('too_many_values');
+    expect(checkListPets(200, `[${Array(MAX_ANSWER_VALUES).fill('0.0').join(',')}]`)).toBe('too_many_values');
   });
 });

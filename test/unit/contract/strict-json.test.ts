@@ -88,11 +88,20 @@ describe('parseJsonBody refuses', () => {
 
   it('nesting deeper than the limit, without exhausting the stack', () => {
     expect(parseJsonBody(utf8(`${'['.repeat(64)}${']'.repeat(64)}`)).ok).toBe(true);
-    const tooDeep = (levels: number) => ({ ok: false, reason: `is nested more than ${levels} levels deep`, tooDeep: true });
+    const tooDeep = (levels: number) => ({ ok: false, reason: `is nested more than ${levels} levels deep`, bound: 'depth' });
     expect(parseJsonBody(utf8(`${'['.repeat(65)}${']'.repeat(65)}`))).toEqual(tooDeep(64));
     expect(parseJsonBody(utf8('{"a":'.repeat(30_000)))).toEqual(tooDeep(64));
     expect(parseJsonBody(utf8('[[[1]]]'), { maxDepth: 2 })).toEqual(tooDeep(2));
     expect(parseJsonBody(utf8('[[[1]],[[2]],{"a":[1]}]'), { maxDepth: 3 }).ok).toBe(true);
+  });
+
+  it('more values and member names than the bound: refused at the first one past it', () => {
+    const tooMany = (values: number) => ({ ok: false, reason: `has more than ${values} values and member names`, bound: 'values' });
+    // [1,"a",{"b":null},[true]]: the array, 1, "a", the object, the name b, null, the inner array, true: 8.
+    const eight = utf8('[1,"a",{"b":null},[true]]');
+    expect(parseJsonBody(eight, { maxValues: 8 }).ok).toBe(true);
+    expect(parseJsonBody(eight, { maxValues: 7 })).toEqual(tooMany(7));
+    expect(parseJsonBody(utf8(`[${Array(65_504).fill('0.0').join(',')}]`), { maxValues: 16_384, spellings: false })).toEqual(tooMany(16_384));
   });
 
   it('records no spellings when told not to, and still refuses a member named twice', () => {
