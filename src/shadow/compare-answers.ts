@@ -1,5 +1,5 @@
 // Two answers to one request compared: status, the headers the document declares, and the body, JSON structurally.
-import { MAX_ANSWER_DEPTH } from '../contract/check-answer.ts';
+import { MAX_ANSWER_DEPTH, MAX_ANSWER_VALUES } from '../contract/check-answer.ts';
 import { byResponseKey, mediaTypeOf } from '../contract/declared-responses.ts';
 import type { Operation } from '../contract/operations.ts';
 import { parseJsonBody } from '../contract/strict-json.ts';
@@ -85,12 +85,13 @@ export function compareAnswers(operation: Operation, production: ReadAnswer, sta
     if (!a.equals(b)) differences.push({ pointer: '', kind: isJson(production) === isJson(staging) ? 'value' : 'type' });
     return { differences, partial: false };
   }
-  const options = { maxDepth: MAX_ANSWER_DEPTH, spellings: false };
+  // The answer check's bounds (decision 0025): a comparison holds the event loop no longer than a check.
+  const options = { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false };
   const parsedA = parseJsonBody(a, options);
   const parsedB = parseJsonBody(b, options);
   if (!parsedA.ok || !parsedB.ok) {
     if (!a.equals(b)) differences.push({ pointer: '', kind: 'value' });
-    return { differences, partial: (!parsedA.ok && parsedA.tooDeep === true) || (!parsedB.ok && parsedB.tooDeep === true) };
+    return { differences, partial: (!parsedA.ok && parsedA.bound !== undefined) || (!parsedB.ok && parsedB.bound !== undefined) };
   }
   const diff = diffJson(parsedA.value, parsedB.value, { maxNodes: bounds.maxNodes });
   differences.push(...diff.differences);

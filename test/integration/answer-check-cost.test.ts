@@ -137,8 +137,9 @@ describe.each([
     const figures = `CPU ${checked.cpuMs.toFixed(0)} ms checked, ${unchecked.cpuMs.toFixed(0)} ms unchecked; /healthz p99 ${checkedP99.toFixed(1)} ms checked, ${uncheckedP99.toFixed(1)} ms unchecked`;
     // Before: 160-700 ms of CPU per nested answer, about 20 ms per flat one, /healthz p50 past a second.
     expect((checked.cpuMs - unchecked.cpuMs) / (16 * ROUNDS), figures).toBeLessThan(5);
-    // A machine busier than TEST_TIME_SCALE allows for keeps /healthz waiting with or without checks: the figures say which.
-    expect(checkedP99, figures).toBeLessThan(scaled(50));
+    // Under 50 ms where the machine lets the unchecked gateway answer /healthz in time; where it does not (a machine busier than
+    // TEST_TIME_SCALE allows for keeps /healthz waiting with or without checks), the checks add under 25 ms to what it waits.
+    expect(checkedP99, figures).toBeLessThan(Math.max(scaled(50), uncheckedP99 + scaled(25)));
     const counted = (await checkedEdge.gateway.scrape())
       .split('\n')
       .find((line) => line.startsWith(`petstore_gateway_upstream_contract_unchecked_total{operation="listPets",reason="${reason}"`));
