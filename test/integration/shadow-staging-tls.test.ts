@@ -14,7 +14,8 @@ const PET = JSON.stringify({ id: 1, name: 'pet 1', categoryId: 2, status: 'avail
 
 /** Pet 1, the same bytes from both backends: a shadow that reaches staging compares as a match. */
 function answerPet(_req: IncomingMessage | RecordedRequest, res: ServerResponse): void {
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(PET)) });
+  // A fixed Date: the backend's own would make two runs' bytes differ by the second they were answered in.
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(PET)), Date: 'Sat, 21 Nov 2026 12:00:00 GMT' });
   res.end(PET);
 }
 
