@@ -1,10 +1,12 @@
 // Shadow requests to an https:// staging that pins a private CA and asks for a client certificate: they connect with
 // upstreamTls.staging (its authorities, client certificate), and without staging's CA they fail as staging_error, production untouched.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { scaled } from '../../support/time-scale.ts';
 import { buildTestGateway } from '../helpers/build-test-app.ts';
+import { createSecretVolume } from '../helpers/secret-volume.ts';
 import { sendRaw, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 import { createTestPki, type IssuedCertificate, type TestAuthority, type TestPki } from '../helpers/test-certificates.ts';
@@ -70,6 +72,11 @@ async function productionGateway(shadow: boolean, stagingTls: Record<string, unk
   });
   return edge;
 }
+
+const reloads = (target: Edge) =>
+  target.gateway
+    .scrape()
+    .then((text) => Number(/^petstore_gateway_config_reloads_total\{result="success",environment="production"\} (\d+)$/m.exec(text)?.[1] ?? 0));
 
 async function getPet(target: Edge, id: string): Promise<string> {
   const answer = await sendRaw(
@@ -141,5 +148,31 @@ describe('shadow requests to an https staging with its own CA and client certifi
     } finally {
       await gateway.close();
     }
+  });
+
+  it('sends the staging client certificate renewed on disk with the next shadows, by the certificate watch', async () => {
+    const renewed = clientCa.issue({ name: 'gateway-client-renewed' });
+    const volume = createSecretVolume(join(pki.dir, 'staging-secret'), {
+      'tls.crt': gatewayClient.cert,
+      'tls.key': gatewayClient.key,
+      'ca.crt': stagingCa.cert,
+    });
+    edge = await startEdge(production.baseUrl, {
+      upstreamTls: { staging: { caFile: volume.path('ca.crt'), certFile: volume.path('tls.crt'), keyFile: volume.path('tls.key') } },
+      shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0 },
+      certificates: { watchIntervalMs: 200 },
+    });
+    const on = edge;
+    await getPet(on, 'staging-renew-1');
+    await waitFor(async () => (await comparisons(on, 'match')) === 1, scaled(10_000));
+    expect(staging.seen.at(-1)?.clientCertificate).toBe(fingerprintOf(gatewayClient.cert));
+
+    const reloadsBefore = await reloads(on);
+    volume.update({ 'tls.crt': renewed.cert, 'tls.key': renewed.key, 'ca.crt': stagingCa.cert });
+    await waitFor(async () => (await reloads(on)) === reloadsBefore + 1, scaled(10_000));
+    await getPet(on, 'staging-renew-2');
+    await waitFor(async () => (await comparisons(on, 'match')) === 2, scaled(10_000));
+    expect(staging.seen.at(-1)?.url).toBe('/v1/pets/1');
+    expect(staging.seen.at(-1)?.clientCertificate).toBe(fingerprintOf(renewed.cert));
   });
 });
