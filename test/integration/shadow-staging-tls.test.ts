@@ -1,5 +1,6 @@
 // Shadow requests to an https:// staging that pins a private CA and asks for a client certificate: they connect with
-// upstreamTls.staging (its authorities, client certificate), and without staging's CA they fail as staging_error, production untouched.
+// upstreamTls.staging (its authorities, client certificate), and without staging's CA they fail as staging_error, production
+// untouched; a bad staging file refuses the configuration, and a renewed one is taken up by the certificate watch.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
