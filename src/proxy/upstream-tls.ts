@@ -29,22 +29,46 @@ const TLS_VARIABLES = {
   servername: 'UPSTREAM_TLS_SERVERNAME',
 } as const;
 
-/** The words an operator knows each setting by, for the running environment's keys. */
-function settingName(variable: string, environment: Environment, key: keyof UpstreamTlsSettings): string {
-  return `${variable} (upstreamTls.${environment}.${key})`;
+/** What one pipeline generation connects to its backends with: the running environment's TLS, and staging's for the shadow pool. */
+export interface BackendTls extends UpstreamTls {
+  /** upstreamTls.staging's, for shadow requests to an https:// staging; read only while shadowing is on. */
+  shadow?: UpstreamTlsOptions;
 }
 
-/** Reads the running environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
-export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl'>): UpstreamTls {
-  const { environment } = config;
+type TlsConfig = Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl'>;
+
+/**
+ * The words an operator knows each setting by: the variable sets only the running environment's key (load-config), so
+ * another environment's (staging's, read for shadowing) is named by its key alone.
+ */
+function settingName(config: Pick<GatewayConfig, 'environment'>, variable: string, environment: Environment, key: keyof UpstreamTlsSettings): string {
+  const setting = `upstreamTls.${environment}.${key}`;
+  return environment === config.environment ? `${variable} (${setting})` : setting;
+}
+
+/** Whether any operation is shadowed (a share above 0): only then are staging's TLS files read and watched. */
+export function shadowingOn(config: Pick<GatewayConfig, 'shadow'>): boolean {
+  return Object.values(config.shadow.sample).some((share) => share > 0);
+}
+
+/** The running environment's TLS, and staging's for the shadow pool when shadowing is on; each file fault names its setting. */
+export function readBackendTls(config: TlsConfig & Pick<GatewayConfig, 'shadow'>): BackendTls {
+  const served = readUpstreamTls(config, config.environment);
+  if (!shadowingOn(config)) return served;
+  return { ...served, shadow: config.environment === 'staging' ? served.connect : readUpstreamTls(config, 'staging').connect };
+}
+
+/** Reads one environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
+export function readUpstreamTls(config: TlsConfig, environment: Environment): UpstreamTls {
   const settings = config.upstreamTls[environment];
-  const plain = config.sources.find((source) => source.upstreamBaseUrl.startsWith('http:'));
-  if (plain !== undefined && upstreamTlsFiles(config).length + (settings.servername === null ? 0 : 1) > 0) {
+  // Only the running environment's backends are in `sources`: a plain one of staging's (a shadow target) just does not use these settings.
+  const plain = environment === config.environment ? config.sources.find((source) => source.upstreamBaseUrl.startsWith('http:')) : undefined;
+  if (plain !== undefined && filesOf(settings).length + (settings.servername === null ? 0 : 1) > 0) {
     // Certificates configured for a backend spoken to in plain HTTP: the operator meant TLS, and would not get it.
     // Both sides named as the operator set them: the TLS settings given, and the setting of the plain address.
     const given = (Object.keys(TLS_VARIABLES) as Array<keyof typeof TLS_VARIABLES>)
       .filter((key) => settings[key] !== null)
-      .map((key) => settingName(TLS_VARIABLES[key], environment, key));
+      .map((key) => settingName(config, TLS_VARIABLES[key], environment, key));
     const address =
       plain.key !== 'contract'
         ? plain.key.replace(/\.document$/, `.upstreams.${environment}`)
@@ -58,7 +82,7 @@ export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'ups
   const connect: UpstreamTlsOptions = { minVersion: settings.minVersion, rejectUnauthorized: true };
   let clientNotAfter: Date | undefined;
   if (settings.caFile !== null) {
-    const bundle = readCertificateBundle(settings.caFile, settingName('UPSTREAM_TLS_CA_FILE', environment, 'caFile'));
+    const bundle = readCertificateBundle(settings.caFile, settingName(config, 'UPSTREAM_TLS_CA_FILE', environment, 'caFile'));
     // `ca` replaces Node's store; `add` puts that store (with NODE_EXTRA_CA_CERTS, and the system's under --use-system-ca) back in.
     connect.ca = settings.caMode === 'add' ? [...getCACertificates('default'), ...bundle] : bundle;
   }
@@ -66,8 +90,8 @@ export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'ups
     const pair = readCertificatePair({
       certFile: settings.certFile,
       keyFile: settings.keyFile,
-      certSetting: settingName('UPSTREAM_TLS_CERT_FILE', environment, 'certFile'),
-      keySetting: settingName('UPSTREAM_TLS_KEY_FILE', environment, 'keyFile'),
+      certSetting: settingName(config, 'UPSTREAM_TLS_CERT_FILE', environment, 'certFile'),
+      keySetting: settingName(config, 'UPSTREAM_TLS_KEY_FILE', environment, 'keyFile'),
     });
     connect.cert = pair.cert;
     connect.key = pair.key;
@@ -84,8 +108,13 @@ export function readUpstreamTls(config: Pick<GatewayConfig, 'environment' | 'ups
   return clientNotAfter === undefined ? { connect } : { connect, clientNotAfter };
 }
 
-/** The files the running environment's upstream TLS reads, for the certificate watch. */
-export function upstreamTlsFiles(config: Pick<GatewayConfig, 'environment' | 'upstreamTls'>): string[] {
-  const { caFile, certFile, keyFile } = config.upstreamTls[config.environment];
+function filesOf({ caFile, certFile, keyFile }: UpstreamTlsSettings): string[] {
   return [caFile, certFile, keyFile].filter((file): file is string => file !== null);
+}
+
+/** The files the backends' TLS reads (readBackendTls), for the certificate watch: the running environment's, and staging's while shadowing is on. */
+export function upstreamTlsFiles(config: Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'shadow'>): string[] {
+  const files = filesOf(config.upstreamTls[config.environment]);
+  if (config.environment === 'staging' || !shadowingOn(config)) return files;
+  return [...new Set([...files, ...filesOf(config.upstreamTls.staging)])];
 }

@@ -1,11 +1,12 @@
 // Shadow traffic: a sample of production's requests sent again to staging once production has answered, on a pool of its own,
 // within its own cap, timeout and memory bound; staging's answer checked against the document and compared with production's.
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
 import { checkAnswerHead } from '../contract/check-answer.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { IdentityCaller } from '../identity/identity-signer.ts';
 import { checkBody } from '../proxy/answer-check.ts';
+import type { UpstreamTlsOptions } from '../proxy/upstream-tls.ts';
 import type { ShadowedRequest, ShadowSampler, ShadowTicket } from '../proxy/create-proxy.ts';
 import type { Clock } from '../time/clock.ts';
 import { compareAnswers, type CompareBounds, type ReadAnswer } from './compare-answers.ts';
@@ -29,6 +30,11 @@ export interface ShadowTrafficOptions {
     headersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
     stagingHeadersFor(caller: IdentityCaller): Promise<Readonly<Record<string, string>>>;
   };
+  /**
+   * What connections to an https:// target are made with: staging's (upstreamTls.staging, readBackendTls) for the shadow
+   * request, the running environment's for production's second answer. Absent: Node's defaults; verification is never off.
+   */
+  tls: { staging?: UpstreamTlsOptions; production?: UpstreamTlsOptions };
   sink: ShadowOutcomeSink;
   /** What this replica learnt about noise: shared by every pipeline generation. */
   noise: NoiseBook;
@@ -85,19 +91,33 @@ function checkNames(settings: ShadowSettings, operations: readonly Operation[]):
   }
 }
 
+/**
+ * undici's connector with one environment's TLS (plain net.connect for an http:// origin). The configured servername is put
+ * on each connection, as the proxy's connector does: undici would otherwise name the server from the request's host.
+ */
+function connectorWith(tls: UpstreamTlsOptions | undefined, timeoutMs: number): buildConnector.connector {
+  // Verification asked for last, whatever `tls` holds: NODE_TLS_REJECT_UNAUTHORIZED=0 would otherwise switch it off.
+  const connect = buildConnector({ ...tls, timeout: timeoutMs, rejectUnauthorized: true });
+  const servername = tls?.servername;
+  return servername === undefined ? connect : (connection, callback) => connect({ ...connection, servername }, callback);
+}
+
 /** The shadow pool and its bounds for one pipeline generation; a reload makes the next one with the settings then in force. */
 export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffic {
   const { settings, sink, counters, clock, noise } = options;
   checkNames(settings, options.operations);
   const random = options.random ?? Math.random;
   const bounds: CompareBounds = { maxBodyBytes: settings.maxBodyBytes, maxNodes: MAX_COMPARED_NODES };
-  // Its own connections, at most one per shadow in flight: production's pool never waits behind a stalled staging.
-  const agent = new Agent({
-    connections: settings.maxInFlight,
-    connectTimeout: settings.timeoutMs,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-  });
+  // Its own connections, at most one per shadow in flight per environment: production's pool never waits behind a stalled
+  // staging. One pool per environment, as each speaks TLS with its own environment's authorities and client certificate.
+  const poolWith = (tls: UpstreamTlsOptions | undefined) =>
+    new Agent({
+      connections: settings.maxInFlight,
+      connect: connectorWith(tls, settings.timeoutMs),
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+    });
+  const agents = { staging: poolWith(options.tls.staging), production: poolWith(options.tls.production) };
   let inFlight = 0;
   let held = 0;
 
@@ -118,6 +138,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
 
   /** One answer read whole within the bounds, its bytes counted against the memory bound until `release`. */
   async function fetchAnswer(
+    agent: Agent,
     origin: string,
     path: string,
     request: ShadowedRequest,
@@ -195,12 +216,13 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       const stagingHeaders = upstreamHeaders(request, await options.identity.stagingHeadersFor(request.caller), true);
       const askAgain = request.method === 'GET' && settings.noiseSample > 0 && random() < settings.noiseSample;
       const [staging, again] = await Promise.all([
-        fetchAnswer(targets.staging.origin, targets.staging.basePath + request.path, request, stagingHeaders, signal, hold),
+        fetchAnswer(agents.staging, targets.staging.origin, targets.staging.basePath + request.path, request, stagingHeaders, signal, hold),
         askAgain
           ? options.identity
               .headersFor(request.caller)
               .then((identity) =>
                 fetchAnswer(
+                  agents.production,
                   targets.production.origin,
                   targets.production.basePath + request.path,
                   request,
@@ -265,7 +287,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
     get heldBytes() {
       return held;
     },
-    close: () => agent.destroy(),
+    close: () => Promise.all([agents.staging.destroy(), agents.production.destroy()]).then(() => undefined),
   };
 
   function ticketFor(operation: Operation, targets: { production: Target; staging: Target }): ShadowTicket {

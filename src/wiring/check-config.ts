@@ -7,7 +7,7 @@ import { allOperations, loadApiVersions, type ApiVersion } from '../contract/api
 import type { Operation } from '../contract/operations.ts';
 import { loadUpstreamIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { compileBrownoutSchedule, type BrownoutSchedule } from '../policy/brownouts.ts';
-import { readUpstreamTls, type UpstreamTls } from '../proxy/upstream-tls.ts';
+import { readBackendTls, type BackendTls } from '../proxy/upstream-tls.ts';
 import { readListenerPairs, type ListenerPairs } from '../server/listener-tls.ts';
 import type { Clock } from '../time/clock.ts';
 
@@ -18,7 +18,7 @@ export interface CheckedConfig {
   schedule: BrownoutSchedule;
   identity: UpstreamIdentity;
   /** The running environment's upstream TLS, its files read. */
-  upstreamTls: UpstreamTls;
+  upstreamTls: BackendTls;
   /** The TLS listeners' certificate pairs, read from the running paths (`listen` is a restart setting). */
   listenerPairs: ListenerPairs;
   /** The digest logged at start and on reload (configurationHash). */
@@ -66,7 +66,7 @@ export async function checkConfig(config: GatewayConfig, options: CheckOptions):
   const identity = await loadUpstreamIdentity(config.upstreamIdentity, { environment: config.environment, clock: options.clock }).catch(
     (error: unknown) => void faults.push(faultOf(error)),
   );
-  const upstreamTls = attempt(() => readUpstreamTls(config));
+  const upstreamTls = attempt(() => readBackendTls(config));
   const listenerPairs = attempt(() => readListenerPairs(config.listen));
   const takeUp = attempt(() => options.readAdminTokens(config));
   // Read at start-up only (auth is a restart setting), checked here too: a file a reload accepts is one a restart accepts.

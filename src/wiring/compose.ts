@@ -30,7 +30,7 @@ import type { Clock } from '../time/clock.ts';
 import { loadUpstreamIdentity, unsignedIdentity, type UpstreamIdentity } from '../identity/upstream-identity.ts';
 import { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import { upstreamReachable } from '../proxy/upstream-reachable.ts';
-import { readUpstreamTls, upstreamTlsFiles, type UpstreamTls } from '../proxy/upstream-tls.ts';
+import { readBackendTls, upstreamTlsFiles, type BackendTls } from '../proxy/upstream-tls.ts';
 import { createListenerCertificates, readListenerPairs, type ListenerCertificates } from '../server/listener-tls.ts';
 import { gatewayAdminApi, redisAdmin, refuseTokenFileWithoutAdmin, type StoreAdmin } from './admin-operations.ts';
 import { buildPipeline, createLivePipeline, type PipelineShared } from './pipeline.ts';
@@ -129,7 +129,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     ].filter((file): file is string => file !== null);
   const certificateBaseline = certificateDigests(certificateFiles(config));
   // Read before any connection is opened: a certificate that does not parse stops start-up, naming its setting.
-  const upstreamTls = readUpstreamTls(config);
+  const upstreamTls = readBackendTls(config);
   const listenerPairs = readListenerPairs(config.listen);
   // The first version's check keeps its name (`upstream`); the others are named by their base path.
   const upstreamChecks: ReadinessCheck[] = versions.map(({ contract, source }, index) => ({
@@ -223,7 +223,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     shadowSink: shadowReport,
     noise: new NoiseBook(),
   };
-  const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity, tls: UpstreamTls) =>
+  const build = (served: GatewayConfig, documents: readonly ApiVersion[], asserted: UpstreamIdentity, tls: BackendTls) =>
     buildPipeline(served, documents, asserted, tls, shared);
   // The public listener's requests and responses, made with the prototypes of the generation that will serve them.
   const messages = createAppMessages();

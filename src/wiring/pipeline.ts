@@ -10,7 +10,7 @@ import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { UpstreamPoolReading } from '../observability/saturation-metrics.ts';
 import type { CircuitBreakers } from '../proxy/circuit-breakers.ts';
 import type { UpstreamPoolStats } from '../proxy/exchange.ts';
-import type { UpstreamTls } from '../proxy/upstream-tls.ts';
+import type { BackendTls } from '../proxy/upstream-tls.ts';
 import type { Serving } from '../server/request-tracker.ts';
 import { allOperations } from '../contract/api-versions.ts';
 import type { NoiseBook } from '../shadow/noise-book.ts';
@@ -31,7 +31,7 @@ export interface Pipeline {
   readonly config: GatewayConfig;
   readonly identity: UpstreamIdentity;
   /** The TLS its upstream pools connect with. */
-  readonly upstreamTls: UpstreamTls;
+  readonly upstreamTls: BackendTls;
   /** Serves a request, counted as this generation's until the tracker tells it the response closed (`answered`). */
   handle(req: IncomingMessage, res: ServerResponse): Serving;
   /** The prototypes this generation's app gives requests and responses: new ones are best made with them. */
@@ -49,7 +49,7 @@ export function buildPipeline(
   config: GatewayConfig,
   versions: readonly ApiVersion[],
   identity: UpstreamIdentity,
-  upstreamTls: UpstreamTls,
+  upstreamTls: BackendTls,
   shared: PipelineShared,
 ): Pipeline {
   const { breakers, shadowSink, noise, ...dependencies } = shared;
@@ -59,6 +59,7 @@ export function buildPipeline(
     settings: config.shadow,
     operations: allOperations(versions),
     identity,
+    tls: { production: upstreamTls.connect, ...(upstreamTls.shadow ? { staging: upstreamTls.shadow } : {}) },
     sink: shadowSink,
     noise,
     counters: { compared: metrics.shadowCompared, differed: metrics.shadowDiffered },

@@ -7,7 +7,7 @@ import { operationSunsets } from '../contract/operations.ts';
 import type { UpstreamIdentity } from '../identity/upstream-identity.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { BrownoutBoard } from '../policy/brownouts.ts';
-import type { UpstreamTls } from '../proxy/upstream-tls.ts';
+import type { BackendTls } from '../proxy/upstream-tls.ts';
 import type { ListenerCertificates } from '../server/listener-tls.ts';
 import type { Clock } from '../time/clock.ts';
 import { checkConfig, ConfigCheckError, type CheckedConfig } from './check-config.ts';
@@ -19,7 +19,7 @@ export interface ReloadDeps {
   /** The environment variables that override a value the file now gives (see shadowedByEnvironment). */
   shadowedSettings?: () => Array<{ variable: string; key: string }>;
   live: LivePipeline;
-  build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, upstreamTls: UpstreamTls) => Pipeline;
+  build: (config: GatewayConfig, versions: readonly ApiVersion[], identity: UpstreamIdentity, upstreamTls: BackendTls) => Pipeline;
   /** The TLS listeners' pairs: a reload's, read and checked with everything else, are taken up by their new connections. */
   certificates: ListenerCertificates;
   brownouts: BrownoutBoard;

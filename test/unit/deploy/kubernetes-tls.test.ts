@@ -8,7 +8,7 @@ import type { IContainer, IPodSpec, IService } from 'kubernetes-models/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ENV_KEYS, loadConfig } from '../../../src/config/load-config.ts';
-import { readUpstreamTls } from '../../../src/proxy/upstream-tls.ts';
+import { readBackendTls } from '../../../src/proxy/upstream-tls.ts';
 import { PROJECT_ROOT } from '../../../support/start-gateway-process.ts';
 import { find, KUBERNETES_DIR, kustomize, validateObject, type KubeObject } from './kustomize.ts';
 
@@ -144,7 +144,7 @@ describe.each(['production', 'staging'])('the TLS components on overlays/%s', (e
     expect(find<IService>(upstream, 'Service', NAME).spec!.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http' }]);
     // And needs the overlay to call the backend by https:// (docs/kubernetes.md): with the configuration's
     // http:// upstream, start-up refuses the settings rather than speak plain HTTP.
-    expect(() => readUpstreamTls(podConfig(upstream))).toThrow(/is plain http:\/\/; use its https:\/\/ address/);
+    expect(() => readBackendTls(podConfig(upstream))).toThrow(/is plain http:\/\/; use its https:\/\/ address/);
   });
 });
 
@@ -190,7 +190,7 @@ describe('deploy/kubernetes/examples/tls, production with both components and ce
     expect(envOf(objects()).UPSTREAM_URL).toMatch(/^https:\/\//);
     expect(podConfig(objects()).upstreamUrl).toMatch(/^https:\/\//);
     // Past the scheme check, to reading the mounted files, which only the pod has.
-    expect(() => readUpstreamTls(podConfig(objects()))).toThrow(/UPSTREAM_TLS_CA_FILE/);
-    expect(() => readUpstreamTls(podConfig(objects()))).not.toThrow(/plain http/);
+    expect(() => readBackendTls(podConfig(objects()))).toThrow(/UPSTREAM_TLS_CA_FILE/);
+    expect(() => readBackendTls(podConfig(objects()))).not.toThrow(/plain http/);
   });
 });

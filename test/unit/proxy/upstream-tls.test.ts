@@ -1,8 +1,8 @@
-// The running environment's upstream TLS read from its files, as a connection's options; refused where it would not apply.
+// The backends' TLS read from its files, as a connection's options: the running environment's, and staging's for shadows; refused where it would not apply.
 import { getCACertificates } from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
-import { readUpstreamTls, upstreamTlsFiles } from '../../../src/proxy/upstream-tls.ts';
+import { readBackendTls, upstreamTlsFiles } from '../../../src/proxy/upstream-tls.ts';
 import { createTestPki } from '../../helpers/test-certificates.ts';
 
 const pki = createTestPki();
@@ -11,20 +11,20 @@ const ca = pki.authority('ca');
 const client = ca.issue({ name: 'client' });
 const HTTPS = { UPSTREAM_URL: 'https://pets.internal:8443/v1' };
 
-describe('readUpstreamTls', () => {
+describe('readBackendTls', () => {
   it("is Node's defaults with TLS 1.2 at least and verification on when nothing is set", () => {
-    expect(readUpstreamTls(loadConfig(HTTPS))).toEqual({ connect: { minVersion: 'TLSv1.2', rejectUnauthorized: true } });
+    expect(readBackendTls(loadConfig(HTTPS))).toEqual({ connect: { minVersion: 'TLSv1.2', rejectUnauthorized: true } });
   });
 
   it('trusts only the CA file in replace mode, and adds it to the default store in add mode', () => {
-    const replaced = readUpstreamTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CA_FILE: ca.certFile }));
+    const replaced = readBackendTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CA_FILE: ca.certFile }));
     expect(replaced.connect.ca).toEqual([ca.cert]);
-    const added = readUpstreamTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CA_FILE: ca.certFile, UPSTREAM_TLS_CA_MODE: 'add' }));
+    const added = readBackendTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CA_FILE: ca.certFile, UPSTREAM_TLS_CA_MODE: 'add' }));
     expect(added.connect.ca).toEqual([...getCACertificates('default'), ca.cert]);
   });
 
   it('offers the client certificate, with its notAfter, and the server name', () => {
-    const tls = readUpstreamTls(
+    const tls = readBackendTls(
       loadConfig({ ...HTTPS, UPSTREAM_TLS_CERT_FILE: client.certFile, UPSTREAM_TLS_KEY_FILE: client.keyFile, UPSTREAM_TLS_SERVERNAME: 'pets.example' }),
     );
     expect(tls.connect.cert?.toString()).toBe(client.cert);
@@ -35,13 +35,13 @@ describe('readUpstreamTls', () => {
 
   it("names the variable of a client key that is not the certificate's", () => {
     const other = ca.issue({ name: 'other' });
-    expect(() => readUpstreamTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CERT_FILE: client.certFile, UPSTREAM_TLS_KEY_FILE: other.keyFile }))).toThrow(
+    expect(() => readBackendTls(loadConfig({ ...HTTPS, UPSTREAM_TLS_CERT_FILE: client.certFile, UPSTREAM_TLS_KEY_FILE: other.keyFile }))).toThrow(
       /^UPSTREAM_TLS_KEY_FILE \(upstreamTls\.staging\.keyFile\): the key in /,
     );
   });
 
   it('refuses TLS settings for an upstream spoken to in plain HTTP', () => {
-    expect(() => readUpstreamTls(loadConfig({ UPSTREAM_URL: 'http://pets.internal/v1', UPSTREAM_TLS_CA_FILE: ca.certFile }))).toThrow(
+    expect(() => readBackendTls(loadConfig({ UPSTREAM_URL: 'http://pets.internal/v1', UPSTREAM_TLS_CA_FILE: ca.certFile }))).toThrow(
       'UPSTREAM_TLS_CA_FILE (upstreamTls.staging.caFile): set, but the upstream of contract (http://pets.internal/v1, from UPSTREAM_URL (upstreamUrl)) is plain http://; use its https:// address there, or unset them',
     );
   });
@@ -49,5 +49,40 @@ describe('readUpstreamTls', () => {
   it('lists the files it reads, for the certificate watch', () => {
     const config = loadConfig({ ...HTTPS, UPSTREAM_TLS_CA_FILE: ca.certFile, UPSTREAM_TLS_CERT_FILE: client.certFile, UPSTREAM_TLS_KEY_FILE: client.keyFile });
     expect(upstreamTlsFiles(config)).toEqual([ca.certFile, client.certFile, client.keyFile]);
+  });
+
+  describe("staging's, for the shadow pool of a production gateway", () => {
+    const PRODUCTION = { ...HTTPS, GATEWAY_ENVIRONMENT: 'production' };
+    const stagingTls = { upstreamTls: { staging: { caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile, servername: 'staging.pets' } } };
+
+    it('is read from upstreamTls.staging while shadowing is on', () => {
+      const tls = readBackendTls(loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '0.5' }, stagingTls));
+      expect(tls.connect).toEqual({ minVersion: 'TLSv1.2', rejectUnauthorized: true });
+      expect(tls.shadow).toEqual({
+        ca: [ca.cert],
+        cert: Buffer.from(client.cert),
+        key: Buffer.from(client.key),
+        servername: 'staging.pets',
+        minVersion: 'TLSv1.2',
+        rejectUnauthorized: true,
+      });
+    });
+
+    it('is neither read nor watched while shadowing is off', () => {
+      const config = loadConfig(PRODUCTION, { upstreamTls: { staging: { caFile: '/nowhere/ca.pem' } } });
+      expect(readBackendTls(config)).toEqual({ connect: { minVersion: 'TLSv1.2', rejectUnauthorized: true } });
+      expect(upstreamTlsFiles(config)).toEqual([]);
+    });
+
+    it('refuses a bad file, naming the setting by its key (no variable sets it)', () => {
+      const other = ca.issue({ name: 'other' });
+      const config = loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '1' }, { upstreamTls: { staging: { certFile: client.certFile, keyFile: other.keyFile } } });
+      expect(() => readBackendTls(config)).toThrow(/^upstreamTls\.staging\.keyFile: the key in /);
+    });
+
+    it("adds staging's files to the certificate watch while shadowing is on", () => {
+      const config = loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '0.01', UPSTREAM_TLS_CA_FILE: ca.certFile }, stagingTls);
+      expect(upstreamTlsFiles(config)).toEqual([ca.certFile, client.certFile, client.keyFile]);
+    });
   });
 });
