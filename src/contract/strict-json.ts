@@ -1,4 +1,5 @@
 // Strict JSON for request bodies and backend answers: fatal UTF-8, RFC 8259 grammar, unique member names; for requests, numbers with their spelling.
+import { isUtf8 } from 'node:buffer';
 
 /** A number written with a fraction, an exponent or as `-0` although its value is an integer (`1.0`, `1e2`, `-0`). */
 export interface NonCanonicalInteger {
@@ -56,9 +57,12 @@ const LITERALS: ReadonlyArray<readonly [string, boolean | null]> = [
 class Refusal {
   readonly reason: string;
   readonly bound: JsonBound | undefined;
-  constructor(reason: string, bound?: JsonBound) {
+  /** The cursor when refused (bounds only). */
+  readonly at: number;
+  constructor(reason: string, bound?: JsonBound, at = 0) {
     this.reason = reason;
     this.bound = bound;
+    this.at = at;
   }
 }
 
@@ -70,6 +74,15 @@ class Refusal {
 export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
   const { maxDepth = 64, spellings = true, maxValues = Number.POSITIVE_INFINITY } = options;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
+  if (maxValues !== Number.POSITIVE_INFINITY && bytes.length > FIRST_PREFIX_BYTES) {
+    // Bounded (answers): the whole body is validated as UTF-8 without making a string of it, and only a prefix is decoded and
+    // parsed while that settles it; a hostile body stops at the bound in its first kilobytes, not after decoding all of it.
+    if (!isUtf8(bytes)) return { ok: false, reason: 'is not valid UTF-8' };
+    for (let size = FIRST_PREFIX_BYTES; size < bytes.length; size *= 4) {
+      const refused = boundWithin(decoder.decode(bytes.subarray(0, characterStart(bytes, size))), maxDepth, spellings, maxValues);
+      if (refused !== undefined) return refused;
+    }
+  }
   let text: string;
   try {
     text = decoder.decode(bytes);
@@ -79,10 +92,39 @@ export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}):
   try {
     return { ok: true, ...parseText(text, maxDepth, spellings, maxValues) };
   } catch (error) {
-    if (error instanceof Refusal)
-      return error.bound !== undefined ? { ok: false, reason: error.reason, bound: error.bound } : { ok: false, reason: error.reason };
+    if (error instanceof Refusal) return refusalOf(error);
     throw error;
   }
+}
+
+/** The first prefix of a bounded body parsed: 4,096 values of `0.0,` fit in 16 KiB; each further prefix is four times longer. */
+const FIRST_PREFIX_BYTES = 16_384;
+
+function refusalOf(error: Refusal): JsonBodyParse {
+  return error.bound !== undefined ? { ok: false, reason: error.reason, bound: error.bound } : { ok: false, reason: error.reason };
+}
+
+/** The largest index at or before `at` where a UTF-8 character starts (`bytes` is valid UTF-8), so a prefix ends between characters. */
+function characterStart(bytes: Uint8Array, at: number): number {
+  let start = at;
+  while (start > 0 && (bytes[start]! & 0xc0) === 0x80) start--;
+  return start;
+}
+
+/**
+ * The bound a body's prefix already goes past, read no further than the prefix: then the whole body's parse refuses alike, having
+ * read the same characters. Undefined when the prefix does not settle it (the parse reached its end, or it refused otherwise).
+ */
+function boundWithin(prefix: string, maxDepth: number, spellings: boolean, maxValues: number): JsonBodyParse | undefined {
+  try {
+    parseText(prefix, maxDepth, spellings, maxValues);
+  } catch (error) {
+    if (!(error instanceof Refusal)) throw error;
+    // The cursor only moves forward and a look past the end either moves it past the end or refuses as not JSON: a bound refused
+    // with the cursor inside the prefix was reached reading the prefix alone.
+    if (error.bound !== undefined && error.at < prefix.length) return refusalOf(error);
+  }
+  return undefined;
 }
 
 // One recursive descent over the text and a shared cursor; it stays whole in one file, though past
@@ -121,7 +163,7 @@ function parseText(text: string, maxDepth: number, spellings: boolean, maxValues
 
   /** One more value or member name read: past `maxValues`, the rest is not. */
   function count(): void {
-    if (++values > maxValues) throw new Refusal(`has more than ${maxValues} values and member names`, 'values');
+    if (++values > maxValues) throw new Refusal(`has more than ${maxValues} values and member names`, 'values', i);
   }
 
   function parseValue(): unknown {
@@ -142,7 +184,7 @@ function parseText(text: string, maxDepth: number, spellings: boolean, maxValues
   }
 
   function enter(): void {
-    if (depth >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`, 'depth');
+    if (depth >= maxDepth) throw new Refusal(`is nested more than ${maxDepth} levels deep`, 'depth', i);
     depth++;
   }
 

@@ -104,6 +104,40 @@ describe('parseJsonBody refuses', () => {
     expect(parseJsonBody(utf8(`[${Array(65_504).fill('0.0').join(',')}]`), { maxValues: 16_384, spellings: false })).toEqual(tooMany(16_384));
   });
 
+  describe('a bounded body over 16 KiB, parsed from a prefix while the prefix settles it, refuses as the whole one does', () => {
+    const tooMany = (values: number) => ({ ok: false, reason: `has more than ${values} values and member names`, bound: 'values' });
+
+    it('invalid UTF-8 or a byte order mark past the prefix is still refused as such, not as past the bound', () => {
+      const flat = `[${Array(65_504).fill('0.0').join(',')}]`;
+      expect(parseJsonBody(Buffer.concat([utf8(flat.slice(0, -1)), Buffer.from([0xff]), utf8(']')]), { maxValues: 4_096 })).toEqual({
+        ok: false,
+        reason: 'is not valid UTF-8',
+      });
+      expect(parseJsonBody(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), utf8(flat)]), { maxValues: 4_096 })).toEqual({
+        ok: false,
+        reason: 'must not start with a byte order mark',
+      });
+      expect(parseJsonBody(utf8(flat), { maxValues: 4_096 })).toEqual(tooMany(4_096));
+    });
+
+    it('a bound first reached past the first prefix, or a prefix cut inside a character, reads on', () => {
+      // 4,097 strings of 9 bytes: the bound is reached past 32 KiB.
+      expect(parseJsonBody(utf8(`[${Array(4_097).fill('"aaaaaaa"').join(',')}]`), { maxValues: 4_096 })).toEqual(tooMany(4_096));
+      // Two-byte characters across the first prefix's end: the value at the bound is the same.
+      const wide = `[${Array(4_000).fill('"éé"').join(',')}]`;
+      expect(parseJsonBody(utf8(wide), { maxValues: 4_000 })).toEqual(tooMany(4_000));
+      expect(parseJsonBody(utf8(wide), { maxValues: 4_001 })).toEqual({ ok: true, value: Array(4_000).fill('éé'), nonCanonicalIntegers: [] });
+    });
+
+    it('a prefix ending where the next character would close an array does not count a value that is not there', () => {
+      // The inner `[` is the first prefix's last character and its `]` the next: 8,193 values, within a bound of 8,193.
+      const body = `[${'0,'.repeat(8_191)}[]]`;
+      expect(body.indexOf('[]')).toBe(16_383);
+      expect(parseJsonBody(utf8(body), { maxValues: 8_193 }).ok).toBe(true);
+      expect(parseJsonBody(utf8(body), { maxValues: 8_192 })).toEqual(tooMany(8_192));
+    });
+  });
+
   it('records no spellings when told not to, and still refuses a member named twice', () => {
     expect(parseJsonBody(utf8('{"a":[1.0,2e0]}'), { spellings: false })).toEqual({ ok: true, value: { a: [1, 2] }, nonCanonicalIntegers: [] });
     expect(parseJsonBody(utf8('{"a":{"b":1,"b":2}}'), { spellings: false }).ok).toBe(false);
