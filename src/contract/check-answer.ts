@@ -85,10 +85,14 @@ export function checkAnswerHead(
 }
 
 /**
- * Checks a body (decoded, whole) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
+ * Checks a body (decoded, whole; or the parts it arrived in) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
  * (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one answer's check costs bounded CPU.
  */
-export function checkAnswerBody({ declared, content }: BodyRule, status: number, body: Uint8Array): ContractViolation | BodyPastBound | undefined {
+export function checkAnswerBody(
+  { declared, content }: BodyRule,
+  status: number,
+  body: Uint8Array | readonly Uint8Array[],
+): ContractViolation | BodyPastBound | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
   const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false });

@@ -1,5 +1,5 @@
 // Strict JSON for request bodies and backend answers: fatal UTF-8, RFC 8259 grammar, unique member names; for requests, numbers with their spelling.
-import { isUtf8 } from 'node:buffer';
+import { byteLength, isUtf8Parts, prefixOf } from './body-parts.ts';
 
 /** A number written with a fraction, an exponent or as `-0` although its value is an integer (`1.0`, `1e2`, `-0`). */
 export interface NonCanonicalInteger {
@@ -70,19 +70,25 @@ class Refusal {
  * Parses a request body, never throwing. Refused, with a reason that reads after "Request body": invalid UTF-8, a BOM, anything
  * RFC 8259 does not allow, a member name twice in one object, an escaped lone surrogate (U+FFFD elsewhere, making names equal),
  * nesting beyond `maxDepth`. Integers beyond double precision become a safe integer of their sign in the int64 range, else one it refuses.
+ * The body may be given as the parts it arrived in.
  */
-export function parseJsonBody(bytes: Uint8Array, options: JsonBodyOptions = {}): JsonBodyParse {
+export function parseJsonBody(body: Uint8Array | readonly Uint8Array[], options: JsonBodyOptions = {}): JsonBodyParse {
   const { maxDepth = 64, spellings = true, maxValues = Number.POSITIVE_INFINITY } = options;
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
-  if (maxValues !== Number.POSITIVE_INFINITY && bytes.length > FIRST_PREFIX_BYTES) {
-    // Bounded (answers): the whole body is validated as UTF-8 without making a string of it, and only a prefix is decoded and
-    // parsed while that settles it; a hostile body stops at the bound in its first kilobytes, not after decoding all of it.
-    if (!isUtf8(bytes)) return { ok: false, reason: 'is not valid UTF-8' };
-    for (let size = FIRST_PREFIX_BYTES; size < bytes.length; size *= 4) {
+  const parts = body instanceof Uint8Array ? [body] : body;
+  const start = prefixOf(parts, 3);
+  if (start[0] === 0xef && start[1] === 0xbb && start[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
+  if (maxValues !== Number.POSITIVE_INFINITY && byteLength(parts) > FIRST_PREFIX_BYTES) {
+    // Bounded (answers): the whole body is validated as UTF-8 without making a string of it or joining its parts, and only a prefix
+    // is decoded and parsed while that settles it; a hostile body stops at the bound in its first kilobytes, not after all of it.
+    if (!isUtf8Parts(parts)) return { ok: false, reason: 'is not valid UTF-8' };
+    for (let size = FIRST_PREFIX_BYTES; size < byteLength(parts); size *= 4) {
+      // One byte more than the prefix: whether the prefix's end cuts a character.
+      const bytes = prefixOf(parts, size + 1);
       const refused = boundWithin(decoder.decode(bytes.subarray(0, characterStart(bytes, size))), maxDepth, spellings, maxValues);
       if (refused !== undefined) return refused;
     }
   }
+  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   let text: string;
   try {
     text = decoder.decode(bytes);

@@ -35,8 +35,8 @@ export class AnswerCheckHandler implements ChainHandler, AnswerFindings {
   private limit = 0;
   /** Enforce: the answer waits in `copy` until it is checked; the relay has not seen its head. */
   private holding = false;
-  /** Report: the whole body, checked when the relay settles (after the client has it). */
-  private whole: Buffer | undefined;
+  /** Report: the whole body's parts, checked when the relay settles (after the client has it). */
+  private whole: Buffer[] | undefined;
 
   constructor(next: AnswerRelay, check: AnswerCheck, res: ServerResponse) {
     this.next = next;
@@ -135,14 +135,15 @@ export class AnswerCheckHandler implements ChainHandler, AnswerFindings {
       next.onResponseEnd(controller, trailers);
       return;
     }
-    const body = copy.length === 1 ? copy[0]! : Buffer.concat(copy, this.copySize);
+    this.copy = undefined;
+    // The copy's parts are checked as they arrived, not joined (a body stopped at a bound early is never joined).
     if (this.status < 400 && !this.holding) {
       // Report: the answer is complete for the client before its copy is checked (verdict(), as the relay settles).
-      this.whole = body;
+      this.whole = copy;
       next.onResponseEnd(controller, trailers);
       return;
     }
-    this.found = this.checkWhole(body);
+    this.found = this.checkWhole(copy);
     if (refusedUnderEnforce(this.check, this.found)) {
       next.refuseAnswer(this.status, contractViolationError());
       return;
@@ -162,7 +163,7 @@ export class AnswerCheckHandler implements ChainHandler, AnswerFindings {
     if (error !== ANSWER_REFUSED) this.next.onResponseError(controller, error);
   }
 
-  private checkWhole(body: Buffer): AnswerVerdict {
+  private checkWhole(body: Buffer[]): AnswerVerdict {
     return checkBody(this.check, this.rule!, this.status, this.headers['content-encoding'], body);
   }
 }

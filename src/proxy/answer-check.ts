@@ -83,13 +83,21 @@ export function codingsOf(contentEncoding: string | string[] | undefined): Decod
 }
 
 /**
- * Checks a whole body against what its head fell under, decoding its Content-Encoding first, the last coding applied first (bounded:
+ * Checks a whole body (or the parts it arrived in) against what its head fell under, decoding its Content-Encoding first, the last coding applied first (bounded:
  * a body that inflates past the bound at any step is relayed unchecked, like one that arrives over it).
  */
-export function checkBody(check: AnswerCheck, rule: BodyRule, status: number, contentEncoding: string | string[] | undefined, body: Buffer): AnswerVerdict {
+export function checkBody(
+  check: AnswerCheck,
+  rule: BodyRule,
+  status: number,
+  contentEncoding: string | string[] | undefined,
+  body: Buffer | readonly Buffer[],
+): AnswerVerdict {
   const decoders = codingsOf(contentEncoding);
   if (decoders === undefined) return UNKNOWN_CODING;
-  let decoded = body;
+  // Not encoded, the parts are parsed as they arrived: a body stopped at a bound in its first kilobytes is never joined.
+  if (decoders.length === 0) return verdictOf(check, checkAnswerBody(rule, status, body));
+  let decoded = Buffer.isBuffer(body) ? body : Buffer.concat(body);
   for (let at = decoders.length - 1; at >= 0; at--) {
     try {
       decoded = decoders[at]!(decoded, { maxOutputLength: check.maxBodyBytes });
@@ -98,7 +106,10 @@ export function checkBody(check: AnswerCheck, rule: BodyRule, status: number, co
       return violation(check, { kind: 'unparseable_body', response: rule.declared.key, pointer: '', keyword: 'content-encoding' });
     }
   }
-  const found = checkAnswerBody(rule, status, decoded);
+  return verdictOf(check, checkAnswerBody(rule, status, decoded));
+}
+
+function verdictOf(check: AnswerCheck, found: ReturnType<typeof checkAnswerBody>): AnswerVerdict {
   if (found === undefined) return VALID;
   return typeof found === 'string' ? PAST_BOUND[found] : violation(check, found);
 }

@@ -129,6 +129,23 @@ describe('parseJsonBody refuses', () => {
       expect(parseJsonBody(utf8(wide), { maxValues: 4_001 })).toEqual({ ok: true, value: Array(4_000).fill('éé'), nonCanonicalIntegers: [] });
     });
 
+    it('given as the parts it arrived in, wherever they are cut, parses as the parts joined', () => {
+      const bodies = [`[${Array(65_504).fill('0.0').join(',')}]`, `[${Array(4_000).fill('"éé€😀"').join(',')}]`, `${'['.repeat(40)}${' '.repeat(20_000)}`];
+      fc.assert(
+        fc.property(
+          fc.constantFrom(...bodies.map(utf8)),
+          fc.array(fc.nat(), { maxLength: 8 }),
+          fc.constantFrom(4_000, 4_001, 4_096, 100_000),
+          (body, cuts, maxValues) => {
+            const at = [0, ...cuts.map((cut) => cut % (body.length + 1)).sort((a, b) => a - b), body.length];
+            const parts = at.slice(1).map((end, index) => body.subarray(at[index], end));
+            expect(parseJsonBody(parts, { maxValues, spellings: false })).toEqual(parseJsonBody(body, { maxValues, spellings: false }));
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
+
     it('a prefix ending where the next character would close an array does not count a value that is not there', () => {
       // The inner `[` is the first prefix's last character and its `]` the next: 8,193 values, within a bound of 8,193.
       const body = `[${'0,'.repeat(8_191)}[]]`;
