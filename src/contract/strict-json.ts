@@ -74,10 +74,12 @@ class Refusal {
  */
 export function parseJsonBody(body: Uint8Array | readonly Uint8Array[], options: JsonBodyOptions = {}): JsonBodyParse {
   const { maxDepth = 64, spellings = true, maxValues = Number.POSITIVE_INFINITY } = options;
-  const parts = body instanceof Uint8Array ? [body] : body;
-  const start = prefixOf(parts, 3);
+  // A request's body comes whole: no parts made for it, so request validation costs what it did.
+  const start = body instanceof Uint8Array ? body : prefixOf(body, 3);
   if (start[0] === 0xef && start[1] === 0xbb && start[2] === 0xbf) return { ok: false, reason: 'must not start with a byte order mark' };
-  if (maxValues !== Number.POSITIVE_INFINITY && byteLength(parts) > PREFIX_BYTES) {
+  const whole = body instanceof Uint8Array ? body : undefined;
+  if (maxValues !== Number.POSITIVE_INFINITY && (whole?.length ?? byteLength(body as readonly Uint8Array[])) > PREFIX_BYTES) {
+    const parts = whole === undefined ? (body as readonly Uint8Array[]) : [whole];
     // Bounded (answers): the whole body is validated as UTF-8 without making a string of it or joining its parts, and its prefix
     // alone is decoded and parsed first; a hostile body stops at the bound in its first kilobytes, not after all of it is decoded.
     if (!isUtf8Parts(parts)) return { ok: false, reason: 'is not valid UTF-8' };
@@ -86,7 +88,7 @@ export function parseJsonBody(body: Uint8Array | readonly Uint8Array[], options:
     const refused = boundWithin(decoder.decode(head.subarray(0, characterStart(head, PREFIX_BYTES))), maxDepth, spellings, maxValues);
     if (refused !== undefined) return refused;
   }
-  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  const bytes = whole ?? (body.length === 1 ? (body as readonly Uint8Array[])[0]! : Buffer.concat(body as readonly Uint8Array[]));
   let text: string;
   try {
     text = decoder.decode(bytes);
