@@ -29,7 +29,8 @@ export function privateRedisArgs(port: number, dir: string): string[] {
   return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
 }
 
-async function waitForPing(port: number, password: string | undefined, child?: ChildProcess, deadlineMs = 5000): Promise<void> {
+/** Resolves once the server on `port` answers PING; throws PortTaken as soon as `child` has exited. */
+export async function waitForPing(port: number, password: string | undefined, child?: ChildProcess, deadlineMs = 5000): Promise<void> {
   const deadline = Date.now() + scaled(deadlineMs);
   while (Date.now() < deadline) {
     // Exited: the port was taken between the pick and its bind (the caller tries another).
@@ -60,7 +61,7 @@ function launch(port: number, dir: string, password: string | undefined, env: No
   return child;
 }
 
-class PortTaken extends Error {
+export class PortTaken extends Error {
   constructor(port: number) {
     super(`redis-server could not listen on port ${port}`);
   }

@@ -34,7 +34,18 @@ export async function startPrometheus(targets: string[], jobName: string): Promi
     { stdio: 'ignore' },
   );
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200, 20_000, 100);
+  try {
+    await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200, 20_000, 100);
+  } catch (error) {
+    // Not left running when it never got ready: the caller has nothing to stop.
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url,
     async exemplars(expr, seconds) {

@@ -23,7 +23,7 @@ type Name = 'limited' | 'quota' | 'plain' | 'revoked';
 
 let cluster: PrivateCluster;
 let backend: SampleBackend;
-let gateways: GatewayProcess[] = [];
+const gateways: GatewayProcess[] = [];
 let client: RedisClient;
 let admin: KeyAdmin;
 const keys = {} as Record<Name, { id: string; key: string }>;
@@ -52,7 +52,8 @@ beforeAll(async () => {
     RATE_LIMIT_WINDOW_MS: String(WINDOW_MS),
     USAGE_FLUSH_MS: '100',
   };
-  gateways = [await startGatewayProcess(env), await startGatewayProcess(env)];
+  // One at a time into `gateways`: if the second fails to start, afterAll still stops the first.
+  for (let started = 0; started < 2; started++) gateways.push(await startGatewayProcess(env));
   client = createRedisClient(
     {
       url: 'redis://unused',
