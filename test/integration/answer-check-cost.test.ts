@@ -137,9 +137,15 @@ describe.each([
     const figures = `CPU ${checked.cpuMs.toFixed(0)} ms checked, ${unchecked.cpuMs.toFixed(0)} ms unchecked; /healthz p99 ${checkedP99.toFixed(1)} ms checked, ${uncheckedP99.toFixed(1)} ms unchecked`;
     // Before: 160-700 ms of CPU per nested answer, about 20 ms per flat one, /healthz p50 past a second.
     expect((checked.cpuMs - unchecked.cpuMs) / (16 * ROUNDS), figures).toBeLessThan(5);
-    // Under 50 ms where the machine lets the unchecked gateway answer /healthz in time; where it does not (a machine busier than
-    // TEST_TIME_SCALE allows for keeps /healthz waiting with or without checks), the checks add under 25 ms to what it waits.
-    expect(checkedP99, figures).toBeLessThan(Math.max(scaled(50), uncheckedP99 + scaled(25)));
+    // The p99 under 50 ms, read as a count so that one pause of the machine's (or of this process's garbage collector, which both
+    // gateways and the probes share) does not decide it: of the checked gateway's probes, at most 1% and one more than of the
+    // unchecked one's, in turns with it, take 50 ms or longer. On a quiet machine the unchecked gateway has none, and this is the
+    // p99 itself; where the machine keeps even the unchecked gateway waiting, it is what the checks add.
+    const slow = (probes: number[]) => probes.filter((ms) => ms >= scaled(50)).length;
+    expect(
+      slow(checked.probes),
+      `${figures}; probes of 50 ms or longer: ${slow(checked.probes)} of ${checked.probes.length} checked, ${slow(unchecked.probes)} of ${unchecked.probes.length} unchecked`,
+    ).toBeLessThanOrEqual(Math.floor(checked.probes.length * 0.01) + 1 + slow(unchecked.probes));
     const counted = (await checkedEdge.gateway.scrape())
       .split('\n')
       .find((line) => line.startsWith(`petstore_gateway_upstream_contract_unchecked_total{operation="listPets",reason="${reason}"`));
