@@ -1,5 +1,5 @@
 // Invariant f against the off twin: what checking answers (report, enforce) changed in an answer the client got.
-import { describe, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
+import { afterStray, describe, reach, stallsIn, upstreamPlaces } from './answer-facts.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
@@ -30,7 +30,11 @@ function difference(answer: ReceivedResponse, twin: ReceivedResponse): string | 
 /**
  * report (every answer) and enforce (answers on the document): the client's answer is the one the off twin's client got for the
  * same request, status, headers but Date, body. Compared where both are deterministic: both whole, the upstream's answer whole
- * and truly framed, nothing in the case to time anything out, and the request reached both upstreams.
+ * and truly framed, nothing in the case to time anything out, the request reached both upstreams, and in both or in neither
+ * did it follow, on its upstream connection, an answer after which the upstream wrote stray bytes. The upstream writes those
+ * when the next request arrives there or after `lateMs`: whether a gateway sent one there first (its answer then refused, as
+ * another request's or unreadable) or the stray closed the idle connection first (the request then sent on a new one) is each
+ * gateway's own timing, not what checking answers changed.
  */
 export function checkAgainstTwin(
   edgeCase: EdgeCase,
@@ -50,6 +54,7 @@ export function checkAgainstTwin(
     const twinStream = parseReceived(theirs.received, bodiless, theirs.end !== 'done').responses;
     script.requests.forEach((request, i) => {
       if (request.end > Math.min(ours.written, theirs.written) || !places.has(request.tag) || !twinPlaces.has(request.tag)) return;
+      if (afterStray(edgeCase, places, request.tag) !== afterStray(edgeCase, twinPlaces, request.tag)) return;
       const [answer, twinAnswer] = [ourStream[i], twinStream[i]];
       if (answer === undefined || twinAnswer === undefined || !answer.complete || !twinAnswer.complete) return;
       const behaviour = edgeCase.upstream[request.tag] ?? PLAIN_ANSWER;
