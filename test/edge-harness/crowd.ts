@@ -54,7 +54,10 @@ export async function runCrowdCase(spec: CrowdSpec, environment: HarnessEnvironm
     // A keyed crowd's requests are real work at the upstream, each in flight until its answer is handed over (a stalled stream
     // until sendTimeoutMs): slots for each of them and the witness. The document is answered whole at once: a crowd asking
     // for it must hold no slot at all, so the slots are fewer than its connections.
-    const maxInFlight = spec.neverReading.keyed ? spec.neverReading.connections + spec.maxInFlight : spec.maxInFlight;
+    // The posters' requests are in flight too, for the moment before their refusal (the key's lookup, then the refusal): sent
+    // alongside the witness's, they would shed it at a cap that counted no slot for them.
+    const crowdSlots = (spec.neverReading.keyed ? spec.neverReading.connections : 0) + spec.posters.connections;
+    const maxInFlight = crowdSlots + spec.maxInFlight;
     const gateway = await startCaseGateway({ ...base, listen: { ...base.listen, maxConnections, sendTimeoutMs, maxInFlight } });
     try {
       const open = (bytes: string) => {
