@@ -13,6 +13,7 @@ import type { RedisCommandKind, RedisCommandObserver } from '../redis/command-ti
 import { QUOTA_PERIODS, type QuotaPeriod } from '../limits/quota-periods.ts';
 import { ADMIN_ACTIONS, ADMIN_RESULTS, type AdminAction, type AdminResult } from './admin-actions.ts';
 import { boundCounter, type BoundCounter } from '../forks/bound-series.ts';
+import { RETIRE_REASONS, type RetireReason } from '../forks/upstream-stray-bytes.ts';
 import { ExemplarSeries } from './exemplar-series.ts';
 import { ExpositionRegistry } from './exposition.ts';
 import { renderOpenMetrics } from './open-metrics.ts';
@@ -112,6 +113,8 @@ export interface GatewayMetrics {
   upstreamFailed(operation: string, kind: UpstreamFailureKind): void;
   /** Header fields of one backend answer the relay policy dropped. */
   upstreamHeadersDropped(operation: string, count: number): void;
+  /** An upstream connection the stray-byte watch closed (src/forks/upstream-stray-bytes.ts), and why. */
+  upstreamConnectionRetired(reason: RetireReason): void;
   /** A backend 401 or 403, answered 502 upstream_refused_identity. */
   upstreamRefusedIdentity(operation: string, upstreamStatus: number): void;
   /** A backend answer checked against the document (config `contractResponses`), and what was found. */
@@ -205,6 +208,12 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     'operation',
     'kind',
   ]);
+  const retiredConnections = counter(
+    'upstream_connections_retired_total',
+    `Upstream HTTP/1.1 connections closed, never to be used again, because bytes arrived outside an answer, by reason (${RETIRE_REASONS.join(', ')}).`,
+    ['reason'],
+  );
+  for (const reason of RETIRE_REASONS) retiredConnections.inc({ reason, environment }, 0);
   // By operation only: the names are the backend's to invent, and a label per name would be unbounded.
   const droppedHeaders = counter(
     'upstream_response_headers_dropped_total',
@@ -483,6 +492,7 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     },
     upstreamFailed: (operation, kind) => upstreamErrors.inc({ operation, kind, environment }),
     upstreamHeadersDropped: (operation, count) => droppedFor(operation).inc(count),
+    upstreamConnectionRetired: (reason) => retiredConnections.inc({ reason, environment }),
     upstreamRefusedIdentity: (operation, upstreamStatus) => refusedIdentity.inc({ operation, upstream_status: String(upstreamStatus), environment }),
     upstreamContractChecked(operation, upstreamStatus, verdict) {
       if (verdict.result === 'unchecked') {

@@ -3,6 +3,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { GatewayError } from '../errors/gateway-error.ts';
+import type { OnRetired } from '../forks/upstream-stray-bytes.ts';
 import type { AnswerCheck, AnswerVerdict } from './answer-check.ts';
 import type { RequestIdEcho } from './answer-binding.ts';
 import type { UpstreamFailureKind } from './upstream-failure.ts';
@@ -28,6 +29,8 @@ export interface UpstreamOptions {
   requestIdEcho?: RequestIdEcho;
   /** Told the notAfter of the certificate an https:// upstream presents on each new connection (the expiry metric). */
   onServerCertificate?: (origin: string, notAfter: Date) => void;
+  /** Told each HTTP/1.1 connection closed for bytes outside an answer, and why (the retired-connections metric). */
+  onConnectionRetired?: OnRetired;
 }
 
 export interface UpstreamRequest {

@@ -58,7 +58,7 @@ function tlsConnector(target: URL, options: UpstreamOptions, alerts: TlsAlerts):
         const tlsSocket = socket as TLSSocket;
         alerts.watch(tlsSocket);
         // An HTTP/2 connection's streams cannot be confused; its bytes are the session's to read.
-        if (tlsSocket.alpnProtocol !== 'h2') watchStrayBytes(tlsSocket);
+        if (tlsSocket.alpnProtocol !== 'h2') watchStrayBytes(tlsSocket, options.onConnectionRetired);
         const validTo = seen && tlsSocket.getPeerCertificate().valid_to;
         if (validTo) seen(target.origin, new Date(validTo));
       }
@@ -74,7 +74,7 @@ function plainConnector(options: UpstreamOptions): buildConnector.connector {
     connect(connection, (...result) => {
       const [error, socket] = result;
       // An http:// connection is a net.Socket.
-      if (error === null) watchStrayBytes(socket as Socket);
+      if (error === null) watchStrayBytes(socket as Socket, options.onConnectionRetired);
       callback(...result);
     });
   };

@@ -74,6 +74,7 @@ export function buildPipeline(
       breakers,
       upstreamTls,
       onServerCertificate: metrics.tls.upstreamSeen,
+      onConnectionRetired: metrics.upstreamConnectionRetired,
       shadow,
     });
   } catch (error) {

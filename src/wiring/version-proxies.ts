@@ -16,6 +16,7 @@ export interface VersionProxiesOptions {
   /** This generation's TLS to https:// upstreams: a reload's new files make new pools. */
   upstreamTls: UpstreamTls;
   onServerCertificate: NonNullable<ProxyOptions['onServerCertificate']>;
+  onConnectionRetired: NonNullable<ProxyOptions['onConnectionRetired']>;
   /** This generation's shadow traffic: each version's proxy gets a sampler for its operations (none when none is shadowed). */
   shadow: ShadowTraffic;
 }
@@ -47,6 +48,7 @@ export function createVersionProxies(versions: readonly ApiVersion[], options: V
       http2: config.upstream.http2,
       tls: options.upstreamTls.connect,
       onServerCertificate: options.onServerCertificate,
+      onConnectionRetired: options.onConnectionRetired,
       breaker: options.breakers.for(contract.basePath, config.upstream.circuitBreaker),
       identityHeaders: options.identityHeaders,
       operations: contract.operations,

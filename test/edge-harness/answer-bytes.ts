@@ -44,6 +44,9 @@ export function strayResponse(tag: string): string {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 }
 
+/** Trailer fields after a chunked body's last chunk: read by the gateway's HTTP client, never relayed. */
+const TRAILERS = 'X-Checksum: 7\r\nServer-Timing: db;dur=3\r\n';
+
 function interimBytes(status: number): string {
   return status === 103 ? 'HTTP/1.1 103 Early Hints\r\nLink: </pets.css>; rel=preload\r\n\r\n' : 'HTTP/1.1 100 Continue\r\n\r\n';
 }
@@ -87,12 +90,13 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
   if (!noBody) {
     if (!chunked) wire = body;
     else if (behaviour.lie === 'longer') wire = `${(body.length + 10).toString(16)}\r\n${body}`;
-    else wire = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    else wire = `${body.length.toString(16)}\r\n${body}\r\n0\r\n${behaviour.trailers === true ? TRAILERS : ''}\r\n`;
   }
   if (behaviour.closeMidBody) wire = wire.slice(0, Math.floor(wire.length / 2));
   // A slow body is cut just after its tag, inside the body: never between the answer and the bytes that follow it in its write.
   const tagEnd = body.indexOf(tag) + tag.length;
   const split = behaviour.trickleMs !== undefined && !noBody && tagEnd < body.length ? wire.indexOf(tag) + tag.length : -1;
+  if (behaviour.crlfSameWrite === true && !behaviour.closeMidBody) wire += '\r\n';
   if (behaviour.extraSameWrite && !behaviour.closeMidBody) wire += strayResponse(tag);
 
   const parts: AnswerPart[] =

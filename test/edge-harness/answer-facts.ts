@@ -66,6 +66,8 @@ export function describe(behaviour: UpstreamBehaviour): string {
   if (behaviour.lie !== 'none') parts.push(`Content-Length ${behaviour.lie}`);
   if (behaviour.framing === 'chunked') parts.push('chunked');
   if (behaviour.answerId !== undefined && behaviour.answerId !== 'echo') parts.push(`X-Request-Id ${behaviour.answerId}`);
+  if (behaviour.trailers === true && behaviour.framing === 'chunked') parts.push('trailers');
+  if (behaviour.crlfSameWrite === true) parts.push('a CRLF in the same write after it');
   if (behaviour.strayAfter === true) parts.push(`stray bytes after it (${behaviour.strayKind ?? 'response'})`);
   if (behaviour.trickleMs !== undefined) parts.push(`slow body, rest after the client has its first part or ${behaviour.trickleMs} ms`);
   return parts.join(', ');

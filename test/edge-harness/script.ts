@@ -133,6 +133,14 @@ export interface UpstreamBehaviour {
   /** A second, complete response tagged like this one is appended in the same write. */
   extraSameWrite: boolean;
   /**
+   * A bare CRLF appended in the same write, just after the answer (after a chunked body's last chunk and trailers, or the bytes its
+   * Content-Length counts): the gateway's parser skips it, so only the gateway's own look at the bytes finds it outside the answer,
+   * and the connection must carry no other request. Absent in fixtures written before: none.
+   */
+  crlfSameWrite?: boolean;
+  /** A chunked body's last chunk is followed by trailer fields (never relayed). Absent: none. */
+  trailers?: boolean;
+  /**
    * After a HEAD, 204 or 304 only: the body a buggy backend owes, written late as a complete tagged
    * response, when the next request arrives on the connection or after `lateMs`, whichever is first.
    */

@@ -1,18 +1,11 @@
 // Invariant g on the TLS leg: no renegotiation, plain HTTP answered in the clear with one 400 and nothing else, no HTTP for a client that never finished a handshake.
+import { PLAIN_HTTP_ANSWER } from '../helpers/plain-http-answer.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { EdgeCase } from './script.ts';
 import type { Violation } from './violations.ts';
 
 /** A status line anywhere in what a client read: HTTP outside a TLS session, which the listener must never write. */
 const STATUS_LINE = /HTTP\/1\.[01] \d{3}/;
-
-/** The one answer a plain request to the TLS port gets in the clear, byte for byte (nginx: "plain HTTP request was sent to HTTPS port"). */
-const PLAIN_HTTP_ANSWER =
-  'HTTP/1.1 400 invalid request\r\n' +
-  'Content-Type: application/json; charset=utf-8\r\n' +
-  'Content-Length: 113\r\n' +
-  'Connection: close\r\n\r\n' +
-  '{"code":"invalid_request","message":"A plain HTTP request was sent to the HTTPS port: use https://","status":400}';
 
 /** The first bytes by which the TLS layer tells a plain request line from a record (OpenSSL's list): only these are answered. */
 const REQUEST_LINE_OPENINGS = ['GET ', 'POST ', 'HEAD ', 'PUT ', 'PATCH', 'OPTIO', 'DELET', 'TRACE'];

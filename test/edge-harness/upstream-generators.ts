@@ -12,7 +12,8 @@
 // not carry another) or a few bytes that are not HTTP (the next request there gets a gateway Error, never
 // another's answer), written 0-15 ms after the answer or later (`strayKind`, `lateMs`). Extra bytes in the SAME write as a complete answer (and a Content-Length that lies short)
 // are generated for every answer: they arrive before the gateway can have sent anything else on that
-// connection, so a gateway that reads them as the next answer is at fault.
+// connection, so a gateway that reads them as the next answer is at fault. So is a bare CRLF in that same write (`crlfSameWrite`),
+// after a chunked body's last chunk and trailers too, which the gateway's parser skips: that connection must carry no other request.
 //
 // A transfer coding other than `chunked` alone (RFC 9112 §6.1) is generated on any answer: undici hands
 // over what lies under a final `chunked` undecoded, and reads any other final coding to the close, so
@@ -81,6 +82,8 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   closeMidBody: rare(4),
   connectionClose: rare(15),
   extraSameWrite: rare(6),
+  crlfSameWrite: rare(10),
+  trailers: rare(30),
   trickle: rare(12),
   late: rare(40),
   // Mostly echoed, as backends are asked to; sometimes missing or another request's, which the gateway must refuse.

@@ -2,7 +2,8 @@
 // each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one;
 // an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error; an answer made
 // for another request (its X-Request-Id, or a stray the upstream wrote after the answer before) ends its connection and reaches its
-// client as 502 upstream_answer_mismatch, never as the upstream's status or body.
+// client as 502 upstream_answer_mismatch, never as the upstream's status or body; a connection on which a CRLF came in the same
+// write as an answer carries no request after it.
 import { afterStray, mismatched, reach, stallsIn, strayBefore, upstreamPlaces } from './answer-facts.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
@@ -97,6 +98,10 @@ function checkAnswerBinding(
     const at = connection.requests.findIndex((request) => refused(request.headers['x-request-id'] ?? ''));
     if (at !== -1 && at < connection.requests.length - 1)
       flag(`upstream connection ${c} was reused after an answer made for another request (request ${at} of ${connection.requests.length})`);
+    // A CRLF in the same write as an answer reaches the gateway with its end: no request may follow that answer there.
+    const crlf = connection.requests.findIndex((request) => edgeCase.upstream[request.headers['x-request-id'] ?? '']?.crlfSameWrite === true);
+    if (crlf !== -1 && crlf < connection.requests.length - 1)
+      flag(`upstream connection ${c} carried request ${crlf + 2} of ${connection.requests.length} after a CRLF written with the answer before it`);
     // Stray bytes reach the gateway before the answer to the next request there, at the latest: none may follow that one.
     const stray = connection.requests.findIndex((request) => strayBefore(edgeCase, places, request.headers['x-request-id'] ?? '') !== undefined);
     if (stray !== -1 && stray < connection.requests.length - 1)

@@ -12,10 +12,22 @@ export interface PetStoreGateway {
   close(): Promise<void>;
 }
 
-/** Starts the pet store, then builds the gateway on it with `options`. */
-export async function startPetStoreGateway(options: Omit<TestGatewayOptions, 'upstreamUrl'> = {}): Promise<PetStoreGateway> {
-  const backend = await startPetStore();
-  const gateway = buildTestGateway({ upstreamUrl: backend.baseUrl, ...options });
+/**
+ * Starts the pet store (`startBackend`, the sample one unless a test watches it), then builds the gateway on it with `options`.
+ * A gateway that cannot be built stops the pet store before the error is thrown on: a failed set-up leaves nothing listening.
+ */
+export async function startPetStoreGateway(
+  options: Omit<TestGatewayOptions, 'upstreamUrl'> = {},
+  startBackend: () => Promise<SampleBackend> = startPetStore,
+): Promise<PetStoreGateway> {
+  const backend = await startBackend();
+  let gateway: TestGateway;
+  try {
+    gateway = buildTestGateway({ upstreamUrl: backend.baseUrl, ...options });
+  } catch (error) {
+    await backend.close();
+    throw error;
+  }
   return {
     backend,
     gateway,

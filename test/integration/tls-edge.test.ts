@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/start-gateway-process.ts';
 import { createTlsTransport, TCP } from '../helpers/edge-transport.ts';
 import { parseExposition, seriesKey } from '../helpers/exposition.ts';
+import { PLAIN_HTTP_ANSWER } from '../helpers/plain-http-answer.ts';
 import { parseResponses, sendRaw, startRecordingUpstream, type RecordingUpstream } from '../helpers/raw-socket.ts';
 import { startEdge, type Edge } from '../helpers/start-edge.ts';
 import { clientHello, openWire } from '../helpers/tls-wire.ts';
@@ -93,14 +94,6 @@ function readToClose(socket: Socket): Promise<{ text: string; closed: boolean }>
     });
   });
 }
-
-/** What a plain request to the TLS port is answered, in the clear, before the close: byte for byte. */
-const PLAIN_HTTP_ANSWER =
-  'HTTP/1.1 400 invalid request\r\n' +
-  'Content-Type: application/json; charset=utf-8\r\n' +
-  'Content-Length: 113\r\n' +
-  'Connection: close\r\n\r\n' +
-  '{"code":"invalid_request","message":"A plain HTTP request was sent to the HTTPS port: use https://","status":400}';
 
 describe('plain HTTP sent to the TLS port', () => {
   it('is answered 400 with an Error body in the clear, then closed, and never reaches the upstream', async () => {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { AUTH_REFUSAL_REASONS, createMetrics } from '../../../src/observability/metrics.ts';
 import { UPSTREAM_FAILURE_KINDS } from '../../../src/proxy/upstream-failure.ts';
+import { RETIRE_REASONS } from '../../../src/forks/upstream-stray-bytes.ts';
 import { parseExposition, seriesKey } from '../../helpers/exposition.ts';
 
 const OPERATIONS = ['listPets', 'createPet', 'getPet'];
@@ -53,6 +54,12 @@ describe('a fresh registry', () => {
     const series = await freshExposition();
     for (const reason of ['baseline', 'resubscribed', 'event_skipped', 'epoch_ahead', 'epoch_back'])
       expect(series.get(metric('key_cache_clears_total', { reason })), reason).toBe(0);
+  });
+
+  it('has upstream_connections_retired_total at 0 for each reason', async () => {
+    const series = await freshExposition();
+    expect(RETIRE_REASONS).toEqual(['idle_bytes', 'bytes_after_answer', 'answer_not_status_line']);
+    for (const reason of RETIRE_REASONS) expect(series.get(metric('upstream_connections_retired_total', { reason })), reason).toBe(0);
   });
 
   it.each(['shed_requests_total', 'rate_limit_store_errors_total', 'rate_limit_passed_total', 'upstream_circuit_open'])('has %s at 0', async (name) => {
