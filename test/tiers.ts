@@ -33,6 +33,7 @@ export const PROCESSES: readonly string[] = [
   'test/integration/replicas.test.ts',
   'test/integration/rolling-restart.test.ts',
   'test/integration/shadow-cli.test.ts',
+  'test/integration/signal-schedules.test.ts',
   'test/integration/start-up-errors.test.ts',
   'test/integration/supervisor.test.ts',
   'test/integration/tls-process.test.ts',

@@ -25,17 +25,33 @@ export interface CrowdSpec {
   slowHeadsFirst: boolean;
 }
 
-export const crowdSpec: fc.Arbitrary<CrowdSpec> = fc.record({
-  maxConnections: fc.integer({ min: 8, max: 48 }),
-  sendTimeoutMs: fc.integer({ min: 400, max: 1500 }),
-  maxInFlight: fc.integer({ min: 2, max: 8 }),
-  neverReading: fc.record({
-    connections: fc.integer({ min: 0, max: 48 }),
-    pipelined: fc.integer({ min: 1, max: 16 }),
-    keyed: fc.boolean(),
-    smallWindow: fc.boolean(),
-  }),
-  posters: fc.record({ connections: fc.integer({ min: 0, max: 6 }), keyed: fc.boolean(), trickle: fc.boolean() }),
-  slowHeads: fc.record({ connections: fc.integer({ min: 0, max: 64 }), bytes: fc.integer({ min: 0, max: 30 }) }),
-  slowHeadsFirst: fc.boolean(),
-});
+/** The largest crowd a generator makes: each count from 0 (at least 8 connections at the cap) up to these. */
+export interface CrowdBounds {
+  maxConnections: number;
+  neverReading: number;
+  pipelined: number;
+  slowHeads: number;
+  posters: number;
+}
+
+/** The crowds of the integration tier's property and of `npm run fuzz`: up to 118 hostile connections. */
+export const CROWD_BOUNDS: CrowdBounds = { maxConnections: 48, neverReading: 48, pipelined: 16, slowHeads: 64, posters: 6 };
+
+export function crowdSpecWithin(bounds: CrowdBounds): fc.Arbitrary<CrowdSpec> {
+  return fc.record({
+    maxConnections: fc.integer({ min: 8, max: bounds.maxConnections }),
+    sendTimeoutMs: fc.integer({ min: 400, max: 1500 }),
+    maxInFlight: fc.integer({ min: 2, max: 8 }),
+    neverReading: fc.record({
+      connections: fc.integer({ min: 0, max: bounds.neverReading }),
+      pipelined: fc.integer({ min: 1, max: bounds.pipelined }),
+      keyed: fc.boolean(),
+      smallWindow: fc.boolean(),
+    }),
+    posters: fc.record({ connections: fc.integer({ min: 0, max: bounds.posters }), keyed: fc.boolean(), trickle: fc.boolean() }),
+    slowHeads: fc.record({ connections: fc.integer({ min: 0, max: bounds.slowHeads }), bytes: fc.integer({ min: 0, max: 30 }) }),
+    slowHeadsFirst: fc.boolean(),
+  });
+}
+
+export const crowdSpec: fc.Arbitrary<CrowdSpec> = crowdSpecWithin(CROWD_BOUNDS);

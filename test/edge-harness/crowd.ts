@@ -46,61 +46,95 @@ export function crowdViolations(result: CrowdResult): string[] {
 
 export async function runCrowdCase(spec: CrowdSpec, environment: HarnessEnvironment): Promise<CrowdResult> {
   const upstream = await startScriptedUpstream((_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]'));
-  const crowd: Socket[] = [];
-  let smallWindows: ChildProcess | undefined;
   try {
     const base = harnessConfig(environment.redisUrl, upstream.baseUrl, { maxSockets: 4, timeoutMs: 500, totalTimeoutMs: 1500 });
     const { maxConnections, sendTimeoutMs } = spec;
-    // A keyed crowd's requests are real work at the upstream, each in flight until its answer is handed over (a stalled stream
-    // until sendTimeoutMs): slots for each of them and the witness. The document is answered whole at once: a crowd asking
-    // for it must hold no slot at all, so the slots are fewer than its connections.
-    // The posters' requests are in flight too, for the moment before their refusal (the key's lookup, then the refusal): sent
-    // alongside the witness's, they would shed it at a cap that counted no slot for them.
-    const crowdSlots = (spec.neverReading.keyed ? spec.neverReading.connections : 0) + spec.posters.connections;
-    const maxInFlight = crowdSlots + spec.maxInFlight;
+    const maxInFlight = crowdMaxInFlight(spec);
     const gateway = await startCaseGateway({ ...base, listen: { ...base.listen, maxConnections, sendTimeoutMs, maxInFlight } });
     try {
-      const open = (bytes: string) => {
-        const socket = connect({ port: gateway.port, host: '127.0.0.1' });
-        crowd.push(socket);
-        socket.on('error', () => undefined);
-        // Never reads: what the gateway writes stays in the kernel's buffers, then in the gateway's.
-        socket.pause();
-        return new Promise<void>((resolve) => {
-          socket.once('connect', () => {
-            if (bytes !== '') socket.write(bytes);
-            resolve();
-          });
-          socket.once('close', () => resolve());
-        });
-      };
-      const key = environment.keys[0]!;
-      const asked = spec.neverReading.keyed ? `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n` : DOCUMENT;
-      const { connections, pipelined, smallWindow } = spec.neverReading;
-      const neverReading = async () => {
-        if (!smallWindow) await Promise.all(Array.from({ length: connections }, () => open(asked.repeat(pipelined))));
-        else if (connections > 0) smallWindows = await smallWindowClients(gateway.port, connections, asked.repeat(pipelined));
-      };
-      const slowHeads = () => Promise.all(Array.from({ length: spec.slowHeads.connections }, () => open(HALF_HEAD.slice(0, spec.slowHeads.bytes))));
-      if (spec.slowHeadsFirst) await slowHeads().then(neverReading);
-      else await neverReading().then(slowHeads);
-      // The posters send alongside the witness's requests: their lingering closes overlap its answers.
-      const posting = Promise.all(Array.from({ length: spec.posters.connections }, () => post(gateway.port, spec.posters, key, crowd)));
-      const witness: CrowdResult['witness'] = [];
-      for (let i = 0; i < WITNESS_ASKS; i++) witness.push(await ask(gateway.port, environment.keys[1]!));
-      const posters = await posting;
-      for (const socket of crowd) socket.destroy();
-      await stop(smallWindows);
-      const underCap = connections + spec.slowHeads.connections + spec.posters.connections + 1 <= maxConnections;
-      return { witness, posters, underCap, inFlightAfter: await gateway.settledInFlight(WITNESS_TIMEOUT_MS + sendTimeoutMs) };
+      const crowd = await openCrowd(gateway.port, spec, environment.keys[0]!);
+      try {
+        const witness: CrowdResult['witness'] = [];
+        for (let i = 0; i < WITNESS_ASKS; i++) witness.push(await ask(gateway.port, environment.keys[1]!));
+        const posters = await crowd.posters;
+        await crowd.close();
+        const { connections } = spec.neverReading;
+        const underCap = connections + spec.slowHeads.connections + spec.posters.connections + 1 <= maxConnections;
+        return { witness, posters, underCap, inFlightAfter: await gateway.settledInFlight(WITNESS_TIMEOUT_MS + sendTimeoutMs) };
+      } finally {
+        await crowd.close();
+      }
     } finally {
       await gateway.close();
     }
   } finally {
-    for (const socket of crowd) socket.destroy();
-    await stop(smallWindows);
     await upstream.close();
   }
+}
+
+/**
+ * listen.maxInFlight for a crowd's case. A keyed crowd's requests are real work at the upstream, each in flight until its answer is
+ * handed over (a stalled stream until sendTimeoutMs): slots for each of them and the witness. The document is answered whole at
+ * once: a crowd asking for it must hold no slot at all, so the slots are fewer than its connections.
+ * The posters' requests are in flight too, for the moment before their refusal (the key's lookup, then the refusal): sent
+ * alongside the witness's, they would shed it at a cap that counted no slot for them.
+ */
+export function crowdMaxInFlight(spec: CrowdSpec): number {
+  const crowdSlots = (spec.neverReading.keyed ? spec.neverReading.connections : 0) + spec.posters.connections;
+  return crowdSlots + spec.maxInFlight;
+}
+
+/** A crowd held open against a listener. */
+export interface OpenCrowd {
+  /** Each poster's answer status and how long its connection outlived the answer, once every poster's connection has closed. */
+  posters: Promise<CrowdResult['posters']>;
+  /** Closes every connection of the crowd and stops the small-window clients; again: nothing more. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens `spec`'s crowd against the listener on `port` (the never-reading clients and the slow heads, in the spec's order), then
+ * starts its posters, which send alongside whatever the caller does next. `key` is the keyed crowd's. A crowd that cannot be
+ * opened whole is closed before the error is thrown.
+ */
+export async function openCrowd(port: number, spec: CrowdSpec, key: string): Promise<OpenCrowd> {
+  const crowd: Socket[] = [];
+  let smallWindows: ChildProcess | undefined;
+  const close = async () => {
+    for (const socket of crowd) socket.destroy();
+    await stop(smallWindows);
+  };
+  try {
+    const open = (bytes: string) => {
+      const socket = connect({ port, host: '127.0.0.1' });
+      crowd.push(socket);
+      socket.on('error', () => undefined);
+      // Never reads: what the gateway writes stays in the kernel's buffers, then in the gateway's.
+      socket.pause();
+      return new Promise<void>((resolve) => {
+        socket.once('connect', () => {
+          if (bytes !== '') socket.write(bytes);
+          resolve();
+        });
+        socket.once('close', () => resolve());
+      });
+    };
+    const asked = spec.neverReading.keyed ? `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\nAuthorization: Bearer ${key}\r\n\r\n` : DOCUMENT;
+    const { connections, pipelined, smallWindow } = spec.neverReading;
+    const neverReading = async () => {
+      if (!smallWindow) await Promise.all(Array.from({ length: connections }, () => open(asked.repeat(pipelined))));
+      else if (connections > 0) smallWindows = await smallWindowClients(port, connections, asked.repeat(pipelined));
+    };
+    const slowHeads = () => Promise.all(Array.from({ length: spec.slowHeads.connections }, () => open(HALF_HEAD.slice(0, spec.slowHeads.bytes))));
+    if (spec.slowHeadsFirst) await slowHeads().then(neverReading);
+    else await neverReading().then(slowHeads);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  // The posters send alongside the caller's requests: their lingering closes overlap its answers.
+  const posters = Promise.all(Array.from({ length: spec.posters.connections }, () => post(port, spec.posters, key, crowd)));
+  return { posters, close };
 }
 
 /** `connections` never-reading clients with a small receive window, each sending `bytes` (test/helpers/small-window-clients.py). */

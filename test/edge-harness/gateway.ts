@@ -14,8 +14,9 @@ import { HARNESS_ORIGIN } from './client-requests.ts';
 import { type HarnessDocument, writeListPetsWithoutDefault } from './documents.ts';
 import type { GatewaySettings } from './script.ts';
 
-const PEPPER = 'edge-harness-pepper-0001';
-const hashKey = createKeyHasher(PEPPER);
+/** The pepper the run's keys are hashed with: a gateway process of the run (the signal cases) is given it too. */
+export const HARNESS_PEPPER = 'edge-harness-pepper-0001';
+const hashKey = createKeyHasher(HARNESS_PEPPER);
 
 /** Calls a day the third client's key is allowed, across the cases of a run. */
 const QUOTA_OF_THE_THIRD_KEY = 5;

@@ -7,7 +7,7 @@ import { PROCESSES } from '../../tiers.ts';
 const ROOT = join(import.meta.dirname, '../../..');
 
 /** A call of the helpers that start a gateway process or an operator's CLI, or the gateway's own command line. */
-const STARTS_A_PROCESS = /\b(startGatewayProcess|runKeysCli|runDeprecationsCli|runCli)\(|\.\.\.START_ARGS\b/;
+const STARTS_A_PROCESS = /\b(startGatewayProcess|startGatewayGroup|runSignalCase|runKeysCli|runDeprecationsCli|runCli)\(|\.\.\.START_ARGS\b/;
 
 function testFiles(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
