@@ -1,6 +1,7 @@
 // Whether an answer keeps the document's promise for its operation: its status, its headers, its media type, its body.
 // What a violation says names where and which rule, never a value of the body (it may carry personal data).
 import type { ErrorObject } from 'ajv';
+import { memberToken } from './declared-pointer.ts';
 import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses, mediaTypeOf } from './declared-responses.ts';
 import { parseJsonBody } from './strict-json.ts';
 
@@ -115,7 +116,7 @@ const INDEX = /^(0|[1-9]\d*)$/;
 
 /**
  * The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. A member name the
- * schema does not declare (`memberNames`) is written `*`: it is the backend's data (a map keyed by e-mail addresses), not the document's.
+ * schema does not declare (`memberNames`) is written `*` (memberToken, the rule shadow differences follow too).
  */
 function pointerOf(error: ErrorObject | undefined, memberNames: ReadonlySet<string>): string {
   if (error === undefined) return '';
@@ -124,9 +125,9 @@ function pointerOf(error: ErrorObject | undefined, memberNames: ReadonlySet<stri
   let pointer = '';
   if (error.instancePath !== '') {
     for (const segment of error.instancePath.slice(1).split('/')) {
-      pointer += INDEX.test(segment) || memberNames.has(segment.replaceAll('~1', '/').replaceAll('~0', '~')) ? `/${segment}` : '/*';
+      pointer += `/${INDEX.test(segment) ? segment : memberToken(segment.replaceAll('~1', '/').replaceAll('~0', '~'), memberNames)}`;
     }
   }
-  if (member !== undefined) pointer += memberNames.has(member) ? `/${member.replaceAll('~', '~0').replaceAll('/', '~1')}` : '/*';
+  if (member !== undefined) pointer += `/${memberToken(member, memberNames)}`;
   return pointer.length > MAX_POINTER_LENGTH ? `${pointer.slice(0, MAX_POINTER_LENGTH)}…` : pointer;
 }

@@ -1,6 +1,6 @@
 // Two answers to one request compared: status, the headers the document declares, and the body, JSON structurally.
 import { MAX_ANSWER_DEPTH, MAX_ANSWER_VALUES } from '../contract/check-answer.ts';
-import { byResponseKey, mediaTypeOf } from '../contract/declared-responses.ts';
+import { byResponseKey, contentFor, mediaTypeOf } from '../contract/declared-responses.ts';
 import type { Operation } from '../contract/operations.ts';
 import { parseJsonBody } from '../contract/strict-json.ts';
 import { codingsOf } from '../proxy/answer-check.ts';
@@ -62,6 +62,19 @@ function decoded(answer: ReadAnswer, maxBodyBytes: number): Buffer | undefined {
   return body.length > maxBodyBytes ? undefined : body;
 }
 
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/**
+ * The member names the document declares for production's answer (the response its status fell under, the content its media
+ * type did): the only names a difference's pointer may carry. None declared: every member name is `*`.
+ */
+function declaredMemberNames(operation: Operation, production: ReadAnswer): ReadonlySet<string> {
+  const declared = operation.responses.for(production.status);
+  const contentType = fieldValue(production.headers['content-type']);
+  if (declared === undefined || contentType === undefined) return NO_NAMES;
+  return contentFor(declared, mediaTypeOf(contentType))?.memberNames ?? NO_NAMES;
+}
+
 function isJson(answer: ReadAnswer): boolean {
   const contentType = fieldValue(answer.headers['content-type']);
   return contentType !== undefined && JSON_MEDIA_TYPE.test(mediaTypeOf(contentType));
@@ -69,7 +82,8 @@ function isJson(answer: ReadAnswer): boolean {
 
 /**
  * What differs in `staging` from `production`: another status is one `status` difference and nothing more (the bodies of two
- * statuses are not comparable); otherwise each declared header whose value differs (`/headers/<name>`), then the body.
+ * statuses are not comparable); otherwise each declared header whose value differs (`/headers/<name>`), then the body, its
+ * pointers naming only the members production's declared response names.
  */
 export function compareAnswers(operation: Operation, production: ReadAnswer, staging: ReadAnswer, bounds: CompareBounds): Comparison {
   if (production.status !== staging.status) return { differences: [{ pointer: '/status', kind: 'status' }], partial: false };
@@ -93,7 +107,7 @@ export function compareAnswers(operation: Operation, production: ReadAnswer, sta
     if (!a.equals(b)) differences.push({ pointer: '', kind: 'value' });
     return { differences, partial: (!parsedA.ok && parsedA.bound !== undefined) || (!parsedB.ok && parsedB.bound !== undefined) };
   }
-  const diff = diffJson(parsedA.value, parsedB.value, { maxNodes: bounds.maxNodes });
+  const diff = diffJson(parsedA.value, parsedB.value, { maxNodes: bounds.maxNodes }, declaredMemberNames(operation, production));
   differences.push(...diff.differences);
   return { differences, partial: diff.truncated };
 }
