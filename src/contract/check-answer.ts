@@ -3,7 +3,7 @@
 import type { ErrorObject } from 'ajv';
 import { memberToken } from './declared-pointer.ts';
 import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses, mediaTypeOf } from './declared-responses.ts';
-import { parseJsonBody } from './strict-json.ts';
+import { type JsonBodyParse, parseJsonBody } from './strict-json.ts';
 
 /** Every way an answer can break the document; a closed set, the violations counter's `kind` label. */
 export const CONTRACT_VIOLATION_KINDS = [
@@ -85,18 +85,31 @@ export function checkAnswerHead(
   return { body: { declared, content } };
 }
 
+const ANSWER_PARSE = { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false } as const;
+
 /**
- * Checks a body (decoded, whole; or the parts it arrived in) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
- * (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one answer's check costs bounded CPU.
+ * An answer's body (decoded, whole; or the parts it arrived in) parsed as its check parses it: without recording number
+ * spellings (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one parse costs bounded CPU. The
+ * shadow comparison parses with it too, and reuses the parse its contract check made of staging's body.
+ */
+export function parseAnswerBody(body: Uint8Array | readonly Uint8Array[]): JsonBodyParse {
+  return parseJsonBody(body, ANSWER_PARSE);
+}
+
+/**
+ * Checks a body (decoded, whole; or the parts it arrived in) by the rule its head gave: undefined when it keeps it. `parse` is
+ * parseAnswerBody, or one that also keeps the parse for another reader (the shadow comparison); it is not called for a media
+ * type the document gives no schema.
  */
 export function checkAnswerBody(
   { declared, content }: BodyRule,
   status: number,
   body: Uint8Array | readonly Uint8Array[],
+  parse: (body: Uint8Array | readonly Uint8Array[]) => JsonBodyParse = parseAnswerBody,
 ): ContractViolation | BodyPastBound | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
-  const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false });
+  const parsed = parse(body);
   if (!parsed.ok) {
     if (parsed.bound !== undefined) return parsed.bound === 'depth' ? 'too_deep' : 'too_many_values';
     return { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };

@@ -1,8 +1,8 @@
 // Two answers to one request compared: status, the headers the document declares, and the body, JSON structurally.
-import { MAX_ANSWER_DEPTH, MAX_ANSWER_VALUES } from '../contract/check-answer.ts';
+import { parseAnswerBody } from '../contract/check-answer.ts';
 import { byResponseKey, contentFor, mediaTypeOf } from '../contract/declared-responses.ts';
 import type { Operation } from '../contract/operations.ts';
-import { parseJsonBody } from '../contract/strict-json.ts';
+import type { JsonBodyParse } from '../contract/strict-json.ts';
 import { codingsOf } from '../proxy/answer-check.ts';
 import { diffJson } from './json-diff.ts';
 import type { ShadowDifference } from './shadow-outcome.ts';
@@ -13,6 +13,11 @@ export interface ReadAnswer {
   /** Lower-case names, as undici and node:http give them. */
   headers: Readonly<Record<string, string | string[] | undefined>>;
   body: Buffer;
+  /**
+   * The body decoded and parsed by parseAnswerBody, when that was done already (staging's, by its contract check): the
+   * comparison reads it instead of parsing the body a second time.
+   */
+  parsed?: JsonBodyParse;
 }
 
 export interface CompareBounds {
@@ -99,10 +104,9 @@ export function compareAnswers(operation: Operation, production: ReadAnswer, sta
     if (!a.equals(b)) differences.push({ pointer: '', kind: isJson(production) === isJson(staging) ? 'value' : 'type' });
     return { differences, partial: false };
   }
-  // The answer check's bounds (decision 0025): a comparison holds the event loop no longer than a check.
-  const options = { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false };
-  const parsedA = parseJsonBody(a, options);
-  const parsedB = parseJsonBody(b, options);
+  // The answer check's parse and bounds (decision 0025): a comparison holds the event loop no longer than a check.
+  const parsedA = production.parsed ?? parseAnswerBody(a);
+  const parsedB = staging.parsed ?? parseAnswerBody(b);
   if (!parsedA.ok || !parsedB.ok) {
     if (!a.equals(b)) differences.push({ pointer: '', kind: 'value' });
     return { differences, partial: (!parsedA.ok && parsedA.bound !== undefined) || (!parsedB.ok && parsedB.bound !== undefined) };

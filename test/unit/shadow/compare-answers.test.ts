@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { parseAnswerBody } from '../../../src/contract/check-answer.ts';
 import { loadContract } from '../../../src/contract/compile-contract.ts';
 import { compareAnswers, type ReadAnswer } from '../../../src/shadow/compare-answers.ts';
 import { isUnder, NoiseBook, splitNoise } from '../../../src/shadow/noise-book.ts';
@@ -54,6 +55,11 @@ describe('compareAnswers', () => {
     const production = answer(200, '{"status":1,"ann@example.com":1}', other);
     const staging = answer(200, '{"status":2,"ann@example.com":2}', other);
     expect(compareAnswers(getPet, production, staging, BOUNDS).differences).toEqual([{ pointer: '/*', kind: 'value' }]);
+  });
+
+  it("reads staging's body as its contract check parsed it, not parsing it again", () => {
+    const staging = { ...answer(200, '[{"id":1}]'), parsed: parseAnswerBody(Buffer.from('[{"id":2}]')) };
+    expect(compareAnswers(listPets, answer(200, '[{"id":1}]'), staging, BOUNDS).differences).toEqual([{ pointer: '/*/id', kind: 'value' }]);
   });
 
   it('says the comparison was partial for a body over the bound, and lists nothing from it', () => {
