@@ -33,6 +33,11 @@ const TLS_VARIABLES = {
 export interface BackendTls extends UpstreamTls {
   /** upstreamTls.staging's, for shadow requests to an https:// staging; read only while shadowing is on. */
   shadow?: UpstreamTlsOptions;
+  /**
+   * The notAfter of staging's client certificate, when shadow requests offer one from a gateway of another environment (the
+   * expiry metric); on a staging gateway it is `clientNotAfter`.
+   */
+  shadowClientNotAfter?: Date;
 }
 
 type TlsConfig = Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl'>;
@@ -55,7 +60,11 @@ export function shadowingOn(config: Pick<GatewayConfig, 'shadow'>): boolean {
 export function readBackendTls(config: TlsConfig & Pick<GatewayConfig, 'shadow'>): BackendTls {
   const served = readUpstreamTls(config, config.environment);
   if (!shadowingOn(config)) return served;
-  return { ...served, shadow: config.environment === 'staging' ? served.connect : readUpstreamTls(config, 'staging').connect };
+  if (config.environment === 'staging') return { ...served, shadow: served.connect };
+  const staging = readUpstreamTls(config, 'staging');
+  return staging.clientNotAfter === undefined
+    ? { ...served, shadow: staging.connect }
+    : { ...served, shadow: staging.connect, shadowClientNotAfter: staging.clientNotAfter };
 }
 
 /** Reads one environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
