@@ -3,6 +3,7 @@
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
 import { checkAnswerHead, parseAnswerBody } from '../contract/check-answer.ts';
+import { UNDECLARED_MEMBER } from '../contract/declared-pointer.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { JsonBodyParse } from '../contract/strict-json.ts';
 import type { IdentityCaller } from '../identity/identity-signer.ts';
@@ -82,6 +83,19 @@ function shareOf(settings: ShadowSettings, operation: Operation): number {
   return SAFE_METHODS.has(operation.method) ? settings.sample.default : 0;
 }
 
+/**
+ * The member name of a pointer no operation of that id declares in a response, if any: the comparison writes such a member as
+ * `*`, so the pointer would never match. `/status` and `/headers/<name>` name the answer's head, not its body.
+ */
+function undeclaredSegment(pointer: string, operations: readonly Operation[]): string | undefined {
+  if (pointer === '' || pointer === '/status' || pointer.startsWith('/headers/')) return undefined;
+  for (const segment of pointer.slice(1).split('/')) {
+    const name = segment.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (name !== UNDECLARED_MEMBER && !operations.some(({ responses }) => responses.memberNames.has(name))) return name;
+  }
+  return undefined;
+}
+
 function checkNames(settings: ShadowSettings, operations: readonly Operation[]): void {
   const known = new Set(operations.map(({ id }) => id));
   for (const id of Object.keys(settings.sample)) {
@@ -89,6 +103,18 @@ function checkNames(settings: ShadowSettings, operations: readonly Operation[]):
   }
   for (const id of Object.keys(settings.ignore)) {
     if (!known.has(id)) throw new ShadowSettingError(`shadow.ignore.${id}: no operation of the served documents has this operationId`);
+  }
+  for (const [id, pointers] of Object.entries(settings.ignore)) {
+    // Every served document's operation of that id: the noise and the ignore list are kept by id.
+    const named = operations.filter((operation) => operation.id === id);
+    for (const pointer of pointers) {
+      const name = undeclaredSegment(pointer, named);
+      if (name === undefined) continue;
+      // The name is the operator's, from the configuration, not a body's: it may be written back to them.
+      throw new ShadowSettingError(
+        `shadow.ignore.${id}: ${pointer} names the member "${name}", which no response of ${id} declares; differences there are reported as * (the report holds the document's names only): write * in its place`,
+      );
+    }
   }
 }
 

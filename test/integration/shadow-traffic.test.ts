@@ -253,6 +253,29 @@ describe('shadow settings on a reload', () => {
   });
 });
 
+describe('shadow.ignore', () => {
+  it('refuses a pointer naming a member the document does not declare, at start and on a reload: it would never match', async () => {
+    const production = await startRecordingUpstream(petStore('production', new Map()));
+    const staging = await startRecordingUpstream(petStore('staging', new Map()));
+    const shadow = (ignore: Record<string, string[]>) => ({ shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, ignore } });
+    const refusal =
+      'shadow.ignore.listPets: /*/updatedAt names the member "updatedAt", which no response of listPets declares; differences there are reported as * (the report holds the document\'s names only): write * in its place';
+    let overrides: Record<string, unknown> = shadow({ listPets: ['/*/name', '/*/*', '/headers/x-total-count', '/status'] });
+    const gateway = buildTestGateway({ upstreamUrl: production.baseUrl, overrides, reloadOverrides: () => overrides });
+    try {
+      expect(() => buildTestGateway({ upstreamUrl: production.baseUrl, overrides: shadow({ listPets: ['/*/updatedAt'] }) })).toThrow(refusal);
+      overrides = shadow({ listPets: ['/*/name', '/*/updatedAt'] });
+      const outcome = await gateway.reload();
+      expect(outcome).toMatchObject({ result: 'failure' });
+      expect(outcome.result === 'failure' && outcome.reason).toContain(refusal);
+    } finally {
+      await gateway.close();
+      await production.close();
+      await staging.close();
+    }
+  });
+});
+
 describe('shadow traffic to a staging that never answers', () => {
   const closers: Array<() => Promise<void>> = [];
   afterAll(async () => {
