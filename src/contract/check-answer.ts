@@ -1,8 +1,9 @@
 // Whether an answer keeps the document's promise for its operation: its status, its headers, its media type, its body.
 // What a violation says names where and which rule, never a value of the body (it may carry personal data).
 import type { ErrorObject } from 'ajv';
+import { memberToken } from './declared-pointer.ts';
 import { contentFor, type DeclaredContent, type DeclaredResponse, type DeclaredResponses, mediaTypeOf } from './declared-responses.ts';
-import { parseJsonBody } from './strict-json.ts';
+import { type JsonBodyParse, parseJsonBody } from './strict-json.ts';
 
 /** Every way an answer can break the document; a closed set, the violations counter's `kind` label. */
 export const CONTRACT_VIOLATION_KINDS = [
@@ -84,18 +85,31 @@ export function checkAnswerHead(
   return { body: { declared, content } };
 }
 
+const ANSWER_PARSE = { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false } as const;
+
 /**
- * Checks a body (decoded, whole; or the parts it arrived in) by the rule its head gave: undefined when it keeps it. Parsed without recording number spellings
- * (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one answer's check costs bounded CPU.
+ * An answer's body (decoded, whole; or the parts it arrived in) parsed as its check parses it: without recording number
+ * spellings (only requests need them), and not past MAX_ANSWER_DEPTH or MAX_ANSWER_VALUES, so one parse costs bounded CPU. The
+ * shadow comparison parses with it too, and reuses the parse its contract check made of staging's body.
+ */
+export function parseAnswerBody(body: Uint8Array | readonly Uint8Array[]): JsonBodyParse {
+  return parseJsonBody(body, ANSWER_PARSE);
+}
+
+/**
+ * Checks a body (decoded, whole; or the parts it arrived in) by the rule its head gave: undefined when it keeps it. `parse` is
+ * parseAnswerBody, or one that also keeps the parse for another reader (the shadow comparison); it is not called for a media
+ * type the document gives no schema.
  */
 export function checkAnswerBody(
   { declared, content }: BodyRule,
   status: number,
   body: Uint8Array | readonly Uint8Array[],
+  parse: (body: Uint8Array | readonly Uint8Array[]) => JsonBodyParse = parseAnswerBody,
 ): ContractViolation | BodyPastBound | undefined {
   const { validate } = content;
   if (validate === undefined) return undefined;
-  const parsed = parseJsonBody(body, { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false });
+  const parsed = parse(body);
   if (!parsed.ok) {
     if (parsed.bound !== undefined) return parsed.bound === 'depth' ? 'too_deep' : 'too_many_values';
     return { kind: 'unparseable_body', response: declared.key, pointer: '', keyword: 'json' };
@@ -115,7 +129,7 @@ const INDEX = /^(0|[1-9]\d*)$/;
 
 /**
  * The failing field: Ajv's instance path, plus the member a `required` or `additionalProperties` rule names. A member name the
- * schema does not declare (`memberNames`) is written `*`: it is the backend's data (a map keyed by e-mail addresses), not the document's.
+ * schema does not declare (`memberNames`) is written `*` (memberToken, the rule shadow differences follow too).
  */
 function pointerOf(error: ErrorObject | undefined, memberNames: ReadonlySet<string>): string {
   if (error === undefined) return '';
@@ -124,9 +138,9 @@ function pointerOf(error: ErrorObject | undefined, memberNames: ReadonlySet<stri
   let pointer = '';
   if (error.instancePath !== '') {
     for (const segment of error.instancePath.slice(1).split('/')) {
-      pointer += INDEX.test(segment) || memberNames.has(segment.replaceAll('~1', '/').replaceAll('~0', '~')) ? `/${segment}` : '/*';
+      pointer += `/${INDEX.test(segment) ? segment : memberToken(segment.replaceAll('~1', '/').replaceAll('~0', '~'), memberNames)}`;
     }
   }
-  if (member !== undefined) pointer += memberNames.has(member) ? `/${member.replaceAll('~', '~0').replaceAll('/', '~1')}` : '/*';
+  if (member !== undefined) pointer += `/${memberToken(member, memberNames)}`;
   return pointer.length > MAX_POINTER_LENGTH ? `${pointer.slice(0, MAX_POINTER_LENGTH)}…` : pointer;
 }

@@ -27,6 +27,8 @@ export interface DeclaredResponse {
 /** An operation's responses, looked up as OpenAPI says: the status's own, then its range, then `default`. */
 export interface DeclaredResponses {
   for(status: number): DeclaredResponse | undefined;
+  /** Every member name any of the responses declares: the only names a pointer into one of its answers carries (memberToken). */
+  memberNames: ReadonlySet<string>;
 }
 
 type Json = Record<string, unknown>;
@@ -65,7 +67,9 @@ export function compileDeclaredResponses(
       ]);
     }
   }
-  return { for: byResponseKey(declared) };
+  const memberNames = new Set<string>();
+  for (const [, response] of declared) for (const content of response.content) for (const name of content.memberNames) memberNames.add(name);
+  return { for: byResponseKey(declared), memberNames };
 }
 
 /**

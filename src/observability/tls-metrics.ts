@@ -10,8 +10,12 @@ export const HANDSHAKE_FAILURE_REASONS = ['plain_http', 'timeout', 'protocol_ver
 export type HandshakeFailureReason = (typeof HANDSHAKE_FAILURE_REASONS)[number];
 
 export interface TlsMetrics {
-  /** The certificate `role` holds now expires at `notAfter`; undefined: the role holds none (its series goes). */
-  held(role: Exclude<CertificateRole, 'upstream_server'>, notAfter: Date | undefined): void;
+  /**
+   * The certificate `role` holds now expires at `notAfter`; undefined: the role holds none (its series goes). `of`: the
+   * environment whose certificate it is, in the `environment` label: the gateway's own, unless said (staging's client
+   * certificate, offered by shadow requests from a production gateway).
+   */
+  held(role: Exclude<CertificateRole, 'upstream_server'>, notAfter: Date | undefined, of?: string): void;
   /** A backend at `origin` presented a certificate expiring at `notAfter` on a new connection. */
   upstreamSeen(origin: string, notAfter: Date): void;
   /** A client's handshake with a TLS listener failed. */
@@ -30,7 +34,7 @@ export function createTlsMetrics(options: TlsMetricsOptions): TlsMetrics {
   const { environment } = options;
   const expiry = new Gauge({
     name: options.name('tls_certificate_expiry_timestamp_seconds'),
-    help: "When each certificate the gateway holds expires (notAfter, Unix seconds), by role: listener, admin, upstream_client (the client certificate of mutual TLS), upstream_server (the backend's, as last seen on a new connection; the soonest of several backends). No series for a role without a certificate.",
+    help: "When each certificate the gateway holds expires (notAfter, Unix seconds), by role: listener, admin, upstream_client (the client certificate of mutual TLS; and staging's, labelled environment staging, while shadow requests offer it), upstream_server (the backend's, as last seen on a new connection; the soonest of several backends). No series for a role without a certificate.",
     labelNames: ['role', 'environment'] as const,
     registers: options.registers,
   });
@@ -44,9 +48,9 @@ export function createTlsMetrics(options: TlsMetricsOptions): TlsMetrics {
   // One entry per backend origin (the configured upstreams): the series reports the one that expires first.
   const seenByOrigin = new Map<string, number>();
   return {
-    held(role, notAfter) {
-      if (notAfter === undefined) expiry.remove({ role, environment });
-      else expiry.set({ role, environment }, notAfter.getTime() / 1000);
+    held(role, notAfter, of = environment) {
+      if (notAfter === undefined) expiry.remove({ role, environment: of });
+      else expiry.set({ role, environment: of }, notAfter.getTime() / 1000);
     },
     upstreamSeen(origin, notAfter) {
       const seconds = notAfter.getTime() / 1000;

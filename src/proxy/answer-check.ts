@@ -1,7 +1,8 @@
 // The backend's answers checked against the document (config `contractResponses`): which answers are checked, how, and what was found.
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { ContractResponseMode } from '../config/schema.ts';
-import { type BodyRule, checkAnswerBody, type ContractViolation } from '../contract/check-answer.ts';
+import { type BodyRule, checkAnswerBody, type ContractViolation, parseAnswerBody } from '../contract/check-answer.ts';
+import type { JsonBodyParse } from '../contract/strict-json.ts';
 import type { Operation } from '../contract/operations.ts';
 
 /** How one answer is checked: handed to the exchange with the request; absent, the answer is relayed unchecked. */
@@ -84,7 +85,7 @@ export function codingsOf(contentEncoding: string | string[] | undefined): Decod
 
 /**
  * Checks a whole body (or the parts it arrived in) against what its head fell under, decoding its Content-Encoding first, the last coding applied first (bounded:
- * a body that inflates past the bound at any step is relayed unchecked, like one that arrives over it).
+ * a body that inflates past the bound at any step is relayed unchecked, like one that arrives over it). `parse`: as checkAnswerBody's.
  */
 export function checkBody(
   check: AnswerCheck,
@@ -92,11 +93,12 @@ export function checkBody(
   status: number,
   contentEncoding: string | string[] | undefined,
   body: Buffer | readonly Buffer[],
+  parse: (body: Uint8Array | readonly Uint8Array[]) => JsonBodyParse = parseAnswerBody,
 ): AnswerVerdict {
   const decoders = codingsOf(contentEncoding);
   if (decoders === undefined) return UNKNOWN_CODING;
   // Not encoded, the parts are parsed as they arrived: a body stopped at a bound in its first kilobytes is never joined.
-  if (decoders.length === 0) return verdictOf(check, checkAnswerBody(rule, status, body));
+  if (decoders.length === 0) return verdictOf(check, checkAnswerBody(rule, status, body, parse));
   let decoded = Buffer.isBuffer(body) ? body : Buffer.concat(body);
   for (let at = decoders.length - 1; at >= 0; at--) {
     try {
@@ -106,7 +108,7 @@ export function checkBody(
       return violation(check, { kind: 'unparseable_body', response: rule.declared.key, pointer: '', keyword: 'content-encoding' });
     }
   }
-  return verdictOf(check, checkAnswerBody(rule, status, decoded));
+  return verdictOf(check, checkAnswerBody(rule, status, decoded, parse));
 }
 
 function verdictOf(check: AnswerCheck, found: ReturnType<typeof checkAnswerBody>): AnswerVerdict {

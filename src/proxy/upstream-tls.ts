@@ -33,9 +33,58 @@ const TLS_VARIABLES = {
 export interface BackendTls extends UpstreamTls {
   /** upstreamTls.staging's, for shadow requests to an https:// staging; read only while shadowing is on. */
   shadow?: UpstreamTlsOptions;
+  /**
+   * The notAfter of staging's client certificate, when shadow requests offer one from a gateway of another environment (the
+   * expiry metric); on a staging gateway it is `clientNotAfter`.
+   */
+  shadowClientNotAfter?: Date;
 }
 
-type TlsConfig = Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl'>;
+type TlsConfig = Pick<GatewayConfig, 'environment' | 'upstreamTls' | 'sources' | 'upstreamUrl' | 'shadow' | 'environments' | 'versions'>;
+
+/** A backend the settings would be used for: which document's, its address, and the setting it came from. */
+interface Backend {
+  key: string;
+  url: string;
+  /** The setting of the address, as the operator knows it. */
+  address: string;
+  /** What the gateway sends it: the requests it serves, or their shadow copies. */
+  role: 'upstream' | 'shadow upstream';
+}
+
+/** The backends the running environment's settings are used for: each served document's upstream. */
+function servedBackends(config: TlsConfig): Backend[] {
+  return config.sources.map(({ key, upstreamBaseUrl }) => ({
+    key,
+    role: 'upstream',
+    url: upstreamBaseUrl,
+    address:
+      key !== 'contract'
+        ? key.replace(/\.document$/, `.upstreams.${config.environment}`)
+        : config.upstreamUrl !== undefined
+          ? 'UPSTREAM_URL (upstreamUrl)'
+          : `environments.${config.environment}.upstream`,
+  }));
+}
+
+/** Where shadow requests go, which upstreamTls.staging is used for: as src/wiring/version-proxies.ts sends them. */
+function shadowBackends(config: TlsConfig): Backend[] {
+  const first: Backend =
+    config.shadow.upstreamUrl !== null
+      ? { key: 'contract', role: 'shadow upstream', url: config.shadow.upstreamUrl, address: 'SHADOW_UPSTREAM_URL (shadow.upstreamUrl)' }
+      : { key: 'contract', role: 'shadow upstream', url: config.environments.staging.upstream, address: 'environments.staging.upstream' };
+  return [
+    first,
+    ...config.versions.map(
+      (version, index): Backend => ({
+        key: `versions.${index}.document`,
+        role: 'shadow upstream',
+        url: version.upstreams.staging,
+        address: `versions.${index}.upstreams.staging`,
+      }),
+    ),
+  ];
+}
 
 /**
  * The words an operator knows each setting by: the variable sets only the running environment's key (load-config), so
@@ -55,28 +104,31 @@ export function shadowingOn(config: Pick<GatewayConfig, 'shadow'>): boolean {
 export function readBackendTls(config: TlsConfig & Pick<GatewayConfig, 'shadow'>): BackendTls {
   const served = readUpstreamTls(config, config.environment);
   if (!shadowingOn(config)) return served;
-  return { ...served, shadow: config.environment === 'staging' ? served.connect : readUpstreamTls(config, 'staging').connect };
+  if (config.environment === 'staging') return { ...served, shadow: served.connect };
+  const staging = readUpstreamTls(config, 'staging');
+  return staging.clientNotAfter === undefined
+    ? { ...served, shadow: staging.connect }
+    : { ...served, shadow: staging.connect, shadowClientNotAfter: staging.clientNotAfter };
 }
 
 /** Reads one environment's upstream TLS files; a file that does not parse, or a client key not the certificate's, throws naming the setting. */
 export function readUpstreamTls(config: TlsConfig, environment: Environment): UpstreamTls {
   const settings = config.upstreamTls[environment];
-  // Only the running environment's backends are in `sources`: a plain one of staging's (a shadow target) just does not use these settings.
-  const plain = environment === config.environment ? config.sources.find((source) => source.upstreamBaseUrl.startsWith('http:')) : undefined;
+  // The backends these settings are used for: the running environment's upstreams, and staging's shadow targets while
+  // shadowing is on. Another environment's upstreams do not use them: a plain one of those is no fault.
+  const backends = [
+    ...(environment === config.environment ? servedBackends(config) : []),
+    ...(environment === 'staging' && shadowingOn(config) ? shadowBackends(config) : []),
+  ];
+  const plain = backends.find((backend) => backend.url.startsWith('http:'));
   if (plain !== undefined && filesOf(settings).length + (settings.servername === null ? 0 : 1) > 0) {
     // Certificates configured for a backend spoken to in plain HTTP: the operator meant TLS, and would not get it.
     // Both sides named as the operator set them: the TLS settings given, and the setting of the plain address.
     const given = (Object.keys(TLS_VARIABLES) as Array<keyof typeof TLS_VARIABLES>)
       .filter((key) => settings[key] !== null)
       .map((key) => settingName(config, TLS_VARIABLES[key], environment, key));
-    const address =
-      plain.key !== 'contract'
-        ? plain.key.replace(/\.document$/, `.upstreams.${environment}`)
-        : config.upstreamUrl !== undefined
-          ? 'UPSTREAM_URL (upstreamUrl)'
-          : `environments.${environment}.upstream`;
     throw new CertificateFileError(
-      `${given.join(', ')}: set, but the upstream of ${plain.key} (${plain.upstreamBaseUrl}, from ${address}) is plain http://; use its https:// address there, or unset them`,
+      `${given.join(', ')}: set, but the ${plain.role} of ${plain.key} (${plain.url}, from ${plain.address}) is plain http://; use its https:// address there, or unset them`,
     );
   }
   const connect: UpstreamTlsOptions = { minVersion: settings.minVersion, rejectUnauthorized: true };

@@ -1,8 +1,8 @@
 // Two answers to one request compared: status, the headers the document declares, and the body, JSON structurally.
-import { MAX_ANSWER_DEPTH, MAX_ANSWER_VALUES } from '../contract/check-answer.ts';
-import { byResponseKey, mediaTypeOf } from '../contract/declared-responses.ts';
+import { parseAnswerBody } from '../contract/check-answer.ts';
+import { byResponseKey, contentFor, mediaTypeOf } from '../contract/declared-responses.ts';
 import type { Operation } from '../contract/operations.ts';
-import { parseJsonBody } from '../contract/strict-json.ts';
+import type { JsonBodyParse } from '../contract/strict-json.ts';
 import { codingsOf } from '../proxy/answer-check.ts';
 import { diffJson } from './json-diff.ts';
 import type { ShadowDifference } from './shadow-outcome.ts';
@@ -13,6 +13,11 @@ export interface ReadAnswer {
   /** Lower-case names, as undici and node:http give them. */
   headers: Readonly<Record<string, string | string[] | undefined>>;
   body: Buffer;
+  /**
+   * The body decoded and parsed by parseAnswerBody, when that was done already (staging's, by its contract check): the
+   * comparison reads it instead of parsing the body a second time.
+   */
+  parsed?: JsonBodyParse;
 }
 
 export interface CompareBounds {
@@ -62,6 +67,19 @@ function decoded(answer: ReadAnswer, maxBodyBytes: number): Buffer | undefined {
   return body.length > maxBodyBytes ? undefined : body;
 }
 
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/**
+ * The member names the document declares for production's answer (the response its status fell under, the content its media
+ * type did): the only names a difference's pointer may carry. None declared: every member name is `*`.
+ */
+function declaredMemberNames(operation: Operation, production: ReadAnswer): ReadonlySet<string> {
+  const declared = operation.responses.for(production.status);
+  const contentType = fieldValue(production.headers['content-type']);
+  if (declared === undefined || contentType === undefined) return NO_NAMES;
+  return contentFor(declared, mediaTypeOf(contentType))?.memberNames ?? NO_NAMES;
+}
+
 function isJson(answer: ReadAnswer): boolean {
   const contentType = fieldValue(answer.headers['content-type']);
   return contentType !== undefined && JSON_MEDIA_TYPE.test(mediaTypeOf(contentType));
@@ -69,7 +87,8 @@ function isJson(answer: ReadAnswer): boolean {
 
 /**
  * What differs in `staging` from `production`: another status is one `status` difference and nothing more (the bodies of two
- * statuses are not comparable); otherwise each declared header whose value differs (`/headers/<name>`), then the body.
+ * statuses are not comparable); otherwise each declared header whose value differs (`/headers/<name>`), then the body, its
+ * pointers naming only the members production's declared response names.
  */
 export function compareAnswers(operation: Operation, production: ReadAnswer, staging: ReadAnswer, bounds: CompareBounds): Comparison {
   if (production.status !== staging.status) return { differences: [{ pointer: '/status', kind: 'status' }], partial: false };
@@ -85,15 +104,14 @@ export function compareAnswers(operation: Operation, production: ReadAnswer, sta
     if (!a.equals(b)) differences.push({ pointer: '', kind: isJson(production) === isJson(staging) ? 'value' : 'type' });
     return { differences, partial: false };
   }
-  // The answer check's bounds (decision 0025): a comparison holds the event loop no longer than a check.
-  const options = { maxDepth: MAX_ANSWER_DEPTH, maxValues: MAX_ANSWER_VALUES, spellings: false };
-  const parsedA = parseJsonBody(a, options);
-  const parsedB = parseJsonBody(b, options);
+  // The answer check's parse and bounds (decision 0025): a comparison holds the event loop no longer than a check.
+  const parsedA = production.parsed ?? parseAnswerBody(a);
+  const parsedB = staging.parsed ?? parseAnswerBody(b);
   if (!parsedA.ok || !parsedB.ok) {
     if (!a.equals(b)) differences.push({ pointer: '', kind: 'value' });
     return { differences, partial: (!parsedA.ok && parsedA.bound !== undefined) || (!parsedB.ok && parsedB.bound !== undefined) };
   }
-  const diff = diffJson(parsedA.value, parsedB.value, { maxNodes: bounds.maxNodes });
+  const diff = diffJson(parsedA.value, parsedB.value, { maxNodes: bounds.maxNodes }, declaredMemberNames(operation, production));
   differences.push(...diff.differences);
   return { differences, partial: diff.truncated };
 }

@@ -1,4 +1,5 @@
 // Two parsed JSON bodies compared structurally, member by member and element by element, within a bound on the nodes visited.
+import { memberToken } from '../contract/declared-pointer.ts';
 import type { ShadowDifference } from './shadow-outcome.ts';
 
 /** How much of two bodies is compared at most: the answer check's stalls (decision 0025) are not to come back here. */
@@ -23,11 +24,6 @@ function kindOf(value: unknown): JsonKind {
   return type === 'boolean' || type === 'number' || type === 'string' ? type : 'object';
 }
 
-/** A member name as a JSON pointer reference token (RFC 6901): `~` and `/` escaped. */
-export function pointerToken(name: string): string {
-  return name.replaceAll('~', '~0').replaceAll('/', '~1');
-}
-
 /** One JSON value's text with members sorted: equal for equal values whatever their members' order. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -43,9 +39,11 @@ function canonical(value: unknown): string {
 /**
  * What differs in `staging` from `production`: a member production has and staging lacks is `missing`, one only staging has is
  * `extra`, a value of another JSON type `type`, another value `value`; arrays are compared element by element (their indexes as
- * `*` in the pointer), and an array of the same elements in another order is one `order` difference at the array.
+ * `*` in the pointer), and an array of the same elements in another order is one `order` difference at the array. A member
+ * name is written as it is only when `memberNames` (the declared response's, src/contract/declared-responses.ts) holds it, and
+ * as `*` otherwise (memberToken): the pointers leave for the report, and a name nothing declares is the body's data.
  */
-export function diffJson(production: unknown, staging: unknown, bound: DiffBound): JsonDiff {
+export function diffJson(production: unknown, staging: unknown, bound: DiffBound, memberNames: ReadonlySet<string>): JsonDiff {
   const seen = new Set<string>();
   const differences: ShadowDifference[] = [];
   let budget = bound.maxNodes;
@@ -75,11 +73,11 @@ export function diffJson(production: unknown, staging: unknown, bound: DiffBound
 
   function walkObjects(a: Record<string, unknown>, b: Record<string, unknown>, pointer: string, into: ShadowDifference[]): void {
     for (const name of Object.keys(a)) {
-      const at = `${pointer}/${pointerToken(name)}`;
+      const at = `${pointer}/${memberToken(name, memberNames)}`;
       if (Object.hasOwn(b, name)) walk(a[name], b[name], at, into);
       else note(at, 'missing', into);
     }
-    for (const name of Object.keys(b)) if (!Object.hasOwn(a, name)) note(`${pointer}/${pointerToken(name)}`, 'extra', into);
+    for (const name of Object.keys(b)) if (!Object.hasOwn(a, name)) note(`${pointer}/${memberToken(name, memberNames)}`, 'extra', into);
   }
 
   function walkArrays(a: unknown[], b: unknown[], pointer: string, into: ShadowDifference[]): void {

@@ -2,8 +2,10 @@
 // within its own cap, timeout and memory bound; staging's answer checked against the document and compared with production's.
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
-import { checkAnswerHead } from '../contract/check-answer.ts';
+import { checkAnswerHead, parseAnswerBody } from '../contract/check-answer.ts';
+import { UNDECLARED_MEMBER } from '../contract/declared-pointer.ts';
 import type { Operation } from '../contract/operations.ts';
+import type { JsonBodyParse } from '../contract/strict-json.ts';
 import type { IdentityCaller } from '../identity/identity-signer.ts';
 import { checkBody } from '../proxy/answer-check.ts';
 import type { UpstreamTlsOptions } from '../proxy/upstream-tls.ts';
@@ -81,6 +83,19 @@ function shareOf(settings: ShadowSettings, operation: Operation): number {
   return SAFE_METHODS.has(operation.method) ? settings.sample.default : 0;
 }
 
+/**
+ * The member name of a pointer no operation of that id declares in a response, if any: the comparison writes such a member as
+ * `*`, so the pointer would never match. `/status` and `/headers/<name>` name the answer's head, not its body.
+ */
+function undeclaredSegment(pointer: string, operations: readonly Operation[]): string | undefined {
+  if (pointer === '' || pointer === '/status' || pointer.startsWith('/headers/')) return undefined;
+  for (const segment of pointer.slice(1).split('/')) {
+    const name = segment.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (name !== UNDECLARED_MEMBER && !operations.some(({ responses }) => responses.memberNames.has(name))) return name;
+  }
+  return undefined;
+}
+
 function checkNames(settings: ShadowSettings, operations: readonly Operation[]): void {
   const known = new Set(operations.map(({ id }) => id));
   for (const id of Object.keys(settings.sample)) {
@@ -88,6 +103,18 @@ function checkNames(settings: ShadowSettings, operations: readonly Operation[]):
   }
   for (const id of Object.keys(settings.ignore)) {
     if (!known.has(id)) throw new ShadowSettingError(`shadow.ignore.${id}: no operation of the served documents has this operationId`);
+  }
+  for (const [id, pointers] of Object.entries(settings.ignore)) {
+    // Every served document's operation of that id: the noise and the ignore list are kept by id.
+    const named = operations.filter((operation) => operation.id === id);
+    for (const pointer of pointers) {
+      const name = undeclaredSegment(pointer, named);
+      if (name === undefined) continue;
+      // The name is the operator's, from the configuration, not a body's: it may be written back to them.
+      throw new ShadowSettingError(
+        `shadow.ignore.${id}: ${pointer} names the member "${name}", which no response of ${id} declares; differences there are reported as * (the report holds the document's names only): write * in its place`,
+      );
+    }
   }
 }
 
@@ -169,8 +196,16 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
     return { status: answer.statusCode, headers: answer.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
   }
 
-  /** Staging's answer against the document, as a checked production answer is: whether it keeps it. */
-  function keepsContract(operation: Operation, method: string, staging: ReadAnswer, statedByGateway: ReadonlySet<string>): boolean {
+  /**
+   * Staging's answer against the document, as a checked production answer is: whether it keeps it, and the parse of its body
+   * the check made (undefined when it made none: no body to check, a media type without a schema, a coding not decoded).
+   */
+  function keepsContract(
+    operation: Operation,
+    method: string,
+    staging: ReadAnswer,
+    statedByGateway: ReadonlySet<string>,
+  ): { keeps: boolean; parsed?: JsonBodyParse } {
     const headOnly = method === 'HEAD';
     const contentType = staging.headers['content-type'];
     const head = checkAnswerHead(
@@ -180,10 +215,16 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       Array.isArray(contentType) ? contentType[0] : contentType,
       !headOnly && staging.status !== 204 && staging.status !== 304,
     );
-    if (head.violation !== undefined) return false;
-    if (head.body === undefined) return true;
+    if (head.violation !== undefined) return { keeps: false };
+    if (head.body === undefined) return { keeps: true };
     const check = { enforce: false, operation, headOnly, maxBodyBytes: settings.maxBodyBytes, defaultCoversErrorsOnly: false };
-    return checkBody(check, head.body, staging.status, staging.headers['content-encoding'], staging.body).result !== 'violation';
+    let parsed: JsonBodyParse | undefined;
+    const parseOnce = (body: Uint8Array | readonly Uint8Array[]) => {
+      parsed = parseAnswerBody(body);
+      return parsed;
+    };
+    const verdict = checkBody(check, head.body, staging.status, staging.headers['content-encoding'], staging.body, parseOnce);
+    return parsed === undefined ? { keeps: verdict.result !== 'violation' } : { keeps: verdict.result !== 'violation', parsed };
   }
 
   function upstreamHeaders(request: ShadowedRequest, identity: Readonly<Record<string, string>>, shadowMark: boolean): Record<string, string> {
@@ -243,8 +284,11 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       if (staging === 'over_bound') return finish(operation.id, 'skipped');
       if (staging === 'error') return finish(operation.id, 'staging_error');
       const stated = new Set(request.answeredWith.filter((name) => production.headers[name] === undefined));
-      if (!keepsContract(operation, request.method, staging, stated)) return finish(operation.id, 'staging_off_contract');
-      const { differences } = compareAnswers(operation, production, staging, bounds);
+      const contract = keepsContract(operation, request.method, staging, stated);
+      if (!contract.keeps) return finish(operation.id, 'staging_off_contract');
+      // Staging's body parsed once: the comparison reads the check's parse.
+      const checked = contract.parsed === undefined ? staging : { ...staging, parsed: contract.parsed };
+      const { differences } = compareAnswers(operation, production, checked, bounds);
       const split = splitNoise(differences, noise.pointers(operation.id), settings.ignore[operation.id] ?? []);
       finish(operation.id, split.differences.length > 0 ? 'differ' : 'match', split.differences, split.noise);
     } finally {

@@ -39,6 +39,7 @@ import { createReload, type ReloadOutcome } from './reload.ts';
 import { NoiseBook } from '../shadow/noise-book.ts';
 import { createMemoryShadowReport, createRedisShadowReport, type ShadowReport } from '../shadow/report-store.ts';
 import { certificateDigests, watchCertificates } from './certificate-watch.ts';
+import { reportClientCertificates } from './client-certificates.ts';
 
 /** The stores behind the pipeline; built once the metrics exist, so they can report into them. */
 export interface Stores {
@@ -162,7 +163,7 @@ export function buildGateway<S extends Stores>(parts: GatewayParts<S>): Gateway<
     const served = Object.entries(pairs).map(([role, pair]) => [role, { fingerprint: pair.fingerprint, notAfter: pair.notAfter.toISOString() }]);
     if (served.length > 0) logger.info({ certificates: Object.fromEntries(served) }, 'TLS certificates in force on the listeners');
   });
-  metrics.tls.held('upstream_client', upstreamTls.clientNotAfter);
+  reportClientCertificates(metrics.tls, config.environment, upstreamTls);
   const tracing = parts.tracing ?? propagationOnly();
   registerTraceExportMetrics(metrics.registry, tracing, config.environment);
   const stores = parts.stores(metrics, brownouts);

@@ -11,6 +11,7 @@ import type { BackendTls } from '../proxy/upstream-tls.ts';
 import type { ListenerCertificates } from '../server/listener-tls.ts';
 import type { Clock } from '../time/clock.ts';
 import { checkConfig, ConfigCheckError, type CheckedConfig } from './check-config.ts';
+import { reportClientCertificates } from './client-certificates.ts';
 import type { LivePipeline, Pipeline } from './pipeline.ts';
 
 export interface ReloadDeps {
@@ -79,7 +80,7 @@ export function createReload(deps: ReloadDeps): () => Promise<ReloadOutcome> {
     live.swap(next);
     checked.takeUp();
     deps.certificates.takeUp(checked.listenerPairs);
-    metrics.tls.held('upstream_client', checked.upstreamTls.clientNotAfter);
+    reportClientCertificates(metrics.tls, plan.effective.environment, checked.upstreamTls);
     deps.brownouts.replaceSchedule(checked.schedule);
     metrics.deprecationsChanged(deps.brownouts.operations, operationSunsets(checked.operations));
     metrics.configReload('success');

@@ -1,6 +1,7 @@
 // Shadow requests to an https:// staging that pins a private CA and asks for a client certificate: they connect with
 // upstreamTls.staging (its authorities, client certificate), and without staging's CA they fail as staging_error, production
 // untouched; a bad staging file refuses the configuration, and a renewed one is taken up by the certificate watch.
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +101,16 @@ const comparisons = (target: Edge, result: string) =>
       ),
     );
 
+/** The upstream_client expiry series of `environment`'s certificate, in Unix seconds; undefined: none. */
+const clientExpiry = (text: string, environment: string): number | undefined => {
+  const found = new RegExp(
+    `^petstore_gateway_tls_certificate_expiry_timestamp_seconds\\{role="upstream_client",environment="${environment}"\\} (\\d+)$`,
+    'm',
+  ).exec(text);
+  return found === null ? undefined : Number(found[1]);
+};
+const notAfterOf = (certificate: IssuedCertificate) => new X509Certificate(certificate.cert).validToDate.getTime() / 1000;
+
 describe('shadow requests to an https staging with its own CA and client certificate', () => {
   it("reach staging with upstreamTls.staging's CA and client certificate, and compare as a match", async () => {
     const on = await productionGateway(true, { caFile: stagingCa.certFile, certFile: gatewayClient.certFile, keyFile: gatewayClient.keyFile });
@@ -112,6 +123,33 @@ describe('shadow requests to an https staging with its own CA and client certifi
     expect(reached.map(({ url }) => url)).toEqual(['/v1/pets/1']);
     expect(reached[0]?.clientCertificate).toBe(fingerprintOf(gatewayClient.cert));
     expect(shadowMarks.at(-1)).toBe('1');
+    // The certificate the copies offered has its expiry exported as staging's; production offers none.
+    const metrics = await on.gateway.scrape();
+    expect(clientExpiry(metrics, 'staging')).toBe(notAfterOf(gatewayClient));
+    expect(clientExpiry(metrics, 'production')).toBeUndefined();
+  });
+
+  it("exports staging's client certificate expiry only while shadowing is on, taken up and dropped by reloads", async () => {
+    const stagingTls = { caFile: stagingCa.certFile, certFile: gatewayClient.certFile, keyFile: gatewayClient.keyFile };
+    const shadowOn = { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0 };
+    let shadow: Record<string, unknown> = {};
+    const gateway = buildTestGateway({
+      upstreamUrl: production.baseUrl,
+      overrides: { upstreamTls: { staging: stagingTls } },
+      reloadOverrides: () => ({ upstreamTls: { staging: stagingTls }, shadow }),
+    });
+    try {
+      // Configured, but no shadow offers it: not a certificate the gateway uses.
+      expect(clientExpiry(await gateway.scrape(), 'staging')).toBeUndefined();
+      shadow = shadowOn;
+      expect(await gateway.reload()).toMatchObject({ result: 'success' });
+      expect(clientExpiry(await gateway.scrape(), 'staging')).toBe(notAfterOf(gatewayClient));
+      shadow = {};
+      expect(await gateway.reload()).toMatchObject({ result: 'success' });
+      expect(clientExpiry(await gateway.scrape(), 'staging')).toBeUndefined();
+    } finally {
+      await gateway.close();
+    }
   });
 
   it("is counted staging_error without staging's CA, and production's answer is the one given with shadowing off", async () => {
@@ -152,7 +190,8 @@ describe('shadow requests to an https staging with its own CA and client certifi
   });
 
   it('sends the staging client certificate renewed on disk with the next shadows, by the certificate watch', async () => {
-    const renewed = clientCa.issue({ name: 'gateway-client-renewed' });
+    // Another lifetime than the first's: the expiry series shows which one is offered.
+    const renewed = clientCa.issue({ name: 'gateway-client-renewed', days: 60 });
     const volume = createSecretVolume(join(pki.dir, 'staging-secret'), {
       'tls.crt': gatewayClient.cert,
       'tls.key': gatewayClient.key,
@@ -175,5 +214,6 @@ describe('shadow requests to an https staging with its own CA and client certifi
     await waitFor(async () => (await comparisons(on, 'match')) === 2, scaled(10_000));
     expect(staging.seen.at(-1)?.url).toBe('/v1/pets/1');
     expect(staging.seen.at(-1)?.clientCertificate).toBe(fingerprintOf(renewed.cert));
+    expect(clientExpiry(await on.gateway.scrape(), 'staging')).toBe(notAfterOf(renewed));
   });
 });

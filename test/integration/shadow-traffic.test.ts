@@ -33,14 +33,18 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-/** The pet store as production answers it; `staging` renames `status` to `state` and has no pet 7. */
+/**
+ * The pet store as production answers it; `staging` renames `status` to `state` and has no pet 7. The random field is `name`, one
+ * the document declares: a difference at a member it does not declare is reported as `*` (the report holds the document's names
+ * only), so an undeclared random field would be noise at `*` and hide `state`, the undeclared member staging adds, beside it.
+ */
 function petStore(environment: 'production' | 'staging', asks: Map<string, number>) {
   return (req: RecordedRequest, res: ServerResponse) => {
     const nonce = nonceFor(environment, asks, req);
     const pet = (id: number) =>
       environment === 'production'
-        ? { id, name: `pet ${id}`, categoryId: 2, status: 'available', nonce }
-        : { id, name: `pet ${id}`, categoryId: 2, state: 'available', nonce };
+        ? { id, name: `pet ${id} ${nonce}`, categoryId: 2, status: 'available' }
+        : { id, name: `pet ${id} ${nonce}`, categoryId: 2, state: 'available' };
     const path = req.url.split('?')[0]!;
     if (path === '/v1/pets') return json(res, 200, [pet(1), pet(2)]);
     const single = /^\/v1\/pets\/(\d+)$/.exec(path);
@@ -124,7 +128,8 @@ describe('shadow traffic to a staging that differs from production in known ways
     expect(byOperation.listPets?.differences.map(({ pointer, kind }) => ({ pointer, kind }))).toEqual(
       expect.arrayContaining([
         { pointer: '/*/status', kind: 'missing' },
-        { pointer: '/*/state', kind: 'extra' },
+        // `state` is no name of the document's: the report says a member was added, not which.
+        { pointer: '/*/*', kind: 'extra' },
       ]),
     );
     expect(byOperation.listPets?.differences).toHaveLength(2);
@@ -132,14 +137,14 @@ describe('shadow traffic to a staging that differs from production in known ways
       expect.arrayContaining([
         { pointer: '/status', kind: 'status' },
         { pointer: '/status', kind: 'missing' },
-        { pointer: '/state', kind: 'extra' },
+        { pointer: '/*', kind: 'extra' },
       ]),
     );
     expect(byOperation.getPet?.differences).toHaveLength(3);
-    expect(byOperation.listPets?.learntNoise.map(({ pointer }) => pointer)).toEqual(['/*/nonce']);
-    expect(byOperation.getPet?.learntNoise.map(({ pointer }) => pointer)).toEqual(['/nonce']);
-    expect(byOperation.listPets?.noise.map(({ pointer }) => pointer)).toEqual(['/*/nonce']);
-    expect(byOperation.getPet?.noise.map(({ pointer }) => pointer)).toEqual(['/nonce']);
+    expect(byOperation.listPets?.learntNoise.map(({ pointer }) => pointer)).toEqual(['/*/name']);
+    expect(byOperation.getPet?.learntNoise.map(({ pointer }) => pointer)).toEqual(['/name']);
+    expect(byOperation.listPets?.noise.map(({ pointer }) => pointer)).toEqual(['/*/name']);
+    expect(byOperation.getPet?.noise.map(({ pointer }) => pointer)).toEqual(['/name']);
 
     const metrics = await on.gateway.scrape();
     expect(metrics).toContain('petstore_gateway_shadow_comparisons_total{operation="getPet",result="differ",environment="production"} 3');
@@ -248,6 +253,29 @@ describe('shadow settings on a reload', () => {
   });
 });
 
+describe('shadow.ignore', () => {
+  it('refuses a pointer naming a member the document does not declare, at start and on a reload: it would never match', async () => {
+    const production = await startRecordingUpstream(petStore('production', new Map()));
+    const staging = await startRecordingUpstream(petStore('staging', new Map()));
+    const shadow = (ignore: Record<string, string[]>) => ({ shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, ignore } });
+    const refusal =
+      'shadow.ignore.listPets: /*/updatedAt names the member "updatedAt", which no response of listPets declares; differences there are reported as * (the report holds the document\'s names only): write * in its place';
+    let overrides: Record<string, unknown> = shadow({ listPets: ['/*/name', '/*/*', '/headers/x-total-count', '/status'] });
+    const gateway = buildTestGateway({ upstreamUrl: production.baseUrl, overrides, reloadOverrides: () => overrides });
+    try {
+      expect(() => buildTestGateway({ upstreamUrl: production.baseUrl, overrides: shadow({ listPets: ['/*/updatedAt'] }) })).toThrow(refusal);
+      overrides = shadow({ listPets: ['/*/name', '/*/updatedAt'] });
+      const outcome = await gateway.reload();
+      expect(outcome).toMatchObject({ result: 'failure' });
+      expect(outcome.result === 'failure' && outcome.reason).toContain(refusal);
+    } finally {
+      await gateway.close();
+      await production.close();
+      await staging.close();
+    }
+  });
+});
+
 describe('shadow traffic to a staging that never answers', () => {
   const closers: Array<() => Promise<void>> = [];
   afterAll(async () => {
@@ -261,7 +289,7 @@ describe('shadow traffic to a staging that never answers', () => {
     // Reads each request and never answers.
     const staging = await startRawUpstream((_socket, received) => heard.push(received));
     closers.push(() => staging.close());
-    // Each production answer is 82 bytes: maxBytes lets two be held while staging says nothing; maxInFlight would allow 4.
+    // Each production answer is 72 bytes: maxBytes lets two be held while staging says nothing; maxInFlight would allow 4.
     const edge = await startEdge(production.baseUrl, {
       shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 0, maxInFlight: 4, maxBytes: 200, timeoutMs: 600_000 },
     });

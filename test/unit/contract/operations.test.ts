@@ -12,7 +12,7 @@ const operation = (id: string, deprecation?: Operation['deprecation']): Operatio
     queryParameters: [],
     requestHeaders: [],
     responseHeaders: new Map(),
-    responses: { for: () => undefined },
+    responses: { for: () => undefined, memberNames: new Set() },
     ...(deprecation ? { deprecation } : {}),
   }) as Operation;
 

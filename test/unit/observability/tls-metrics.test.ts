@@ -36,6 +36,16 @@ describe('TLS metrics', () => {
     expect(await series(registry)).toEqual({ listener: 1798761600 });
   });
 
+  it("labels a certificate of another environment's with that environment: staging's client certificate on a gateway shadowing to it", async () => {
+    const { registry, certificates } = metrics();
+    certificates.held('upstream_client', new Date('2027-02-01T00:00:00Z'), 'production');
+    const text = await registry.metrics();
+    expect(text).toContain('petstore_gateway_tls_certificate_expiry_timestamp_seconds{role="upstream_client",environment="production"} 1801440000');
+    expect(text).not.toContain('environment="staging"} 1801440000');
+    certificates.held('upstream_client', undefined, 'production');
+    expect(await registry.metrics()).not.toContain('role="upstream_client"');
+  });
+
   it("reports the backend certificate that expires first, each backend's as last seen", async () => {
     const { registry, certificates } = metrics();
     certificates.upstreamSeen('https://a:443', new Date('2027-03-01T00:00:00Z'));

@@ -53,10 +53,12 @@ describe('readBackendTls', () => {
 
   describe("staging's, for the shadow pool of a production gateway", () => {
     const PRODUCTION = { ...HTTPS, GATEWAY_ENVIRONMENT: 'production' };
+    /** Shadowing to an https:// staging: where upstreamTls.staging applies. */
+    const SHADOWING = { ...PRODUCTION, SHADOW_UPSTREAM_URL: 'https://staging.pets.internal:8443/v1' };
     const stagingTls = { upstreamTls: { staging: { caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile, servername: 'staging.pets' } } };
 
     it('is read from upstreamTls.staging while shadowing is on', () => {
-      const tls = readBackendTls(loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '0.5' }, stagingTls));
+      const tls = readBackendTls(loadConfig({ ...SHADOWING, SHADOW_SAMPLE: '0.5' }, stagingTls));
       expect(tls.connect).toEqual({ minVersion: 'TLSv1.2', rejectUnauthorized: true });
       expect(tls.shadow).toEqual({
         ca: [ca.cert],
@@ -76,12 +78,47 @@ describe('readBackendTls', () => {
 
     it('refuses a bad file, naming the setting by its key (no variable sets it)', () => {
       const other = ca.issue({ name: 'other' });
-      const config = loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '1' }, { upstreamTls: { staging: { certFile: client.certFile, keyFile: other.keyFile } } });
+      const config = loadConfig({ ...SHADOWING, SHADOW_SAMPLE: '1' }, { upstreamTls: { staging: { certFile: client.certFile, keyFile: other.keyFile } } });
       expect(() => readBackendTls(config)).toThrow(/^upstreamTls\.staging\.keyFile: the key in /);
     });
 
+    it('refuses them for a shadow upstream spoken to in plain HTTP, naming SHADOW_UPSTREAM_URL', () => {
+      const config = loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '0.5', SHADOW_UPSTREAM_URL: 'http://staging.pets.internal/v1' }, stagingTls);
+      expect(() => readBackendTls(config)).toThrow(
+        'upstreamTls.staging.caFile, upstreamTls.staging.certFile, upstreamTls.staging.keyFile, upstreamTls.staging.servername: set, but the shadow upstream of contract (http://staging.pets.internal/v1, from SHADOW_UPSTREAM_URL (shadow.upstreamUrl)) is plain http://; use its https:// address there, or unset them',
+      );
+    });
+
+    it("refuses them for staging's own plain upstream, the shadow target without SHADOW_UPSTREAM_URL", () => {
+      const config = loadConfig(
+        { ...PRODUCTION, SHADOW_SAMPLE: '0.5' },
+        { ...stagingTls, environments: { staging: { upstream: 'http://staging.pets.internal/v1' } } },
+      );
+      expect(() => readBackendTls(config)).toThrow(
+        /: set, but the shadow upstream of contract \(http:\/\/staging\.pets\.internal\/v1, from environments\.staging\.upstream\) is plain http:\/\//,
+      );
+    });
+
+    it("refuses a staging gateway's own settings for its plain shadow upstream", () => {
+      const config = loadConfig({
+        ...HTTPS,
+        GATEWAY_ENVIRONMENT: 'staging',
+        UPSTREAM_TLS_CA_FILE: ca.certFile,
+        SHADOW_SAMPLE: '0.5',
+        SHADOW_UPSTREAM_URL: 'http://canary.pets.internal/v1',
+      });
+      expect(() => readBackendTls(config)).toThrow(
+        'UPSTREAM_TLS_CA_FILE (upstreamTls.staging.caFile): set, but the shadow upstream of contract (http://canary.pets.internal/v1, from SHADOW_UPSTREAM_URL (shadow.upstreamUrl)) is plain http://; use its https:// address there, or unset them',
+      );
+    });
+
+    it('leaves them alone for a plain staging while shadowing is off: nothing would use them', () => {
+      const config = loadConfig({ ...PRODUCTION, SHADOW_UPSTREAM_URL: 'http://staging.pets.internal/v1' }, stagingTls);
+      expect(readBackendTls(config)).toEqual({ connect: { minVersion: 'TLSv1.2', rejectUnauthorized: true } });
+    });
+
     it("adds staging's files to the certificate watch while shadowing is on", () => {
-      const config = loadConfig({ ...PRODUCTION, SHADOW_SAMPLE: '0.01', UPSTREAM_TLS_CA_FILE: ca.certFile }, stagingTls);
+      const config = loadConfig({ ...SHADOWING, SHADOW_SAMPLE: '0.01', UPSTREAM_TLS_CA_FILE: ca.certFile }, stagingTls);
       expect(upstreamTlsFiles(config)).toEqual([ca.certFile, client.certFile, client.keyFile]);
     });
   });

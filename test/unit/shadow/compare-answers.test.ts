@@ -2,11 +2,14 @@
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { parseAnswerBody } from '../../../src/contract/check-answer.ts';
 import { loadContract } from '../../../src/contract/compile-contract.ts';
 import { compareAnswers, type ReadAnswer } from '../../../src/shadow/compare-answers.ts';
 import { isUnder, NoiseBook, splitNoise } from '../../../src/shadow/noise-book.ts';
 
-const listPets = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url))).byId.get('listPets')!;
+const contract = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url)));
+const listPets = contract.byId.get('listPets')!;
+const getPet = contract.byId.get('getPet')!;
 const BOUNDS = { maxBodyBytes: 1024, maxNodes: 10_000 };
 const answer = (status: number, body: string, headers: ReadAnswer['headers'] = { 'content-type': 'application/json' }): ReadAnswer => ({
   status,
@@ -33,6 +36,29 @@ describe('compareAnswers', () => {
 
   it('decodes a Content-Encoding before comparing the JSON', () => {
     const staging: ReadAnswer = { status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync('[{"id":2}]') };
+    expect(compareAnswers(listPets, answer(200, '[{"id":1}]'), staging, BOUNDS).differences).toEqual([{ pointer: '/*/id', kind: 'value' }]);
+  });
+
+  it("names a body's members by the operation's declared response only: an undeclared map keyed by e-mail addresses is *", () => {
+    const pet = (owners: Record<string, unknown>) => JSON.stringify({ id: 1, name: 'Rex', categoryId: 2, status: 'sold', owners });
+    const production = answer(200, pet({ 'ann@example.com': 'since 2020', 'bob@example.com': 'since 2021' }));
+    const staging = answer(200, pet({ 'ann@example.com': 'since 2022', 'cy@example.com': 'since 2021' }));
+    expect(compareAnswers(getPet, production, staging, BOUNDS).differences).toEqual([
+      { pointer: '/*/*', kind: 'value' },
+      { pointer: '/*/*', kind: 'missing' },
+      { pointer: '/*/*', kind: 'extra' },
+    ]);
+  });
+
+  it('names no member at all in a media type the response does not declare', () => {
+    const other = { 'content-type': 'application/vnd.other+json' };
+    const production = answer(200, '{"status":1,"ann@example.com":1}', other);
+    const staging = answer(200, '{"status":2,"ann@example.com":2}', other);
+    expect(compareAnswers(getPet, production, staging, BOUNDS).differences).toEqual([{ pointer: '/*', kind: 'value' }]);
+  });
+
+  it("reads staging's body as its contract check parsed it, not parsing it again", () => {
+    const staging = { ...answer(200, '[{"id":1}]'), parsed: parseAnswerBody(Buffer.from('[{"id":2}]')) };
     expect(compareAnswers(listPets, answer(200, '[{"id":1}]'), staging, BOUNDS).differences).toEqual([{ pointer: '/*/id', kind: 'value' }]);
   });
 

@@ -4,7 +4,20 @@ import { describe, expect, it } from 'vitest';
 import { diffJson } from '../../../src/shadow/json-diff.ts';
 
 const BOUND = { maxNodes: 100_000 };
-const diff = (production: unknown, staging: unknown) => diffJson(production, staging, BOUND).differences;
+/** The member names these examples' document would declare. */
+const DECLARED: ReadonlySet<string> = new Set(['id', 'name', 'status', 'state', 'items', 'tags', 'a', 'b', 'c', 'i', 'a/b', 'c~d', 'owners', 'since']);
+const diff = (production: unknown, staging: unknown, declared = DECLARED) => diffJson(production, staging, BOUND, declared).differences;
+
+/** A JSON value whose member names are sometimes declared, sometimes e-mail addresses, sometimes anything. */
+const hostileJson = (names: fc.Arbitrary<string>) =>
+  fc.letrec<{ value: unknown }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.string()),
+      fc.array(tie('value'), { maxLength: 4 }),
+      fc.dictionary(names, tie('value'), { maxKeys: 4 }),
+    ),
+  })).value;
 
 describe('diffJson', () => {
   it('finds nothing between equal bodies, whatever their members order', () => {
@@ -51,10 +64,42 @@ describe('diffJson', () => {
     ]);
   });
 
+  it('writes a member name the document does not declare as *: a map keyed by e-mail addresses leaves no address', () => {
+    const production = { owners: { 'ann@example.com': { since: 1 }, 'bob@example.com': { since: 2 } } };
+    const staging = { owners: { 'ann@example.com': { since: 3 }, 'cy@example.com': { since: 2 } } };
+    expect(diff(production, staging)).toEqual([
+      { pointer: '/owners/*/since', kind: 'value' },
+      { pointer: '/owners/*', kind: 'missing' },
+      { pointer: '/owners/*', kind: 'extra' },
+    ]);
+    // Nothing declared (no response schema): no name at all.
+    expect(diff(production, staging, new Set())).toEqual([
+      { pointer: '/*/*/*', kind: 'value' },
+      { pointer: '/*/*', kind: 'missing' },
+      { pointer: '/*/*', kind: 'extra' },
+    ]);
+  });
+
+  it('never writes a pointer segment other than a declared name or * (property)', () => {
+    const declaredPool = ['id', 'name', 'a/b', 'c~d', 'ann@example.com'];
+    const names = fc.oneof(fc.constantFrom(...declaredPool), fc.emailAddress(), fc.string({ maxLength: 6 }));
+    const asToken = (name: string) => name.replaceAll('~', '~0').replaceAll('/', '~1');
+    fc.assert(
+      fc.property(hostileJson(names), hostileJson(names), fc.subarray(declaredPool), (a, b, declaredNames) => {
+        const declared = new Set(declaredNames);
+        const allowed = new Set(['*', ...declaredNames.map(asToken)]);
+        for (const { pointer } of diff(a, b, declared)) {
+          if (pointer === '') continue;
+          for (const segment of pointer.slice(1).split('/')) expect(allowed).toContain(segment);
+        }
+      }),
+    );
+  });
+
   it('stops at its bound and says so, keeping what it found', () => {
     const production = Array.from({ length: 1000 }, (_, i) => ({ i }));
     const staging = Array.from({ length: 1000 }, (_, i) => ({ i: i + 1 }));
-    const bounded = diffJson(production, staging, { maxNodes: 100 });
+    const bounded = diffJson(production, staging, { maxNodes: 100 }, DECLARED);
     expect(bounded.truncated).toBe(true);
     expect(bounded.differences).toEqual([{ pointer: '/*/i', kind: 'value' }]);
   });
