@@ -40,7 +40,9 @@ export function shadowReportTable(report: ShadowReportBody): string {
       lines.push(...columns(rows, new Set([2])).map((line) => `    ${line}`));
     }
     if (operation.learntNoise.length > 0)
-      lines.push(`  learnt as noise: ${operation.learntNoise.map((entry) => `${printable(entry.pointer)} (${entry.sightings} sightings)`).join(', ')}`);
+      lines.push(
+        `  learnt as noise: ${operation.learntNoise.map((entry) => `${printable(entry.pointer)} ${entry.kind ?? 'any kind'} (${entry.sightings} sightings)`).join(', ')}`,
+      );
     if (operation.unlisted > 0) lines.push(`  unlisted: ${operation.unlisted} differences past the pointers kept per hour`);
   }
   return `${lines.join('\n')}\n`;

@@ -1,4 +1,5 @@
 // The shadow report's counts as stores keep them (hourly buckets, learnt noise) and as operators read them (noise apart).
+import { isLearntNoise, noiseIndex } from './noise-book.ts';
 import type { DifferenceKind, ShadowResult } from './shadow-outcome.ts';
 
 /** The result labels, in the order the report lists them (petstore_gateway_shadow_comparisons_total's `result`). */
@@ -42,10 +43,14 @@ export interface ShadowBucket {
   unlisted: number;
 }
 
-/** A pointer whose value differed between two production answers: noise for its operation, kept with the retention. */
+/**
+ * A difference between two production answers: noise for its operation at that pointer by that kind, kept with the
+ * retention. No kind: learnt by a build that kept none (before a rolling deploy), noise of every kind there.
+ */
 export interface LearntNoise {
   operation: string;
   pointer: string;
+  kind?: DifferenceKind | undefined;
   sightings: number;
   firstSeen: number;
   lastSeen: number;
@@ -84,6 +89,8 @@ export interface ReportedPointer {
 
 export interface ReportedNoise {
   pointer: string;
+  /** The kind production differed from itself by; absent for noise learnt by a build that kept no kind (any kind). */
+  kind?: DifferenceKind;
   /** Times two production answers to one request differed at it. */
   sightings: number;
   firstSeen: string;
@@ -144,13 +151,6 @@ export function mergeCapped(into: Map<string, PointerTally>, tally: PointerTally
   return true;
 }
 
-/** A pointer is noise when it is a noise pointer or lies under one (`/meta` covers `/meta/requestId`). */
-export function isNoise(pointer: string, noise: ReadonlySet<string>): boolean {
-  if (noise.has(pointer)) return true;
-  for (let end = pointer.lastIndexOf('/'); end > 0; end = pointer.lastIndexOf('/', end - 1)) if (noise.has(pointer.slice(0, end))) return true;
-  return false;
-}
-
 const iso = (at: number) => new Date(at).toISOString();
 const byCount = (a: PointerTally, b: PointerTally) => b.count - a.count || a.pointer.localeCompare(b.pointer) || a.kind.localeCompare(b.kind);
 const reported = (tally: PointerTally): ReportedPointer => ({
@@ -186,10 +186,10 @@ export function assembleReport(counts: ShadowCounts, query: ShadowReportQuery): 
   const learnt = new Map<string, LearntNoise[]>();
   for (const sighting of counts.learnt) learnt.set(sighting.operation, [...(learnt.get(sighting.operation) ?? []), sighting]);
   const report = [...operations.entries()].map(([name, operation]): OperationReport => {
-    const noisePointers = new Set((learnt.get(name) ?? []).map((sighting) => sighting.pointer));
+    const noise = noiseIndex(learnt.get(name) ?? []);
     const differences: PointerTally[] = [];
     for (const tally of operation.differences.values()) {
-      if (isNoise(tally.pointer, noisePointers)) mergeTally(operation.noise, tally);
+      if (isLearntNoise(tally, noise)) mergeTally(operation.noise, tally);
       else differences.push(tally);
     }
     const { results } = operation;
@@ -200,9 +200,10 @@ export function assembleReport(counts: ShadowCounts, query: ShadowReportQuery): 
       differences: differences.sort(byCount).map(reported),
       noise: [...operation.noise.values()].sort(byCount).map(reported),
       learntNoise: (learnt.get(name) ?? [])
-        .sort((a, b) => b.sightings - a.sightings || a.pointer.localeCompare(b.pointer))
+        .sort((a, b) => b.sightings - a.sightings || a.pointer.localeCompare(b.pointer) || (a.kind ?? '').localeCompare(b.kind ?? ''))
         .map((sighting) => ({
           pointer: sighting.pointer,
+          ...(sighting.kind === undefined ? {} : { kind: sighting.kind }),
           sightings: sighting.sightings,
           firstSeen: iso(sighting.firstSeen),
           lastSeen: iso(sighting.lastSeen),

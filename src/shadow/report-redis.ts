@@ -25,8 +25,10 @@ const hourName = (hour: number) => new Date(hour).toISOString().slice(0, 13);
  * A HASH per hour and operation (`r|<result>` → comparisons, `d|c|<kind>|<pointer>` → comparisons differing there,
  * `d|f|…` and `d|l|…` → first and last seen, `d#` → pointers listed, the same under `n|` for noise, `u` → unlisted)
  * and a SET per hour of the operations compared, both expiring `retentionDays` after their hour; per operation a
- * HASH of the pointers learnt as noise (`c|`, `f|`, `l|`, `#`), expiring `retentionDays` after its last sighting; a
- * flush's batch id, kept `BATCH_ID_KEPT_MS`. The hash tag `{shadow}` keeps one Cluster slot: a flush is one script.
+ * HASH of the noise learnt (`k|c|<kind>|<pointer>`, `k|f|…`, `k|l|…`, `k|#`), expiring `retentionDays` after its last
+ * sighting; a flush's batch id, kept `BATCH_ID_KEPT_MS`. The hash tag `{shadow}` keeps one Cluster slot: a flush is one
+ * script. The learnt HASH may still hold a build-before's entries, kept by pointer alone (`c|<pointer>`, `f|`, `l|`,
+ * `#`): read as noise of any kind. That build reads `c|` fields only, so it skips the `k|` entries this one writes.
  */
 function shadowLayout(prefix: string) {
   const base = `${prefix}{shadow}:`;
@@ -39,7 +41,8 @@ function shadowLayout(prefix: string) {
 }
 
 /**
- * KEYS: the batch id's key, then each bucket's HASH and its hour's SET, then each operation's learnt-noise HASH.
+ * KEYS: the batch id's key, then each bucket's HASH and its hour's SET, then each operation's learnt-noise HASH
+ * (`pointers` by kind under `k|`; `anyKind`, noise of any kind, under the build before's names).
  * ARGV[1]: the plan as JSON. Added only if the batch id was not there (SET NX in the same script: Redis runs it
  * whole or not at all), so a retry of a batch Redis already ran adds nothing. A list holding `cap` pointers takes no
  * new one: its occurrences are added to the bucket's `u` (unlisted) instead.
@@ -80,7 +83,8 @@ end
 for _, l in ipairs(plan.learnt) do
   local hash = KEYS[k + 1]
   k = k + 1
-  for _, t in ipairs(l.pointers) do tally(hash, '', t[1], t[2], t[3], t[4]) end
+  for _, t in ipairs(l.pointers) do tally(hash, 'k|', t[1], t[2], t[3], t[4]) end
+  for _, t in ipairs(l.anyKind) do tally(hash, '', t[1], t[2], t[3], t[4]) end
   redis.call('PEXPIRE', hash, plan.learntTtl)
 end
 return 1
@@ -155,7 +159,12 @@ export class RedisShadowReportStore implements ShadowReportStore {
     for (const sighting of counts.learnt) byOperation.set(sighting.operation, [...(byOperation.get(sighting.operation) ?? []), sighting]);
     const learnt = [...byOperation].map(([operation, sightings]) => {
       keys.push(layout.learnt(operation));
-      return { pointers: sightings.map((sighting) => [sighting.pointer, sighting.sightings, String(sighting.firstSeen), String(sighting.lastSeen)]) };
+      // noteNoise gives every sighting its kind; one without (any kind) keeps the build before's field names.
+      const times = (sighting: LearntNoise) => [sighting.sightings, String(sighting.firstSeen), String(sighting.lastSeen)];
+      return {
+        pointers: sightings.flatMap((sighting) => (sighting.kind === undefined ? [] : [[`${sighting.kind}|${sighting.pointer}`, ...times(sighting)]])),
+        anyKind: sightings.flatMap((sighting) => (sighting.kind === undefined ? [[sighting.pointer, ...times(sighting)]] : [])),
+      };
     });
     const plan = JSON.stringify({ keep: BATCH_ID_KEPT_MS, cap: MAX_POINTERS, learntTtl: keptMs, buckets, learnt });
     await timed(this.#options.observe, () => (this.#redis as RedisWithAddShadow).addShadowCounts(String(keys.length), ...keys, plan));
@@ -209,12 +218,22 @@ function bucketOf(hour: number, operation: string, fields: Record<string, string
   return bucket;
 }
 
-/** One operation's learnt-noise HASH as sightings. */
+/**
+ * One operation's learnt-noise HASH as sightings: `k|c|<kind>|<pointer>` by kind, and `c|<pointer>` (written by a build
+ * that kept no kind) with none, noise of any kind at its pointer. A kind this version does not know is skipped.
+ */
 function learntOf(operation: string, fields: Record<string, string>): LearntNoise[] {
-  return Object.entries(fields)
-    .filter(([field]) => field.startsWith('c|'))
-    .map(([field, count]) => {
+  const learnt: LearntNoise[] = [];
+  for (const [field, count] of Object.entries(fields)) {
+    if (field.startsWith('k|c|')) {
+      const name = field.slice(4);
+      const split = splitName(name);
+      if (split === undefined) continue;
+      learnt.push({ operation, ...split, sightings: Number(count), firstSeen: Number(fields[`k|f|${name}`]), lastSeen: Number(fields[`k|l|${name}`]) });
+    } else if (field.startsWith('c|')) {
       const pointer = field.slice(2);
-      return { operation, pointer, sightings: Number(count), firstSeen: Number(fields[`f|${pointer}`]), lastSeen: Number(fields[`l|${pointer}`]) };
-    });
+      learnt.push({ operation, pointer, sightings: Number(count), firstSeen: Number(fields[`f|${pointer}`]), lastSeen: Number(fields[`l|${pointer}`]) });
+    }
+  }
+  return learnt;
 }

@@ -92,6 +92,9 @@ interface PendingBucket {
   unlisted: number;
 }
 
+/** Learnt noise is kept by pointer and kind: `value` noise and `extra` noise at one pointer are two entries. */
+const learntKey = ({ pointer, kind }: { pointer: string; kind?: string | undefined }) => (kind === undefined ? pointer : `${kind}|${pointer}`);
+
 /** One tally per kind and pointer of a comparison: a pointer counts the comparisons it differed in, not its array elements. */
 function tallies(differences: readonly ShadowDifference[], at: number): PointerTally[] {
   const seen = new Map<string, PointerTally>();
@@ -160,19 +163,21 @@ export function createShadowReport(store: ShadowReportStore, options: ShadowRepo
     for (const tally of tallies(outcome.noise, outcome.at)) if (!mergeCapped(bucket.noise, tally)) bucket.unlisted++;
   }
 
-  function noteNoise({ operation, pointer, at }: NoiseSighting): void {
+  function noteNoise({ operation, pointer, kind, at }: NoiseSighting): void {
     if (!Number.isFinite(at) || typeof pointer !== 'string' || pointer.length > MAX_POINTER_LENGTH) return;
+    if (!(DIFFERENCE_KINDS as readonly string[]).includes(kind)) return;
     let pointers = learnt.get(operation);
     if (pointers === undefined) {
       pointers = new Map();
       learnt.set(operation, pointers);
     }
-    const existing = pointers.get(pointer);
+    const key = learntKey({ pointer, kind });
+    const existing = pointers.get(key);
     if (existing !== undefined) {
       existing.sightings++;
       existing.firstSeen = Math.min(existing.firstSeen, at);
       existing.lastSeen = Math.max(existing.lastSeen, at);
-    } else if (pointers.size < MAX_POINTERS) pointers.set(pointer, { operation, pointer, sightings: 1, firstSeen: at, lastSeen: at });
+    } else if (pointers.size < MAX_POINTERS) pointers.set(key, { operation, pointer, kind, sightings: 1, firstSeen: at, lastSeen: at });
   }
 
   return {
@@ -236,12 +241,13 @@ export class MemoryShadowReportStore implements ShadowReportStore {
         pointers = new Map();
         this.#learnt.set(sighting.operation, pointers);
       }
-      const existing = pointers.get(sighting.pointer);
+      const key = learntKey(sighting);
+      const existing = pointers.get(key);
       if (existing !== undefined) {
         existing.sightings += sighting.sightings;
         existing.firstSeen = Math.min(existing.firstSeen, sighting.firstSeen);
         existing.lastSeen = Math.max(existing.lastSeen, sighting.lastSeen);
-      } else if (pointers.size < MAX_POINTERS) pointers.set(sighting.pointer, { ...sighting });
+      } else if (pointers.size < MAX_POINTERS) pointers.set(key, { ...sighting });
     }
   }
 

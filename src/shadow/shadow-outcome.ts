@@ -31,10 +31,11 @@ export interface ShadowOutcome {
   readonly at: number;
 }
 
-/** A pointer whose value differed between two production answers to the same request: noise for its operation. */
+/** A difference between two production answers to the same request: noise for its operation, at that pointer by that kind. */
 export interface NoiseSighting {
   readonly operation: string;
   readonly pointer: string;
+  readonly kind: DifferenceKind;
   readonly at: number;
 }
 

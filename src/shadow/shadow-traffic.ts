@@ -279,7 +279,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
         const sightings = compareAnswers(operation, production, again, bounds).differences;
         noise.learn(operation.id, sightings);
         const at = clock.now();
-        for (const { pointer } of sightings) sink.noteNoise({ operation: operation.id, pointer, at });
+        for (const { pointer, kind } of sightings) sink.noteNoise({ operation: operation.id, pointer, kind, at });
       }
       if (staging === 'over_bound') return finish(operation.id, 'skipped');
       if (staging === 'error') return finish(operation.id, 'staging_error');
@@ -289,7 +289,7 @@ export function createShadowTraffic(options: ShadowTrafficOptions): ShadowTraffi
       // Staging's body parsed once: the comparison reads the check's parse.
       const checked = contract.parsed === undefined ? staging : { ...staging, parsed: contract.parsed };
       const { differences } = compareAnswers(operation, production, checked, bounds);
-      const split = splitNoise(differences, noise.pointers(operation.id), settings.ignore[operation.id] ?? []);
+      const split = splitNoise(differences, noise.noise(operation.id), settings.ignore[operation.id] ?? []);
       finish(operation.id, split.differences.length > 0 ? 'differ' : 'match', split.differences, split.noise);
     } finally {
       give(heldHere);

@@ -139,7 +139,7 @@ async function withShadowComparisons(then: () => Promise<RawResponse>): Promise<
     noise: [{ pointer: '/at', kind: 'value' }],
     at,
   });
-  report.noteNoise({ operation: 'getPetById', pointer: '/at', at });
+  report.noteNoise({ operation: 'getPetById', pointer: '/at', kind: 'value', at });
   await report.close();
   return then();
 }

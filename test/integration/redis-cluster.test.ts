@@ -58,7 +58,7 @@ it('adds shadow comparisons in one script and reads them back from a Redis Clust
   const replicas = [0, 1].map(() => createRedisShadowReport(gateway.redis.client, { ...options, flushIntervalMs: 60_000 }));
   replicas[0]!.record({ operation: 'getPet', result: 'differ', differences: [{ pointer: '/name', kind: 'missing' }], noise: [], at });
   replicas[1]!.record({ operation: 'listPets', result: 'match', differences: [], noise: [{ pointer: '/at', kind: 'value' }], at });
-  replicas[1]!.noteNoise({ operation: 'listPets', pointer: '/at', at });
+  replicas[1]!.noteNoise({ operation: 'listPets', pointer: '/at', kind: 'value', at });
   for (const replica of replicas) await replica.close();
   const report = await redisShadowReportReader(gateway.redis.client, options).read({ from: at, to: at + 1 });
   expect(

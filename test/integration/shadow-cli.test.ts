@@ -32,7 +32,7 @@ const REPORT = {
         { pointer: '/nickname', kind: 'extra', count: 1, firstSeen: '2030-03-14T10:20:01.000Z', lastSeen: '2030-03-14T10:20:01.000Z' },
       ],
       noise: [{ pointer: '/requestedAt', kind: 'value', count: 2, firstSeen: '2030-03-14T10:20:02.000Z', lastSeen: '2030-03-14T10:20:03.000Z' }],
-      learntNoise: [{ pointer: '/requestedAt', sightings: 1, firstSeen: '2030-03-14T10:20:02.000Z', lastSeen: '2030-03-14T10:20:02.000Z' }],
+      learntNoise: [{ pointer: '/requestedAt', kind: 'value', sightings: 1, firstSeen: '2030-03-14T10:20:02.000Z', lastSeen: '2030-03-14T10:20:02.000Z' }],
       unlisted: 0,
     },
   ],
@@ -59,7 +59,7 @@ beforeAll(async () => {
   report.record({ operation: 'getPetById', result: 'match', differences: [], noise, at: AT + 2000 });
   report.record({ operation: 'getPetById', result: 'match', differences: [], noise, at: AT + 3000 });
   report.record({ operation: 'getPetById', result: 'skipped', differences: [], noise: [], at: AT + 4000 });
-  report.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', at: AT + 2000 });
+  report.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', kind: 'value', at: AT + 2000 });
   await report.close();
 });
 afterAll(async () => {
@@ -90,7 +90,7 @@ describe('npm run shadow -- report', () => {
         '  noise:',
         '    POINTER       KIND   COUNT  FIRST SEEN                LAST SEEN',
         '    /requestedAt  value      2  2030-03-14T10:20:02.000Z  2030-03-14T10:20:03.000Z',
-        '  learnt as noise: /requestedAt (1 sightings)',
+        '  learnt as noise: /requestedAt value (1 sightings)',
         '',
       ].join('\n'),
     );

@@ -29,7 +29,7 @@ beforeAll(async () => {
   a.record({ operation: 'getPetById', result: 'differ', differences: [{ pointer: '/status', kind: 'status' }], noise: [], at: NOW - 2 * HOUR });
   b.record({ operation: 'getPetById', result: 'differ', differences: [{ pointer: '/status', kind: 'status' }], noise: [], at: NOW - HOUR });
   b.record({ operation: 'getPetById', result: 'match', differences: [], noise: [{ pointer: '/requestedAt', kind: 'value' }], at: NOW - HOUR });
-  b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', at: NOW - HOUR });
+  b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', kind: 'value', at: NOW - HOUR });
   a.record({ operation: 'listPets', result: 'staging_off_contract', differences: [], noise: [], at: NOW - 10 * 60_000 });
   // A day and an hour ago: outside the default range.
   a.record({ operation: 'listPets', result: 'match', differences: [], noise: [], at: NOW - 25 * HOUR });
@@ -59,7 +59,7 @@ describe('GET /admin/shadow/report', () => {
           comparisons: 3,
           differences: [{ pointer: '/status', kind: 'status', count: 2, firstSeen: '2030-03-14T10:30:00.000Z', lastSeen: '2030-03-14T11:30:00.000Z' }],
           noise: [{ pointer: '/requestedAt', kind: 'value', count: 1, firstSeen: '2030-03-14T11:30:00.000Z', lastSeen: '2030-03-14T11:30:00.000Z' }],
-          learntNoise: [{ pointer: '/requestedAt', sightings: 1, firstSeen: '2030-03-14T11:30:00.000Z', lastSeen: '2030-03-14T11:30:00.000Z' }],
+          learntNoise: [{ pointer: '/requestedAt', kind: 'value', sightings: 1, firstSeen: '2030-03-14T11:30:00.000Z', lastSeen: '2030-03-14T11:30:00.000Z' }],
           unlisted: 0,
         },
         {

@@ -86,7 +86,7 @@ describe('the shadow report in Redis', () => {
     const before = await commands();
     for (let index = 0; index < 100; index++) {
       report.record(outcome(T10 + index * 60_000, 'differ', [{ pointer: `/p${index % 7}`, kind: 'value' }], [{ pointer: '/at', kind: 'value' }]));
-      report.noteNoise({ operation: 'listPets', pointer: '/at', at: T10 + index });
+      report.noteNoise({ operation: 'listPets', pointer: '/at', kind: 'value', at: T10 + index });
     }
     expect(await commands()).toBe(before);
     await report.flush();
@@ -135,8 +135,8 @@ describe('the shadow report in Redis', () => {
     );
     await a.flush();
     // Learnt by another replica later: the difference already counted moves to noise at read time.
-    b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', at: T10 + 2000 });
-    b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', at: T10 + 2500 });
+    b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', kind: 'value', at: T10 + 2000 });
+    b.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', kind: 'value', at: T10 + 2500 });
     b.record(outcome(T10 + 3000, 'match', [], [{ pointer: '/requestedAt', kind: 'value' }]));
     await b.flush();
     const [getPet] = (await a.read({ from: T10, to: T10 + HOUR })).operations;
@@ -147,15 +147,40 @@ describe('the shadow report in Redis', () => {
       { pointer: '/requestedAt', kind: 'value', count: 2, firstSeen: '2030-03-14T10:00:01.000Z', lastSeen: '2030-03-14T10:00:03.000Z' },
     ]);
     expect(getPet!.learntNoise).toEqual([
-      { pointer: '/requestedAt', sightings: 2, firstSeen: '2030-03-14T10:00:02.000Z', lastSeen: '2030-03-14T10:00:02.500Z' },
+      { pointer: '/requestedAt', kind: 'value', sightings: 2, firstSeen: '2030-03-14T10:00:02.000Z', lastSeen: '2030-03-14T10:00:02.500Z' },
     ]);
+  });
+
+  it('reads noise learnt by a build that kept no kind as any kind, and writes kinds where that build does not read', async () => {
+    const learnt = `${PREFIX}{shadow}:noise:getPetById`;
+    // As the build before wrote it: by pointer alone.
+    await storeRedis.redis.client.hset(learnt, 'c|/*', '3', 'f|/*', String(T10), 'l|/*', String(T10 + 1), '#', '1');
+    const report = await replica();
+    report.noteNoise({ operation: 'getPetById', pointer: '/name', kind: 'value', at: T10 + 2000 });
+    report.record(
+      outcome(T10 + 3000, 'differ', [
+        { pointer: '/*', kind: 'extra' },
+        { pointer: '/name', kind: 'missing' },
+      ]),
+    );
+    await report.flush();
+    const [getPet] = (await report.read({ from: T10, to: T10 + HOUR })).operations;
+    expect(getPet!.differences.map(({ pointer, kind }) => `${kind} ${pointer}`)).toEqual(['missing /name']);
+    expect(getPet!.noise.map(({ pointer, kind }) => `${kind} ${pointer}`)).toEqual(['extra /*']);
+    expect(getPet!.learntNoise).toEqual([
+      { pointer: '/*', sightings: 3, firstSeen: '2030-03-14T10:00:00.000Z', lastSeen: '2030-03-14T10:00:00.001Z' },
+      { pointer: '/name', kind: 'value', sightings: 1, firstSeen: '2030-03-14T10:00:02.000Z', lastSeen: '2030-03-14T10:00:02.000Z' },
+    ]);
+    // The build before reads `c|` fields only: its own entry, never one of this build's it would take for a pointer.
+    const fields = Object.keys(await storeRedis.redis.client.hgetall(learnt)).sort();
+    expect(fields).toEqual(['#', 'c|/*', 'f|/*', 'k|#', 'k|c|value|/name', 'k|f|value|/name', 'k|l|value|/name', 'l|/*']);
   });
 
   it('keeps each hour retentionDays after it ends, by the gateway’s clock', async () => {
     const clock = fixedClock(T10 + 30 * 60_000);
     const report = await replica(clock, 2);
     report.record(outcome(T10 + 1000, 'match'));
-    report.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', at: T10 + 1000 });
+    report.noteNoise({ operation: 'getPetById', pointer: '/requestedAt', kind: 'value', at: T10 + 1000 });
     await report.flush();
     const ttl = (key: string) => storeRedis.redis.client.pttl(`${PREFIX}{shadow}:${key}`);
     // The hour ends 30 minutes after the clock's now; learnt noise is kept retentionDays after its last flush.

@@ -35,8 +35,9 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 /**
  * The pet store as production answers it; `staging` renames `status` to `state` and has no pet 7. The random field is `name`, one
- * the document declares: a difference at a member it does not declare is reported as `*` (the report holds the document's names
- * only), so an undeclared random field would be noise at `*` and hide `state`, the undeclared member staging adds, beside it.
+ * the document declares, so that its noise has a pointer of its own; an undeclared random member is reported as `*` (the report
+ * holds the document's names only), as the undeclared member staging adds is: see 'noise at a member the document does not
+ * declare' below for the two apart.
  */
 function petStore(environment: 'production' | 'staging', asks: Map<string, number>) {
   return (req: RecordedRequest, res: ServerResponse) => {
@@ -167,6 +168,53 @@ describe('shadow traffic to a staging that differs from production in known ways
     for (const request of [...staging.requests, ...production.requests]) {
       expect(request.rawHeaders.join('\n')).not.toContain(on.gateway.apiKey);
     }
+  });
+});
+
+describe('noise at a member the document does not declare', () => {
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  /** Pets with an undeclared `nonce`, random between environments and between two asks of one request; staging adds `state`. */
+  function noncePets(environment: 'production' | 'staging', asks: Map<string, number>) {
+    return (req: RecordedRequest, res: ServerResponse) => {
+      const nonce = nonceFor(environment, asks, req);
+      const pet = (id: number) => ({
+        id,
+        name: `pet ${id}`,
+        categoryId: 2,
+        status: 'available',
+        nonce,
+        ...(environment === 'staging' ? { state: 'new' } : {}),
+      });
+      json(res, 200, [pet(1), pet(2)]);
+    };
+  }
+
+  it('learns a changing value at * as value noise, and still reports staging adding a member at * as a difference', async () => {
+    const production = await startRecordingUpstream(noncePets('production', new Map()));
+    closers.push(() => production.close());
+    const staging = await startRecordingUpstream(noncePets('staging', new Map()));
+    closers.push(() => staging.close());
+    const edge = await startEdge(production.baseUrl, { shadow: { sample: { default: 1 }, upstreamUrl: staging.baseUrl, noiseSample: 1 } });
+    closers.push(() => edge.close());
+
+    for (const id of ['nonce-1', 'nonce-2']) await sendRaw(edge.running.port, rawGet(edge, '/v1/pets', id), { responses: 1 });
+    const compared = () =>
+      edge.gateway
+        .scrape()
+        .then((text) => [...text.matchAll(/^petstore_gateway_shadow_comparisons_total\{.*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0));
+    await waitFor(async () => (await compared()) === 2, scaled(10_000));
+
+    const [listPets] = (await edge.gateway.shadowReport.read({ from: TEST_NOW - HOUR, to: TEST_NOW + HOUR })).operations;
+    const named = (list: ReadonlyArray<{ pointer: string; kind?: string; count?: number; sightings?: number }>) =>
+      list.map(({ pointer, kind, count, sightings }) => `${kind} ${pointer} ${count ?? sightings}`);
+    expect(listPets!.results).toMatchObject({ differ: 2, match: 0 });
+    expect(named(listPets!.differences)).toEqual(['extra /*/* 2']);
+    expect(named(listPets!.noise)).toEqual(['value /*/* 2']);
+    expect(named(listPets!.learntNoise)).toEqual(['value /*/* 2']);
   });
 });
 

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { parseAnswerBody } from '../../../src/contract/check-answer.ts';
 import { loadContract } from '../../../src/contract/compile-contract.ts';
 import { compareAnswers, type ReadAnswer } from '../../../src/shadow/compare-answers.ts';
-import { isUnder, NoiseBook, splitNoise } from '../../../src/shadow/noise-book.ts';
 
 const contract = loadContract(fileURLToPath(new URL('../../../config/petstore.openapi.yaml', import.meta.url)));
 const listPets = contract.byId.get('listPets')!;
@@ -71,40 +70,5 @@ describe('compareAnswers', () => {
     const text = { 'content-type': 'text/plain' };
     expect(compareAnswers(listPets, answer(200, 'a', text), answer(200, 'b', text), BOUNDS).differences).toEqual([{ pointer: '', kind: 'value' }]);
     expect(compareAnswers(listPets, answer(200, 'a', text), answer(200, 'a', text), BOUNDS).differences).toEqual([]);
-  });
-});
-
-describe('noise', () => {
-  it('is learnt per operation, each pointer once, and covers what lies under it', () => {
-    const book = new NoiseBook();
-    expect(
-      book.learn('listPets', [
-        { pointer: '/*/nonce', kind: 'value' },
-        { pointer: '/meta', kind: 'missing' },
-      ]),
-    ).toEqual(['/*/nonce', '/meta']);
-    expect(book.learn('listPets', [{ pointer: '/*/nonce', kind: 'value' }])).toEqual([]);
-    expect(book.pointers('getPet').size).toBe(0);
-    expect(isUnder('/meta/at', book.pointers('listPets'))).toBe(true);
-    expect(isUnder('/metadata', book.pointers('listPets'))).toBe(false);
-  });
-
-  it('splits differences into noise, learnt or listed, and the rest', () => {
-    const split = splitNoise(
-      [
-        { pointer: '/*/nonce', kind: 'value' },
-        { pointer: '/*/updatedAt', kind: 'value' },
-        { pointer: '/*/state', kind: 'extra' },
-      ],
-      new Set(['/*/nonce']),
-      ['/*/updatedAt'],
-    );
-    expect(split).toEqual({
-      differences: [{ pointer: '/*/state', kind: 'extra' }],
-      noise: [
-        { pointer: '/*/nonce', kind: 'value' },
-        { pointer: '/*/updatedAt', kind: 'value' },
-      ],
-    });
   });
 });

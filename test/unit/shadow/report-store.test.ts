@@ -1,6 +1,6 @@
 // The shadow report in process (no Redis): counted by hour, noise apart, bounded, never throwing, hours dropped after the retention.
 import { describe, expect, it } from 'vitest';
-import { assembleReport, isNoise, MAX_POINTER_LENGTH } from '../../../src/shadow/report-model.ts';
+import { assembleReport, MAX_POINTER_LENGTH } from '../../../src/shadow/report-model.ts';
 import { createMemoryShadowReport } from '../../../src/shadow/report-store.ts';
 import type { ShadowOutcome } from '../../../src/shadow/shadow-outcome.ts';
 import { fixedClock } from '../../../src/time/clock.ts';
@@ -34,7 +34,7 @@ describe('the shadow report in memory', () => {
     expect(() => shadow.record(null as unknown as ShadowOutcome)).not.toThrow();
     expect(() => shadow.record({ ...differ(Number.NaN, '/name') })).not.toThrow();
     expect(() => shadow.record({ ...differ(T10, '/name'), result: 'odd' as ShadowOutcome['result'] })).not.toThrow();
-    expect(() => shadow.noteNoise({ operation: 'getPetById', pointer: 'x'.repeat(MAX_POINTER_LENGTH + 1), at: T10 })).not.toThrow();
+    expect(() => shadow.noteNoise({ operation: 'getPetById', pointer: 'x'.repeat(MAX_POINTER_LENGTH + 1), kind: 'value', at: T10 })).not.toThrow();
     expect((await shadow.read({ from: T10, to: T10 + HOUR })).operations).toEqual([]);
   });
 
@@ -58,14 +58,30 @@ describe('the shadow report in memory', () => {
 });
 
 describe('noise at read time', () => {
-  it('covers a learnt pointer and what lies under it, not a sibling with the same start', () => {
-    const noise = new Set(['/meta', '/items/*/updatedAt']);
-    expect([isNoise('/meta', noise), isNoise('/meta/requestId', noise), isNoise('/metadata', noise), isNoise('/items/*/updatedAt', noise)]).toEqual([
-      true,
-      true,
-      false,
-      true,
-    ]);
+  it('reclassifies a difference by its learnt pointer and kind, or under a learnt pointer', () => {
+    const tally = (pointer: string, kind: 'value' | 'extra') => ({ pointer, kind, count: 1, firstSeen: T10, lastSeen: T10 });
+    const body = assembleReport(
+      {
+        buckets: [
+          {
+            hour: T10,
+            operation: 'listPets',
+            results: { differ: 3 },
+            differences: [tally('/*/*', 'extra'), tally('/*/*', 'value'), tally('/meta/at', 'extra')],
+            noise: [],
+            unlisted: 0,
+          },
+        ],
+        learnt: [
+          { operation: 'listPets', pointer: '/*/*', kind: 'value', sightings: 2, firstSeen: T10, lastSeen: T10 },
+          { operation: 'listPets', pointer: '/meta', kind: 'value', sightings: 1, firstSeen: T10, lastSeen: T10 },
+        ],
+      },
+      { from: T10, to: T10 + HOUR },
+    );
+    const listed = (list: ReadonlyArray<{ pointer: string; kind: string }>) => list.map(({ pointer, kind }) => `${kind} ${pointer}`);
+    expect([listed(body.operations[0]!.differences), listed(body.operations[0]!.noise)]).toEqual([['extra /*/*'], ['value /*/*', 'extra /meta/at']]);
+    expect(body.operations[0]!.learntNoise.map(({ pointer, kind }) => `${kind} ${pointer}`)).toEqual(['value /*/*', 'value /meta']);
   });
 
   it('lists a difference learnt as noise under noise, added to the noise already counted there', () => {
