@@ -2,7 +2,7 @@
 // (npm run bench -- tls): every variant runs at once under callgrind, each on a CPU in turn, warmed, then counted
 // in rounds of load; each round's count is split by part so that V8's compiler and GC can be set apart.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
@@ -157,6 +157,7 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
       : undefined;
   if (loads !== undefined) await sleep((options.settleS ?? 10) * 1000);
   const counts: VariantCount[] = variants.map(() => ({ steady: [], failed: [], compiler: [], gc: [], parts: new Map(), requests: 0 }));
+  await reloadAfterWarm(variants, running, options);
   await options.aroundRounds?.before();
   for (let round = 1; round <= options.rounds; round++) {
     const rounds = await Promise.all(
@@ -207,4 +208,25 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
     60_000,
   );
   return counts;
+}
+
+/**
+ * A variant with `BENCH_RELOAD_AFTER_WARM=<file>` (and its own `GATEWAY_CONFIG`) has that file copied over its configuration and is
+ * sent SIGHUP once warm, then given the settle time again before the first round: a path the counted setting takes rarely
+ * (`shadow.sample` 0.01: under callgrind a shadow every few seconds, never compiled) is warmed at a setting that takes it on every
+ * request and counted at the rare one, as a gateway serving production's rate runs it.
+ */
+async function reloadAfterWarm(variants: readonly Variant[], running: readonly { child: { kill(signal: NodeJS.Signals): boolean } }[], options: CountOptions) {
+  let reloaded = false;
+  for (const [index, variant] of variants.entries()) {
+    const replacement = variant.extra.BENCH_RELOAD_AFTER_WARM;
+    if (replacement === undefined) continue;
+    const config = variant.extra.GATEWAY_CONFIG;
+    if (config === undefined) throw new Error(`variant ${variant.spec}: BENCH_RELOAD_AFTER_WARM needs its own GATEWAY_CONFIG, the file it replaces`);
+    copyFileSync(replacement, config);
+    running[index]!.child.kill('SIGHUP');
+    options.progress?.(`reloaded ${variant.spec} with ${replacement}`);
+    reloaded = true;
+  }
+  if (reloaded) await sleep((options.settleS ?? 10) * 1000);
 }

@@ -15,6 +15,8 @@
 // INSTRUCTIONS_LOAD=keep-alive: one load on connections kept from before the first round to after the last, each round
 // a window of it (for TLS variants: no handshake in the counts); by default each round is a wrk run on new connections.
 // INSTRUCTIONS_NAME=<name> also writes every round's counts to bench/results/<date>-<name>.json.
+// A variant's `,BENCH_RELOAD_AFTER_WARM=<file>` (with its own `,GATEWAY_CONFIG=<file>`) is reloaded (SIGHUP) with that file once warm:
+// warm a rare path at a setting that takes it always (shadow.sample 1), count it at the rare one (0.01).
 // The counting itself is bench/instruction-count.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
