@@ -94,10 +94,10 @@ export interface OpenCrowd {
 
 /**
  * Opens `spec`'s crowd against the listener on `port` (the never-reading clients and the slow heads, in the spec's order), then
- * starts its posters, which send alongside whatever the caller does next. `key` is the keyed crowd's. A crowd that cannot be
- * opened whole is closed before the error is thrown.
+ * starts its posters, which send alongside whatever the caller does next, or once `postersAfter` settles. `key` is the keyed
+ * crowd's. A crowd that cannot be opened whole is closed before the error is thrown.
  */
-export async function openCrowd(port: number, spec: CrowdSpec, key: string): Promise<OpenCrowd> {
+export async function openCrowd(port: number, spec: CrowdSpec, key: string, postersAfter?: Promise<unknown>): Promise<OpenCrowd> {
   const crowd: Socket[] = [];
   let smallWindows: ChildProcess | undefined;
   const close = async () => {
@@ -133,7 +133,8 @@ export async function openCrowd(port: number, spec: CrowdSpec, key: string): Pro
     throw error;
   }
   // The posters send alongside the caller's requests: their lingering closes overlap its answers.
-  const posters = Promise.all(Array.from({ length: spec.posters.connections }, () => post(port, spec.posters, key, crowd)));
+  const startPosters = () => Promise.all(Array.from({ length: spec.posters.connections }, () => post(port, spec.posters, key, crowd)));
+  const posters = postersAfter === undefined ? startPosters() : postersAfter.then(startPosters, startPosters);
   return { posters, close };
 }
 

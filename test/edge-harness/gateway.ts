@@ -10,6 +10,7 @@ import { createRedisClient } from '../../src/redis/connect.ts';
 import { systemClock } from '../../src/time/clock.ts';
 import { composeRedisGateway } from '../../src/wiring/compose.ts';
 import { startRedis } from '../../support/start-redis.ts';
+import { scaled } from '../../support/time-scale.ts';
 import { HARNESS_ORIGIN } from './client-requests.ts';
 import { type HarnessDocument, writeListPetsWithoutDefault } from './documents.ts';
 import type { GatewaySettings } from './script.ts';
@@ -54,6 +55,8 @@ export function harnessConfig(
         ...(settings.requestIdEcho === undefined ? {} : { requestIdEcho: settings.requestIdEcho }),
       },
       rateLimit: { limits: { production: { default: 10_000_000, createPet: 10_000_000 } } },
+      // A key's lookup and count go to Redis: on a busy machine a round trip past the default 500 ms would answer 503.
+      redis: { commandTimeoutMs: scaled(500) },
       cors: { allowedOrigins: { production: [HARNESS_ORIGIN] } },
       shutdown: { drainDelayMs: 0, gracePeriodMs: 1000 },
       // Report checks every answer (sample 1), so that each one's check runs beside its relay.

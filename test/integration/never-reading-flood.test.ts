@@ -100,7 +100,7 @@ describe('1,000 never-reading small-window connections pipelining the public doc
       const at = performance.now() - floodStarted;
       const status = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets?limit=1`, {
         headers: { Authorization: `Bearer ${key}` },
-        signal: AbortSignal.timeout(PATIENCE_MS * 3),
+        signal: AbortSignal.timeout(scaled(PATIENCE_MS * 3)),
       }).then(
         async (res) => {
           await res.arrayBuffer();
@@ -159,7 +159,7 @@ describe('260 never-reading /metrics pullers on the admin listener', () => {
     const until = performance.now() + scaled(6000);
     while (performance.now() < until) {
       const started = performance.now();
-      const status = await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`, { signal: AbortSignal.timeout(PROBE_PATIENCE_MS * 5) }).then(
+      const status = await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`, { signal: AbortSignal.timeout(scaled(PROBE_PATIENCE_MS * 5)) }).then(
         async (res) => {
           await res.arrayBuffer();
           return res.status;
