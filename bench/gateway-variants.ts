@@ -206,7 +206,9 @@ export async function startBench(): Promise<Bench> {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
   process.on('exit', killAll);
+  // Killed or interrupted, the bench takes its gateways, backend and Redis with it (`exit` runs killAll).
   process.on('SIGINT', () => process.exit(130));
+  process.on('SIGTERM', () => process.exit(143));
 
   function start(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv, cpu: string): ChildProcess {
     const log = openSync(join(workDir, `${name}.log`), 'a');
@@ -406,7 +408,8 @@ export async function startBench(): Promise<Bench> {
       async stop(stopping, waitMs = 15_000) {
         const exits = stopping.map((child) => new Promise((resolve) => child.once('exit', resolve)));
         for (const child of stopping) child.kill('SIGTERM');
-        await Promise.race([Promise.all(exits), sleep(waitMs)]);
+        // Unreferenced: once every child has exited the wait holds nothing, so the bench exits when it is done.
+        await Promise.race([Promise.all(exits), sleep(waitMs, undefined, { ref: false })]);
       },
       close() {
         admin.disconnect();

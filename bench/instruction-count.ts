@@ -65,6 +65,11 @@ export interface CountOptions {
   load?: 'wrk' | 'keep-alive';
   /** Seconds of the keep-alive load before the first round, after the warm-up: its connections made. */
   settleS?: number;
+  /**
+   * Seconds of load after a `BENCH_RELOAD_AFTER_WARM` reload before the first round (default 150): a reload compiles the
+   * document's validators anew, and under callgrind they need that long to be optimised again.
+   */
+  reloadSettleS?: number;
   /** Called before the first counted round and after the last (e.g. to read what the backend saw in between). */
   aroundRounds?: { before(): Promise<void>; after(): Promise<void> };
 }
@@ -212,9 +217,11 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
 
 /**
  * A variant with `BENCH_RELOAD_AFTER_WARM=<file>` (and its own `GATEWAY_CONFIG`) has that file copied over its configuration and is
- * sent SIGHUP once warm, then given the settle time again before the first round: a path the counted setting takes rarely
+ * sent SIGHUP once warm, then given `reloadSettleS` before the first round: a path the counted setting takes rarely
  * (`shadow.sample` 0.01: under callgrind a shadow every few seconds, never compiled) is warmed at a setting that takes it on every
- * request and counted at the rare one, as a gateway serving production's rate runs it.
+ * request and counted at the rare one, as a gateway serving production's rate runs it. A reload builds the document's
+ * validators anew (Ajv compiles new functions, which start unoptimised): the variant it is compared with is reloaded alike
+ * (its own file again), so that both count a gateway that has reloaded once.
  */
 async function reloadAfterWarm(variants: readonly Variant[], running: readonly { child: { kill(signal: NodeJS.Signals): boolean } }[], options: CountOptions) {
   let reloaded = false;
@@ -228,5 +235,5 @@ async function reloadAfterWarm(variants: readonly Variant[], running: readonly {
     options.progress?.(`reloaded ${variant.spec} with ${replacement}`);
     reloaded = true;
   }
-  if (reloaded) await sleep((options.settleS ?? 10) * 1000);
+  if (reloaded) await sleep((options.reloadSettleS ?? 150) * 1000);
 }

@@ -16,7 +16,9 @@
 // a window of it (for TLS variants: no handshake in the counts); by default each round is a wrk run on new connections.
 // INSTRUCTIONS_NAME=<name> also writes every round's counts to bench/results/<date>-<name>.json.
 // A variant's `,BENCH_RELOAD_AFTER_WARM=<file>` (with its own `,GATEWAY_CONFIG=<file>`) is reloaded (SIGHUP) with that file once warm:
-// warm a rare path at a setting that takes it always (shadow.sample 1), count it at the rare one (0.01).
+// warm a rare path at a setting that takes it always (shadow.sample 1), count it at the rare one (0.01). A reload compiles the
+// document's validators anew: INSTRUCTIONS_RELOAD_SETTLE_S (default 150) of load follow it, and the variants it is compared
+// with should reload too (BENCH_RELOAD_AFTER_WARM=<their own file>).
 // The counting itself is bench/instruction-count.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,6 +71,7 @@ try {
     rounds: ROUNDS,
     outDir,
     load: LOAD,
+    reloadSettleS: Number(process.env.INSTRUCTIONS_RELOAD_SETTLE_S ?? 150),
     progress: (line) => process.stdout.write(`${line}\n`),
   });
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -90,7 +93,7 @@ try {
     const file = writeRunResults(join(ROOT, 'bench/results'), NAME, STARTED, {
       ...ORIGIN,
       bench: 'instructions',
-      settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD },
+      settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD, reloadSettleS: Number(process.env.INSTRUCTIONS_RELOAD_SETTLE_S ?? 150) },
       variants: variants.map((variant, index) => ({
         spec: variant.spec,
         steadyPerRequest: counts[index]!.steady,
