@@ -100,7 +100,10 @@ export interface OpenCrowd {
 export async function openCrowd(port: number, spec: CrowdSpec, key: string, postersAfter?: Promise<unknown>): Promise<OpenCrowd> {
   const crowd: Socket[] = [];
   let smallWindows: ChildProcess | undefined;
+  let closed = false;
   const close = async () => {
+    // Posters waiting for `postersAfter` never start once the crowd is closed.
+    closed = true;
     for (const socket of crowd) socket.destroy();
     await stop(smallWindows);
   };
@@ -133,8 +136,8 @@ export async function openCrowd(port: number, spec: CrowdSpec, key: string, post
     throw error;
   }
   // The posters send alongside the caller's requests: their lingering closes overlap its answers.
-  const startPosters = () => Promise.all(Array.from({ length: spec.posters.connections }, () => post(port, spec.posters, key, crowd)));
-  const posters = postersAfter === undefined ? startPosters() : postersAfter.then(startPosters, startPosters);
+  const startPosters = () => Promise.all(closed ? [] : Array.from({ length: spec.posters.connections }, () => post(port, spec.posters, key, crowd)));
+  const posters = postersAfter === undefined ? startPosters() : postersAfter.then(startPosters, () => []);
   return { posters, close };
 }
 
