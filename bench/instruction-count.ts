@@ -66,8 +66,9 @@ export interface CountOptions {
   /** Seconds of the keep-alive load before the first round, after the warm-up: its connections made. */
   settleS?: number;
   /**
-   * Seconds of load after a `BENCH_RELOAD_AFTER_WARM` reload before the first round (default 150): a reload compiles the
-   * document's validators anew, and under callgrind they need that long to be optimised again.
+   * Seconds of load after a `BENCH_RELOAD_AFTER_WARM` reload before the first round (default 150): a reload builds a new
+   * pipeline generation (its closures, pools and stores) and leaves the one before to be collected; under callgrind both take
+   * that long to settle (a document whose text changed is compiled anew and its validators optimised again, longer still).
    */
   reloadSettleS?: number;
   /** Called before the first counted round and after the last (e.g. to read what the backend saw in between). */
@@ -219,9 +220,9 @@ export async function countInstructions(bench: Bench, variants: readonly Variant
  * A variant with `BENCH_RELOAD_AFTER_WARM=<file>` (and its own `GATEWAY_CONFIG`) has that file copied over its configuration and is
  * sent SIGHUP once warm, then given `reloadSettleS` before the first round: a path the counted setting takes rarely
  * (`shadow.sample` 0.01: under callgrind a shadow every few seconds, never compiled) is warmed at a setting that takes it on every
- * request and counted at the rare one, as a gateway serving production's rate runs it. A reload builds the document's
- * validators anew (Ajv compiles new functions, which start unoptimised): the variant it is compared with is reloaded alike
- * (its own file again), so that both count a gateway that has reloaded once.
+ * request and counted at the rare one. A reload builds a new pipeline generation and leaves the one before to be collected:
+ * the variant it is compared with is reloaded alike (its own file again), so that both count a gateway that has reloaded once.
+ * Counting the rare setting from the start with a warm-up long enough for its path to be optimised is the less noisy way.
  */
 async function reloadAfterWarm(variants: readonly Variant[], running: readonly { child: { kill(signal: NodeJS.Signals): boolean } }[], options: CountOptions) {
   let reloaded = false;

@@ -16,9 +16,9 @@
 // a window of it (for TLS variants: no handshake in the counts); by default each round is a wrk run on new connections.
 // INSTRUCTIONS_NAME=<name> also writes every round's counts to bench/results/<date>-<name>.json.
 // A variant's `,BENCH_RELOAD_AFTER_WARM=<file>` (with its own `,GATEWAY_CONFIG=<file>`) is reloaded (SIGHUP) with that file once warm:
-// warm a rare path at a setting that takes it always (shadow.sample 1), count it at the rare one (0.01). A reload compiles the
-// document's validators anew: INSTRUCTIONS_RELOAD_SETTLE_S (default 150) of load follow it, and the variants it is compared
-// with should reload too (BENCH_RELOAD_AFTER_WARM=<their own file>).
+// warm a rare path at a setting that takes it always (shadow.sample 1), count it at the rare one (0.01). INSTRUCTIONS_RELOAD_SETTLE_S
+// (default 150) of load follow the reload, and the variants it is compared with should reload too (BENCH_RELOAD_AFTER_WARM=<their
+// own file>). A long INSTRUCTIONS_WARM_S at the rare setting itself counts it with less noise.
 // The counting itself is bench/instruction-count.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,6 +46,11 @@ const DURATION_S = Number(process.env.INSTRUCTIONS_DURATION_S ?? 20);
 const WARM_S = Number(process.env.INSTRUCTIONS_WARM_S ?? 120);
 const LOAD = process.env.INSTRUCTIONS_LOAD === 'keep-alive' ? 'keep-alive' : 'wrk';
 const NAME = process.env.INSTRUCTIONS_NAME || undefined;
+const RELOAD_SETTLE_S = Number(process.env.INSTRUCTIONS_RELOAD_SETTLE_S || 150);
+if (!Number.isFinite(RELOAD_SETTLE_S) || RELOAD_SETTLE_S < 0) {
+  process.stderr.write(`INSTRUCTIONS_RELOAD_SETTLE_S must be a number of seconds, got ${process.env.INSTRUCTIONS_RELOAD_SETTLE_S}\n`);
+  process.exit(2);
+}
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTED = new Date();
 /** What is measured is the build at the start (dist/ is built then): its commit, not the one at the end. */
@@ -71,7 +76,7 @@ try {
     rounds: ROUNDS,
     outDir,
     load: LOAD,
-    reloadSettleS: Number(process.env.INSTRUCTIONS_RELOAD_SETTLE_S ?? 150),
+    reloadSettleS: RELOAD_SETTLE_S,
     progress: (line) => process.stdout.write(`${line}\n`),
   });
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -93,7 +98,7 @@ try {
     const file = writeRunResults(join(ROOT, 'bench/results'), NAME, STARTED, {
       ...ORIGIN,
       bench: 'instructions',
-      settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD, reloadSettleS: Number(process.env.INSTRUCTIONS_RELOAD_SETTLE_S ?? 150) },
+      settings: { warmS: WARM_S, durationS: DURATION_S, rounds: ROUNDS, load: LOAD, reloadSettleS: RELOAD_SETTLE_S },
       variants: variants.map((variant, index) => ({
         spec: variant.spec,
         steadyPerRequest: counts[index]!.steady,
