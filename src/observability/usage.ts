@@ -131,7 +131,9 @@ export interface UsageRecorder {
  */
 export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorder {
   const { store, clock, logger } = options;
-  let pending = new Map<string, UsageCount>();
+  // By day, key id and operation: three look-ups of strings whose hashes V8 keeps, not one of a string made per request.
+  let pending = new Map<string, Map<string, Map<string, UsageCount>>>();
+  let pendingCounts = 0;
   let nearLimit = new Map<string, Set<string>>();
 
   function nearLimitNow(now: number): NearLimitKeys {
@@ -147,8 +149,11 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
     clock,
     take() {
       // Always a batch, even an empty one: its answer is the near-limit gauge.
-      const batch = { counts: [...pending.values()], near: nearLimitNow(clock.now()) };
+      const counts: UsageCount[] = [];
+      for (const byKey of pending.values()) for (const byOperation of byKey.values()) counts.push(...byOperation.values());
+      const batch = { counts, near: nearLimitNow(clock.now()) };
       pending = new Map();
+      pendingCounts = 0;
       nearLimit = new Map();
       return batch;
     },
@@ -158,7 +163,7 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
     },
     onFailure(error, givenUp) {
       if (givenUp) logger?.error({ err: error }, 'could not write usage counts for too long: the batch is dropped');
-      else logger?.warn({ err: error, pending: pending.size }, 'could not write usage counts: the batch is sent again at the next flush');
+      else logger?.warn({ err: error, pending: pendingCounts }, 'could not write usage counts: the batch is sent again at the next flush');
     },
   });
 
@@ -182,11 +187,21 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
       if (outcome === undefined || caller === undefined || operation === undefined) return;
       const now = clock.now();
       const day = periodAt('day', now).name;
-      const key = `${day}\n${caller.keyId}\n${operation}`;
-      let count = pending.get(key);
+      let byKey = pending.get(day);
+      if (byKey === undefined) {
+        byKey = new Map();
+        pending.set(day, byKey);
+      }
+      let byOperation = byKey.get(caller.keyId);
+      if (byOperation === undefined) {
+        byOperation = new Map();
+        byKey.set(caller.keyId, byOperation);
+      }
+      let count = byOperation.get(operation);
       if (count === undefined) {
         count = { day, keyId: caller.keyId, operation, consumer: caller.name, ...emptyCounts() };
-        pending.set(key, count);
+        byOperation.set(operation, count);
+        pendingCounts++;
       }
       count[outcome]++;
       count.consumer = caller.name;

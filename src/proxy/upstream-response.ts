@@ -60,21 +60,31 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
   return FIRST_VALUE_ONLY.has(name) ? (value[0] ?? '') : value.join(', ');
 }
 
+/** The tokens of the last Connection value read: a backend sends the same one (`keep-alive`) with every answer. */
+let lastConnection = '';
+let lastTokens: ReadonlySet<string> = NO_TOKENS;
+
+/** The field names a Connection value lists, lower-cased (never changed once made: the last value's set is handed out again). */
+function connectionTokens(value: string): ReadonlySet<string> {
+  if (value !== lastConnection) {
+    lastTokens = new Set(
+      value
+        .toLowerCase()
+        .split(',')
+        .map((token) => token.trim()),
+    );
+    lastConnection = value;
+  }
+  return lastTokens;
+}
+
 /**
  * Copies the status and the end-to-end headers the policy allows (the gateway's own, X-Request-Id..., win), leaving out hop-by-hop
  * fields and `skip`. Adds the names it set to `copied`; returns how many the policy dropped.
  */
 function copyHead(status: number, headers: UpstreamHeaders, res: ServerResponse, relay: RelayPolicy, skip: ReadonlySet<string>, copied?: string[]): number {
   const connection = headers.connection;
-  const tokens =
-    connection === undefined
-      ? NO_TOKENS
-      : new Set(
-          String(connection)
-            .toLowerCase()
-            .split(',')
-            .map((token) => token.trim()),
-        );
+  const tokens = connection === undefined ? NO_TOKENS : connectionTokens(String(connection));
   const allowed = relay.relayedFor(status);
   const secret = relay.secret;
   let dropped = 0;

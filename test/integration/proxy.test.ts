@@ -106,6 +106,19 @@ describe('upstream answers', () => {
     expect(res.body).toEqual([]);
   });
 
+  it("drops the fields each answer's own Connection lists, one answer after another", async () => {
+    let answers = 0;
+    const first = await through((_req, res) => {
+      const connection = answers++ % 2 === 0 ? 'keep-alive, Cache-Control' : 'keep-alive';
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'max-age=5', Connection: connection }).end('[]');
+    });
+    const cacheControl = [first.headers['cache-control']];
+    for (let ask = 0; ask < 3; ask++) {
+      cacheControl.push((await request(scripted!.app).get('/v1/pets').set('Authorization', `Bearer ${scripted!.apiKey}`)).headers['cache-control']);
+    }
+    expect(cacheControl).toEqual([undefined, 'max-age=5', undefined, 'max-age=5']);
+  });
+
   it('answers 504 when the upstream stays silent past UPSTREAM_TIMEOUT_MS', async () => {
     const res = await through(
       () => {

@@ -52,6 +52,33 @@ describe('the usage recorder', () => {
     ]);
   });
 
+  it('counts each day, key and operation of one batch apart', async () => {
+    const batches: (readonly UsageCount[])[] = [];
+    const store: UsageStore = {
+      add: async (batch) => {
+        batches.push(batch);
+        return { day: 0, month: 0 };
+      },
+      read: async () => [],
+    };
+    let now = Date.parse('2030-03-14T23:59:59Z');
+    const recorder = createUsageRecorder({ store, clock: { now: () => now }, flushIntervalMs: 3_600_000 });
+    const by = (keyId: string, operation: string) => ({ ...call('allowed'), caller: { keyId, name: keyId }, route: { operation: { id: operation } } });
+    recorder.record(by('key_a', 'listPets'));
+    recorder.record(by('key_a', 'getPet'));
+    recorder.record(by('key_b', 'listPets'));
+    recorder.record(by('key_a', 'listPets'));
+    now += 1000;
+    recorder.record(by('key_a', 'listPets'));
+    await recorder.close();
+    expect(batches.flat().map(({ day, keyId, operation, admitted }) => `${day} ${keyId} ${operation} ${admitted}`)).toEqual([
+      '2030-03-14 key_a listPets 2',
+      '2030-03-14 key_a getPet 1',
+      '2030-03-14 key_b listPets 1',
+      '2030-03-15 key_a listPets 1',
+    ]);
+  });
+
   it('notes a key at 80% of a quota as near its limit, and not one below', async () => {
     const seen: NearLimitKeys[] = [];
     const store: UsageStore = {

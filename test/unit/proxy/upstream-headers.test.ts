@@ -69,6 +69,17 @@ describe('upstreamHeaders', () => {
     expect(headers.forwarded).toBe('for=192.0.2.7;proto=http');
   });
 
+  it("removes what each request's own Connection lists, one request after another", () => {
+    const client = { host: 'gw.example', 'x-trace': 't', accept: '*/*', 'if-none-match': '"1"' };
+    const forwardedFor = (connection: string) => Object.keys(upstreamHeaders({ ...client, connection }, FORWARDED, FACTS)).filter((name) => !(name in STATED));
+    expect([forwardedFor('x-trace'), forwardedFor('accept'), forwardedFor('x-trace'), forwardedFor('If-None-Match, Accept')]).toEqual([
+      ['accept', 'if-none-match'],
+      ['x-trace', 'if-none-match'],
+      ['accept', 'if-none-match'],
+      ['x-trace'],
+    ]);
+  });
+
   it('strips quotes from the host it puts in Forwarded', () => {
     expect(upstreamHeaders({ host: 'gw".example' }, FORWARDED, FACTS).forwarded).toBe('for=192.0.2.7;proto=http;host="gw.example"');
   });
