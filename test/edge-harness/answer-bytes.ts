@@ -44,6 +44,9 @@ export function strayResponse(tag: string): string {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 }
 
+/** The Content-Language of an answer with `hopField` (UpstreamBehaviour.hopField). */
+export const HOP_ANSWER_LANGUAGE = 'de';
+
 /** Trailer fields after a chunked body's last chunk: read by the gateway's HTTP client, never relayed. */
 const TRAILERS = 'X-Checksum: 7\r\nServer-Timing: db;dur=3\r\n';
 
@@ -83,6 +86,8 @@ export function planAnswer(method: string, target: string, tag: string, behaviou
     `Content-Type: ${contentType}\r\n` +
     id +
     fields +
+    (behaviour.hopField === 'listed' ? `Content-Language: ${HOP_ANSWER_LANGUAGE}\r\nConnection: Content-Language\r\n` : '') +
+    (behaviour.hopField === 'unlisted' ? `Content-Language: ${HOP_ANSWER_LANGUAGE}\r\n` : '') +
     framing +
     `Connection: ${behaviour.connectionClose ? 'close' : 'keep-alive'}\r\n\r\n`;
 

@@ -112,6 +112,7 @@ export function toClientScript(spec: ClientSpec, index: number): ClientScript {
       end: offset,
       ...(built.trace ? { trace: built.trace } : {}),
       ...(built.allowOrigin ? { allowOrigin: built.allowOrigin } : {}),
+      ...(built.hop ? { hop: built.hop } : {}),
       ...(built.segments.some((segment) => segment.afterContinues) ? { waitsForContinue: true as const } : {}),
       ...(/\r\nExpect: 100-continue\r\n/i.test(built.segments[0]!.text) ? { expectsContinue: true as const } : {}),
     });

@@ -1,4 +1,5 @@
 // Invariants a, b, c and part of e on the client leg: what each client received, against what it sent whole.
+import { HOP_ANSWER_LANGUAGE } from './answer-bytes.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import { parseReceived, type ReceivedResponse } from './response-parser.ts';
 import { PLAIN_ANSWER, TAG_PATTERN, tagOf, type ClientScript, type EdgeCase, type SentRequest } from './script.ts';
@@ -107,6 +108,19 @@ export function checkClient(edgeCase: EdgeCase, index: number, outcome: ClientOu
         'c',
         `the ${response.status} answer to ${request.tag} says Access-Control-Allow-Origin ${allowOrigin ?? '(none)'}, not ${request.allowOrigin ?? '(none)'}`,
       );
+    // A field the upstream answer's own Connection named is never relayed; one it did not name is, on the upstream's own success.
+    const { hopField, status: upstreamStatus } = edgeCase.upstream[request.tag] ?? {};
+    const language = response.headers['content-language'];
+    if (hopField === 'listed' && language !== undefined)
+      flag('c', `the ${response.status} answer to ${request.tag} carries the Content-Language its upstream answer's Connection named`);
+    if (
+      hopField === 'unlisted' &&
+      request.method !== 'OPTIONS' &&
+      response.status === upstreamStatus &&
+      response.status < 300 &&
+      language !== HOP_ANSWER_LANGUAGE
+    )
+      flag('c', `the ${response.status} answer to ${request.tag} says Content-Language ${language ?? '(none)'}, not the upstream's ${HOP_ANSWER_LANGUAGE}`);
     const tagged = response.body.includes(request.tag);
     const bodiless = request.method === 'HEAD' || response.status === 204 || response.status === 304;
     if (bodiless) return;

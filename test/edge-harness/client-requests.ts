@@ -57,6 +57,19 @@ export const TRACE_CONTEXTS: ReadonlyArray<{ lines: string; traceId?: string; sa
   },
 ];
 
+/**
+ * A forwarded field the request's own `Connection` may name (RFC 9110 §7.6.1: then it is for the gateway alone): none, Accept-Language
+ * named by a `Connection` line of its own (never forwarded), or Accept-Language not named (forwarded as sent). Requests of one
+ * connection differ, so a gateway that reused one request's list for the next would forward or drop the wrong field.
+ */
+export const HOP_FIELDS: ReadonlyArray<{ lines: string; hop?: 'listed' | 'unlisted' }> = [
+  { lines: '' },
+  { lines: 'Accept-Language: de\r\nConnection: Accept-Language\r\n', hop: 'listed' },
+  { lines: 'Accept-Language: de\r\n', hop: 'unlisted' },
+];
+/** What an unlisted Accept-Language says, as the upstream must receive it. */
+export const HOP_FIELD_VALUE = 'de';
+
 /** The origin the harness gateway allows (its `cors.allowedOrigins`), and one it does not. */
 export const HARNESS_ORIGIN = 'http://shop.test:8000';
 const OTHER_ORIGIN = 'http://elsewhere.test';
@@ -78,6 +91,8 @@ export interface RequestSpec {
   trace?: number;
   /** An index into ORIGINS (absent in fixtures written before CORS: none sent); preflights use it too. */
   origin?: number;
+  /** An index into HOP_FIELDS (absent in fixtures written before it: none sent). */
+  hop?: number;
 }
 
 export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
@@ -91,6 +106,7 @@ export const requestSpec: fc.Arbitrary<RequestSpec> = fc.record({
   close: fc.boolean(),
   trace: fc.integer({ min: 0, max: TRACE_CONTEXTS.length - 1 }),
   origin: fc.integer({ min: 0, max: ORIGINS.length - 1 }),
+  hop: fc.integer({ min: 0, max: HOP_FIELDS.length - 1 }),
 });
 
 /** A part of a client's bytes; a part that waits for something starts a new write. */
@@ -111,6 +127,8 @@ export interface BuiltRequest {
   allowOrigin?: string;
   /** The client closes its connection right after these bytes, before the request ended: it is never sent whole. */
   leaves?: boolean;
+  /** It sent Accept-Language named by its Connection (never forwarded), or not named (forwarded as sent). */
+  hop?: 'listed' | 'unlisted';
 }
 
 function listTarget(spec: RequestSpec): string {
@@ -132,9 +150,11 @@ function chunked(body: string, chunks: number): string {
 export function buildRequest(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
   const built = buildBytes(spec, tag, last);
   const trace = TRACE_CONTEXTS[spec.trace ?? 0]!;
+  const { hop } = HOP_FIELDS[spec.hop ?? 0]!;
   return {
     ...built,
     ...(trace.traceId === undefined ? {} : { trace: { traceId: trace.traceId, sampled: trace.sampled === true } }),
+    ...(hop === undefined ? {} : { hop }),
     ...(originOf(spec) === HARNESS_ORIGIN ? { allowOrigin: HARNESS_ORIGIN } : {}),
   };
 }
@@ -148,7 +168,7 @@ function originOf(spec: RequestSpec): string {
 
 function buildBytes(spec: RequestSpec, tag: string, last: boolean): BuiltRequest {
   const origin = originOf(spec);
-  const traceLines = TRACE_CONTEXTS[spec.trace ?? 0]!.lines + (origin === '' ? '' : `Origin: ${origin}\r\n`);
+  const traceLines = TRACE_CONTEXTS[spec.trace ?? 0]!.lines + (origin === '' ? '' : `Origin: ${origin}\r\n`) + HOP_FIELDS[spec.hop ?? 0]!.lines;
   const head = (method: string, target: string, extra: string) =>
     `${method} ${target} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${KEY_PLACEHOLDER}\r\nX-Request-Id: ${tag}\r\n${traceLines}${extra}` +
     `${spec.close && last ? 'Connection: close\r\n' : ''}\r\n`;

@@ -41,6 +41,8 @@ export interface SentRequest {
   trace?: { traceId: string; sampled: boolean };
   /** The Access-Control-Allow-Origin every complete answer must carry (it came from the allowed origin); absent: none. */
   allowOrigin?: string;
+  /** It sent Accept-Language named by its own Connection (the upstream must not receive it), or not named (it must, as sent). */
+  hop?: 'listed' | 'unlisted';
   /**
    * Its body is written only once a 100 Continue invites it (Expect: 100-continue). A refusal in its place (its key
    * over a quota, say) answers the request without its body, and closes the connection: the body may still come.
@@ -140,6 +142,12 @@ export interface UpstreamBehaviour {
   crlfSameWrite?: boolean;
   /** A chunked body's last chunk is followed by trailer fields (never relayed). Absent: none. */
   trailers?: boolean;
+  /**
+   * The answer carries `Content-Language: de`, named by a `Connection` line of its own (`listed`: for the gateway alone, never
+   * relayed) or not (`unlisted`: relayed as any representation field). Answers on one connection differ, so a gateway that reused
+   * one answer's list for the next would relay or drop the wrong field. Absent in fixtures written before: `none`.
+   */
+  hopField?: 'none' | 'listed' | 'unlisted';
   /**
    * After a HEAD, 204 or 304 only: the body a buggy backend owes, written late as a complete tagged
    * response, when the next request arrives on the connection or after `lateMs`, whichever is first.

@@ -84,6 +84,7 @@ export const behaviourSpec: fc.Arbitrary<BehaviourSpec> = fc.record({
   extraSameWrite: rare(6),
   crlfSameWrite: rare(10),
   trailers: rare(30),
+  hopField: fc.oneof({ weight: 4, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constantFrom('listed' as const, 'unlisted' as const) }),
   trickle: rare(12),
   late: rare(40),
   // Mostly echoed, as backends are asked to; sometimes missing or another request's, which the gateway must refuse.

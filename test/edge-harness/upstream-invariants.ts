@@ -1,4 +1,5 @@
-// Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key;
+// Invariant d on the upstream leg: the upstream parses only requests clients sent whole and valid, each once, and never a key, nor a
+// field the request's own Connection named (one it did not name arrives as sent);
 // each carries one well-formed traceparent of the gateway's, continuing the client's trace when it sent a valid one;
 // an answer with a transfer coding the gateway cannot relay ends its connection and reaches its client as an Error; an answer made
 // for another request (its X-Request-Id, or a stray the upstream wrote after the answer before) ends its connection and reaches its
@@ -7,6 +8,7 @@
 import { afterStray, mismatched, reach, stallsIn, strayBefore, upstreamPlaces } from './answer-facts.ts';
 import type { ClientOutcome } from './client-driver.ts';
 import type { UpstreamConnection } from './hostile-upstream.ts';
+import { HOP_FIELD_VALUE } from './client-requests.ts';
 import { parseReceived } from './response-parser.ts';
 import type { EdgeCase, SentRequest } from './script.ts';
 import type { Violation } from './violations.ts';
@@ -150,6 +152,10 @@ export function checkUpstream(edgeCase: EdgeCase, clients: ClientOutcome[], conn
       }
       const traceProblem = traceContextViolation(received.headers.traceparent, request);
       if (traceProblem !== undefined) flag(`upstream received ${what} with ${traceProblem}`, client);
+      const language = received.headers['accept-language'];
+      if (request.hop === 'listed' && language !== undefined) flag(`upstream received ${what} with the Accept-Language its client's Connection named`, client);
+      if (request.hop === 'unlisted' && language !== HOP_FIELD_VALUE)
+        flag(`upstream received ${what} with Accept-Language ${language ?? '(none)'}, not ${HOP_FIELD_VALUE} as sent`, client);
       if (seen.has(tag!)) flag(`upstream received ${request.tag} more than once`, client);
       seen.add(tag!);
     }
