@@ -1,5 +1,6 @@
 // The headers the upstream receives: the client's headers its operation's policy allows, and the ones the gateway states itself.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { connectionTokenReader } from '../http/connection-tokens.ts';
 import { boundedBaggage } from '../http/trace-context.ts';
 import { isForwardedValue } from './forwarded.ts';
 
@@ -23,22 +24,11 @@ export interface ForwardingFacts {
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 
-/** The tokens of the last Connection value read: a keep-alive client sends the same one with every request. */
-let lastConnection = '';
-let lastTokens: ReadonlySet<string> = NO_TOKENS;
+/** The field names a client's Connection value removes. */
+const removableTokens = connectionTokenReader((name) => !NOT_REMOVABLE_BY_CONNECTION_TOKEN.has(name));
 
-/** The field names a client's Connection value removes (never changed once made: the last value's set is handed out again). */
 function connectionTokens(value: string | undefined): ReadonlySet<string> {
-  if (!value) return NO_TOKENS;
-  if (value === lastConnection) return lastTokens;
-  const tokens = new Set<string>();
-  for (const token of value.split(',')) {
-    const name = token.trim().toLowerCase();
-    if (name && !NOT_REMOVABLE_BY_CONNECTION_TOKEN.has(name)) tokens.add(name);
-  }
-  lastConnection = value;
-  lastTokens = tokens;
-  return tokens;
+  return value ? removableTokens(value) : NO_TOKENS;
 }
 
 /** RFC 7239 §6: an IPv6 node is quoted and bracketed. */

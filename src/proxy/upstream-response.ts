@@ -4,6 +4,7 @@ import { GatewayError, isErrorBody, type ErrorCode } from '../errors/gateway-err
 import { STATUS_CODES } from '../http/node-http.ts';
 import { withVary } from '../http/cors-vocabulary.ts';
 import { HOP_BY_HOP } from '../http/header-names.ts';
+import { connectionTokenReader } from '../http/connection-tokens.ts';
 
 /** What the client may see of one answer's head (compiled per operation by compileHeaderPolicy). */
 export interface RelayPolicy {
@@ -60,23 +61,8 @@ function fieldValue(name: string, value: string | string[]): string | string[] {
   return FIRST_VALUE_ONLY.has(name) ? (value[0] ?? '') : value.join(', ');
 }
 
-/** The tokens of the last Connection value read: a backend sends the same one (`keep-alive`) with every answer. */
-let lastConnection = '';
-let lastTokens: ReadonlySet<string> = NO_TOKENS;
-
-/** The field names a Connection value lists, lower-cased (never changed once made: the last value's set is handed out again). */
-function connectionTokens(value: string): ReadonlySet<string> {
-  if (value !== lastConnection) {
-    lastTokens = new Set(
-      value
-        .toLowerCase()
-        .split(',')
-        .map((token) => token.trim()),
-    );
-    lastConnection = value;
-  }
-  return lastTokens;
-}
+/** The field names an answer's Connection value lists: not relayed. */
+const connectionTokens = connectionTokenReader();
 
 /**
  * Copies the status and the end-to-end headers the policy allows (the gateway's own, X-Request-Id..., win), leaving out hop-by-hop
