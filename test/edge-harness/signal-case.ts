@@ -118,7 +118,9 @@ async function signalDuringLoad(
   releasedAt: () => number,
 ): Promise<SignalObservation> {
   const readFor = scaled(signalCase.backendMs) + SIGNAL_GRACE_MS + SIGNAL_SLACK_MS;
-  const witness = request(group.port, listPets(key, witnessId), witnessId, readFor);
+  let taken = false;
+  void backendAsked.then(() => (taken = true));
+  const witness = askUntilTaken(group.port, listPets(key, witnessId), witnessId, readFor, () => taken);
   const reachedBackend = await Promise.race([backendAsked.then(() => true), witness.then(() => false), sleep(scaled(5000)).then(() => false)]);
   if (!reachedBackend) {
     const read = await witness;
@@ -186,6 +188,22 @@ async function latecomerOnceShutdownLogged(group: GatewayGroup, key: string): Pr
   if (logged === undefined || !group.output().includes(SHUTTING_DOWN)) return undefined;
   const id = `signal-latecomer-${randomUUID()}`;
   return request(group.port, listPets(key, id), id, SIGNAL_GRACE_MS + SIGNAL_SLACK_MS);
+}
+
+/** Connections the witness opens at most before its request is taken. */
+const WITNESS_ATTEMPTS = 5;
+
+/**
+ * The witness's request, as a client sends an idempotent GET: again, on a new connection, when one is closed before any byte of an
+ * answer while the backend does not have it yet. At a cap the crowd fills, the gateway may close the witness's connection as the
+ * oldest newcomer that has shown nothing (crowd connections the kernel had not yet handed over arrive after it, on a busy machine); the
+ * crowd property allows that, and this property is about the drain of a request in flight.
+ */
+async function askUntilTaken(port: number, bytes: string, id: string, readForMs: number, taken: () => boolean): Promise<ClientRead> {
+  for (let attempt = 1; ; attempt++) {
+    const read = await request(port, bytes, id, readForMs);
+    if (read.bytes !== '' || taken() || attempt === WITNESS_ATTEMPTS) return read;
+  }
 }
 
 /** Polls `holds` every 5 ms for at most `deadlineMs`: performance.now() when it first held, or undefined. */
