@@ -4,10 +4,9 @@ import type { Environment } from '../config/schema.ts';
 import { GatewayError, RETRY_SOON } from '../errors/gateway-error.ts';
 import type { Clock } from '../time/clock.ts';
 import { monotonicMs } from '../time/monotonic.ts';
-import { hasApiKeyShape } from './api-key.ts';
-import { readBearer } from './bearer.ts';
 import type { KeyHasher } from './key-hash.ts';
 import type { Consumer, KeyLookupFacts, KeyRecord, KeyStore } from './key-store.ts';
+import { readPresentedKey } from './presented-key.ts';
 
 export type AuthRefusalReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_environment';
 
@@ -76,11 +75,10 @@ export function createAuthenticate(options: AuthenticateOptions): RequestHandler
     request.authStartMs = monotonicMs();
     let record: KeyRecord | undefined;
     try {
-      const bearer = readBearer(authorization);
-      if (bearer.kind !== 'token') throw refuse(bearer.kind, request);
-      if (!hasApiKeyShape(bearer.token)) throw refuse('unknown', request);
+      const presented = readPresentedKey(authorization);
+      if (presented.kind !== 'key') throw refuse(presented.kind, request);
       try {
-        record = await keyStore.findByHash(hashKey(bearer.token), request);
+        record = await keyStore.findByHash(hashKey(presented.key), request);
         if (request.lookupStartMs !== 0) request.lookupEndMs = monotonicMs();
       } catch (cause) {
         if (request.lookupStartMs !== 0) {
