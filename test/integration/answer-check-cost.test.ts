@@ -1,5 +1,5 @@
 // Checking answers costs bounded CPU: 16 hostile answers at once, nested or flat, cost a few ms each beyond relaying them, and
-// /healthz keeps answering within 50 ms at its 99th percentile.
+// /healthz keeps answering within 50 ms at its 99th percentile, counting the waits the gateway's own work causes.
 import { Agent, get } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -58,20 +58,38 @@ async function startLoad(nesting: number): Promise<{ backend: string; bytes: num
   };
 }
 
-/** One /healthz on the admin listener: milliseconds to its whole answer. */
-function healthz(port: number, agent: Agent): Promise<number> {
+/** One /healthz probe: milliseconds to its whole answer, and the CPU this thread (the gateways') spent meanwhile. */
+interface Probe {
+  ms: number;
+  cpuMs: number;
+}
+
+/** One /healthz on the admin listener. */
+function healthz(port: number, agent: Agent): Promise<Probe> {
   const started = performance.now();
+  const cpuBefore = process.threadCpuUsage();
   return new Promise((resolve, reject) => {
     get({ host: '127.0.0.1', port, path: '/healthz', agent }, (res) => {
       res.resume();
-      res.on('end', () => resolve(performance.now() - started));
+      res.on('end', () => {
+        const cpu = process.threadCpuUsage(cpuBefore);
+        resolve({ ms: performance.now() - started, cpuMs: (cpu.user + cpu.system) / 1000 });
+      });
     }).on('error', reject);
   });
 }
 
-/** What a gateway's rounds of load showed: its /healthz probes' times, the CPU this thread spent, the answers clients got whole. */
+/**
+ * Whether a probe waited 50 ms or longer on this thread's own work: its answer took that long, and the thread ran for at least half
+ * of it. A probe the machine kept waiting (another process on the cores, as other test files are) ran little meanwhile; one that
+ * waited behind a check that does not yield ran all along (the defect: 160-700 ms of CPU per nested answer, /healthz p50 past a
+ * second).
+ */
+const waitedOnTheGateway = (probe: Probe): boolean => probe.ms >= scaled(50) && probe.cpuMs >= probe.ms / 2;
+
+/** What a gateway's rounds of load showed: its /healthz probes, the CPU this thread spent, the answers clients got whole. */
 interface Measured {
-  probes: number[];
+  probes: Probe[];
   cpuMs: number;
   intact: number;
 }
@@ -99,8 +117,8 @@ async function sixteenHostileAnswers(edge: Edge, load: Awaited<ReturnType<typeof
   agent.destroy();
 }
 
-function p99(probes: number[]): number {
-  const sorted = [...probes].sort((a, b) => a - b);
+function p99(probes: Probe[]): number {
+  const sorted = probes.map((probe) => probe.ms).sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
 }
 
@@ -137,14 +155,16 @@ describe.each([
     const figures = `CPU ${checked.cpuMs.toFixed(0)} ms checked, ${unchecked.cpuMs.toFixed(0)} ms unchecked; /healthz p99 ${checkedP99.toFixed(1)} ms checked, ${uncheckedP99.toFixed(1)} ms unchecked`;
     // Before: 160-700 ms of CPU per nested answer, about 20 ms per flat one, /healthz p50 past a second.
     expect((checked.cpuMs - unchecked.cpuMs) / (16 * ROUNDS), figures).toBeLessThan(5);
-    // The p99 under 50 ms, read as a count so that one pause of the machine's (or of this process's garbage collector, which both
-    // gateways and the probes share) does not decide it: of the checked gateway's probes, at most 1% and one more than of the
-    // unchecked one's, in turns with it, take 50 ms or longer. On a quiet machine the unchecked gateway has none, and this is the
-    // p99 itself; where the machine keeps even the unchecked gateway waiting, it is what the checks add.
-    const slow = (probes: number[]) => probes.filter((ms) => ms >= scaled(50)).length;
+    // The p99 under 50 ms, read as a count so that one pause of this process's garbage collector (which both gateways and the
+    // probes share) does not decide it: of the checked gateway's probes, at most 1% and one more than of the unchecked one's, in
+    // turns with it, waited 50 ms or longer on this thread's work (waitedOnTheGateway). On a quiet machine that is the p99 itself;
+    // on a busy one, what the machine's other work adds to a probe is not counted against the checks.
+    const slow = (probes: Probe[]) => probes.filter(waitedOnTheGateway).length;
+    const machineSlow = (probes: Probe[]) => probes.filter((probe) => probe.ms >= scaled(50) && !waitedOnTheGateway(probe)).length;
     expect(
       slow(checked.probes),
-      `${figures}; probes of 50 ms or longer: ${slow(checked.probes)} of ${checked.probes.length} checked, ${slow(unchecked.probes)} of ${unchecked.probes.length} unchecked`,
+      `${figures}; probes that waited 50 ms or longer on the gateway: ${slow(checked.probes)} of ${checked.probes.length} checked, ` +
+        `${slow(unchecked.probes)} of ${unchecked.probes.length} unchecked (on the machine: ${machineSlow(checked.probes)} and ${machineSlow(unchecked.probes)})`,
     ).toBeLessThanOrEqual(Math.floor(checked.probes.length * 0.01) + 1 + slow(unchecked.probes));
     const counted = (await checkedEdge.gateway.scrape())
       .split('\n')
