@@ -46,6 +46,11 @@ function asObject(value: unknown, where: string): Json {
  * is never changed once compiled, so the pipelines before and after the reload can share it.
  */
 const lastCompiled = new Map<string, { text: string; contract: Contract }>();
+/**
+ * Files whose last compiled document is kept: far more than a configuration serves (its versions and the admin document), so
+ * only files no longer configured are forgotten, the least recently read first, instead of being held for the process's life.
+ */
+export const REMEMBERED_DOCUMENTS = 16;
 
 export function loadContract(file: string): Contract {
   let text: string;
@@ -53,13 +58,20 @@ export function loadContract(file: string): Contract {
   try {
     text = readFileSync(file, 'utf8');
     const last = lastCompiled.get(file);
-    if (last !== undefined && last.text === text) return last.contract;
+    if (last !== undefined && last.text === text) {
+      // Read again: now the most recently read (a Map iterates in insertion order).
+      lastCompiled.delete(file);
+      lastCompiled.set(file, last);
+      return last.contract;
+    }
     document = parseYaml(text);
   } catch (cause) {
     throw new Error(`interface document ${file} could not be read: ${(cause as Error).message}`, { cause });
   }
   const contract = compileContract(document);
+  lastCompiled.delete(file);
   lastCompiled.set(file, { text, contract });
+  if (lastCompiled.size > REMEMBERED_DOCUMENTS) lastCompiled.delete(lastCompiled.keys().next().value!);
   return contract;
 }
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { loadContract } from '../../../src/contract/compile-contract.ts';
+import { loadContract, REMEMBERED_DOCUMENTS } from '../../../src/contract/compile-contract.ts';
 
 const documentTitled = (title: string) => `openapi: 3.1.0
 info: { title: ${title}, version: '1' }
@@ -45,4 +45,16 @@ it('refuses a document that has become malformed, whatever was compiled from it 
   loadContract(file);
   writeFileSync(file, documentTitled('Pets').replace('openapi: 3.1.0', 'openapi: 3.0.3'));
   expect(() => loadContract(file)).toThrow('openapi must be a 3.1.x version');
+});
+
+it('forgets the document read least recently once more files than a configuration serves were read', () => {
+  const files = Array.from({ length: REMEMBERED_DOCUMENTS + 1 }, (_, index) => join(dir, `document-${index}.yaml`));
+  for (const [index, path] of files.entries()) writeFileSync(path, documentTitled(`Pets ${index}`));
+  const first = loadContract(files[0]!);
+  const second = loadContract(files[1]!);
+  // The first is read again: the second is now the least recently read.
+  expect(loadContract(files[0]!)).toBe(first);
+  for (const path of files.slice(2)) loadContract(path);
+  expect(loadContract(files[0]!)).toBe(first);
+  expect(loadContract(files[1]!)).not.toBe(second);
 });
