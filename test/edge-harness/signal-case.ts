@@ -191,18 +191,23 @@ async function latecomerOnceShutdownLogged(group: GatewayGroup, key: string): Pr
 }
 
 /** Connections the witness opens at most before its request is taken. */
-const WITNESS_ATTEMPTS = 5;
+const WITNESS_ATTEMPTS = 8;
+/** The witness waits this much longer before each attempt than before the one before it (scaled): a client's backoff. */
+const WITNESS_BACKOFF_MS = 50;
 
 /**
  * The witness's request, as a client sends an idempotent GET: again, on a new connection, when one is closed before any byte of an
  * answer while the backend does not have it yet. At a cap the crowd fills, the gateway may close the witness's connection as the
  * oldest newcomer that has shown nothing (crowd connections the kernel had not yet handed over arrive after it, on a busy machine); the
- * crowd property allows that, and this property is about the drain of a request in flight.
+ * crowd property allows that, and this property is about the drain of a request in flight. While every connection of a full cap has
+ * an answer under way, the cap closes each newcomer at once (none of them may be closed): the witness backs off between attempts
+ * (50 ms more each time, scaled; 1.4 s in all), as a client would, until an answer frees a connection.
  */
 async function askUntilTaken(port: number, bytes: string, id: string, readForMs: number, taken: () => boolean): Promise<ClientRead> {
   for (let attempt = 1; ; attempt++) {
     const read = await request(port, bytes, id, readForMs);
     if (read.bytes !== '' || taken() || attempt === WITNESS_ATTEMPTS) return read;
+    await sleep(scaled(WITNESS_BACKOFF_MS * attempt));
   }
 }
 
