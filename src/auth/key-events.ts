@@ -1,6 +1,7 @@
 // Key changes announced over Redis pub/sub, so every replica drops a revoked key at once, and numbered, so one that lost an announcement drops its cache.
 import type { Logger } from 'pino';
 import type { RedisClient } from '../redis/connect.ts';
+import { followChannel } from '../redis/subscription.ts';
 import type { CachedKeyStore } from './cached-key-store.ts';
 import { keyLayout, type KeyEvent } from './key-records.ts';
 
@@ -48,7 +49,7 @@ export interface KeyEvents {
 
 /**
  * Evicts each announced key, and drops the whole cache when an announcement was missed:
- * - ioredis re-subscribes by itself after a reconnect, losing what was published meanwhile: dropped on re-subscription;
+ * - the subscription is made again after a reconnect (subscription.ts), losing what was published meanwhile: dropped then;
  * - a connection a middlebox silently dropped loses events unnoticed. Each change moves an epoch in Redis and carries
  *   it: an event that skips a number, or an epoch (one GET every `checkMs`, off the request path) ahead of or behind
  *   the last event, drops the cache, and a subscription that then does not answer a ping is reconnected.
@@ -127,24 +128,18 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
   }, checkMs);
   timer.unref();
   void check().catch(() => undefined);
-  // Subscribing can fail (Redis away, or too slow to answer at start-up); it is tried again until it holds.
-  const subscribe = async (): Promise<void> => {
-    for (let attempt = 0; !closed; attempt++) {
-      try {
-        await subscriber.subscribe(channel);
-        // Nothing to clear: a change this replica was not subscribed for moved the epoch, which the check reads.
-        subscribedOnce = true;
-        return;
-      } catch (error) {
-        if (attempt === 0) logger?.error({ err: error, channel }, 'could not subscribe to key events; trying again');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(checkMs * 2 ** attempt, 30_000)).unref());
-      }
-    }
-  };
+  // Subscribing can fail (Redis away, or too slow to answer at start-up); it is tried again until it holds, and again after
+  // each reconnection. Nothing to clear when it first holds: a change this replica was not subscribed for moved the epoch,
+  // which the check reads.
+  const subscription = followChannel(subscriber, channel, { retryMs: checkMs, what: 'key events', ...(logger ? { logger } : {}) });
+  void subscription.held.then(() => {
+    subscribedOnce = true;
+  });
   return {
-    subscribed: subscribe(),
+    subscribed: subscription.held,
     close: () => {
       closed = true;
+      subscription.close();
       clearInterval(timer);
     },
   };

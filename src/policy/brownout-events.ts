@@ -1,6 +1,7 @@
 // Operator brownouts in Redis, announced over pub/sub so every replica applies a start or stop within a second.
 import type { Logger } from 'pino';
 import type { RedisClient } from '../redis/connect.ts';
+import { followChannel } from '../redis/subscription.ts';
 import type { BrownoutBoard, BrownoutOverride } from './brownouts.ts';
 
 /** One STRING per operation, its override as JSON, expiring with it; `{deprecations}` keeps one slot for one MGET. */
@@ -149,18 +150,17 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
   };
   subscriber.on('ready', resyncOnReady);
   redis.on('ready', resyncOnReady);
-  subscriber.subscribe(events).then(
-    () => {
-      subscribed = true;
-      return resync();
-    },
-    (error: unknown) => logger?.error({ err: error }, 'could not subscribe to brownout announcements'),
-  );
+  const subscription = followChannel(subscriber, events, { retryMs: options.resyncMs, what: 'brownout announcements', ...(logger ? { logger } : {}) });
+  void subscription.held.then(() => {
+    subscribed = true;
+    return resync();
+  });
   const timer = setInterval(() => void resync(), options.resyncMs);
   timer.unref();
   return {
     resync,
     close: () => {
+      subscription.close();
       clearInterval(timer);
       redis.off('ready', resyncOnReady);
       subscriber.off('ready', resyncOnReady);
