@@ -1,5 +1,6 @@
 // Key changes reach a replica's key cache: announced at once, and, when an announcement is lost, by the
 // epoch that every change moves (an event that skips a number, or the periodic check).
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CachedKeyStore } from '../../src/auth/cached-key-store.ts';
@@ -174,5 +175,19 @@ describe('key events', () => {
     subscriber.disconnect(true);
     await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 2000, 10);
     expect(clears).toEqual(['baseline', 'resubscribed']);
+  });
+
+  it('are heard again once the subscription is back after a cut: a later revocation is evicted at once', async () => {
+    const cache = await replicaCache(60_000);
+    const back = once(subscriber, 'ready');
+    subscriber.disconnect(true);
+    await back;
+    const channel = keyLayout(PREFIX).events;
+    const subscribers = async () => ((await commands.pubsub('NUMSUB', channel)) as [string, number])[1];
+    await waitFor(async () => (await subscribers()) === 1, 2000, 10);
+    // Cached after the cut: only an announcement can evict it within a second (the epoch is read once a minute here).
+    const { id, keyHash } = await cachedKey(cache);
+    await admin.revoke(id);
+    await waitFor(async () => (await cache.findByHash(keyHash))?.revoked === true, 1000, 5);
   });
 });
