@@ -1,4 +1,5 @@
 // Operator brownouts through Redis, in process: a replica that starts late reads them; Redis away, the last known state holds.
+import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
@@ -75,6 +76,32 @@ describe('operator brownouts in Redis', () => {
       await waitFor(async () => (await listeners()) === others + 1, 2000, 10);
       expect(board.override('getPet')).toBeUndefined();
       await reader.connect();
+      await waitFor(async () => board.override('getPet')?.kind === 'started', 1000, 10);
+    } finally {
+      follower.close();
+      reader.disconnect();
+      subscriber.disconnect();
+    }
+  });
+
+  it('are heard again once a cut subscription is back: a later announcement applies at once', async () => {
+    await publishBrownoutOverride(redis.client, config.redis.keyPrefix, 'getPet', undefined, Date.now());
+    const board = new BrownoutBoard(new Map([['getPet', []]]));
+    const channel = `${config.redis.keyPrefix}brownout-events`;
+    const listeners = async () => Number((await redis.client.pubsub('NUMSUB', channel))[1]);
+    const others = await listeners();
+    const subscriber = createRedisClient(config.redis, { role: 'subscriber', name: 'test-brownout-subscriber' });
+    const reader = createRedisClient(config.redis, { role: 'subscriber', name: 'test-brownout-reader' });
+    // A resync period no test waits out: after the cut, only the subscription made again hears the brownout in time.
+    const follower = followBrownouts({ redis: reader, subscriber, keyPrefix: config.redis.keyPrefix, board, resyncMs: TEN_MINUTES });
+    try {
+      await waitFor(async () => (await listeners()) === others + 1, 2000, 10);
+      const back = once(subscriber, 'ready');
+      subscriber.disconnect(true);
+      await back;
+      await waitFor(async () => (await listeners()) === others + 1, 2000, 10);
+      expect(board.override('getPet')).toBeUndefined();
+      await startBrownout();
       await waitFor(async () => board.override('getPet')?.kind === 'started', 1000, 10);
     } finally {
       follower.close();
