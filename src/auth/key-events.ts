@@ -84,11 +84,6 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
     if (event.epoch > seen + 1) missed(event.epoch, 'event_skipped', 'an event skipped a number (one was lost)');
     seen = Math.max(seen, event.epoch);
   });
-  subscriber.on('ready', () => {
-    if (!subscribedOnce) return;
-    clear('resubscribed');
-    logger?.info({ channel }, 'key events re-subscribed: key cache cleared');
-  });
   // Also while there is no subscription (not yet, or it failed): then every change is seen here.
   const check = async () => {
     const raw = await redis.get(layout.eventsEpoch);
@@ -131,7 +126,16 @@ export function followKeyEvents(options: KeyEventsOptions): KeyEvents {
   // Subscribing can fail (Redis away, or too slow to answer at start-up); it is tried again until it holds, and again after
   // each reconnection. Nothing to clear when it first holds: a change this replica was not subscribed for moved the epoch,
   // which the check reads.
-  const subscription = followChannel(subscriber, channel, { retryMs: checkMs, what: 'key events', ...(logger ? { logger } : {}) });
+  const subscription = followChannel(subscriber, channel, {
+    retryMs: checkMs,
+    what: 'key events',
+    ...(logger ? { logger } : {}),
+    // Held again after a cut: what was announced meanwhile is lost, so whatever is cached may predate a change.
+    onResubscribed: () => {
+      clear('resubscribed');
+      logger?.info({ channel }, 'key events re-subscribed: key cache cleared');
+    },
+  });
   void subscription.held.then(() => {
     subscribedOnce = true;
   });

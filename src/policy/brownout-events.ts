@@ -148,9 +148,14 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
   const resyncOnReady = () => {
     if (subscribed) void resync();
   };
-  subscriber.on('ready', resyncOnReady);
   redis.on('ready', resyncOnReady);
-  const subscription = followChannel(subscriber, events, { retryMs: options.resyncMs, what: 'brownout announcements', ...(logger ? { logger } : {}) });
+  const subscription = followChannel(subscriber, events, {
+    retryMs: options.resyncMs,
+    what: 'brownout announcements',
+    ...(logger ? { logger } : {}),
+    // Held again after a cut: what was announced meanwhile is lost; read now that nothing more is.
+    onResubscribed: () => void resync(),
+  });
   void subscription.held.then(() => {
     subscribed = true;
     return resync();
@@ -163,7 +168,6 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
       subscription.close();
       clearInterval(timer);
       redis.off('ready', resyncOnReady);
-      subscriber.off('ready', resyncOnReady);
     },
   };
 }

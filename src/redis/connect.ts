@@ -78,8 +78,8 @@ export function createRedisClient(settings: RedisSettings, options: RedisClientO
     connectTimeout: settings.connectTimeoutMs,
     maxRetriesPerRequest: { 'request-path': 0, subscriber: null, tool: 0 }[options.role],
     enableOfflineQueue: options.role !== 'request-path',
-    // A subscriber's channels are subscribed again by their followers (subscription.ts): ioredis's own re-subscription
-    // leaves its promise unhandled, and a close during it was an unhandled rejection.
+    // Channels (the subscriber role's alone) are subscribed again by their followers (subscription.ts): ioredis's own
+    // re-subscription leaves its promise unhandled, and a close during it was an unhandled rejection.
     autoResubscribe: false,
     // Reconnect forever, backing off to one attempt every two seconds; a tool gives up at once.
     retryStrategy: (attempt) => (options.role === 'tool' ? null : Math.min(50 * 2 ** attempt, 2000)),

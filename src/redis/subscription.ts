@@ -3,7 +3,7 @@
 //
 // ioredis can re-subscribe by itself (`autoResubscribe`), but it sends that SUBSCRIBE without a handler on its promise: a
 // connection closed while it was under way (a gateway closing just after Redis came back) was an unhandled rejection,
-// "Connection is closed.". Fixed upstream (redis/ioredis#2187), not in 6.0.0. So the subscriber role turns it off
+// "Connection is closed.". Fixed upstream (redis/ioredis#2187), not in 6.0.0. So createRedisClient turns it off
 // (connect.ts) and each follower subscribes again here, its promise handled. A cluster's subscriber re-subscribes on its own,
 // with its promises handled, and is left to do so.
 import type { Logger } from 'pino';
@@ -13,7 +13,7 @@ import type { RedisClient } from './connect.ts';
 const LONGEST_RETRY_MS = 30_000;
 
 export interface ChannelSubscription {
-  /** Settles once the channel was first subscribed to (or the subscription closed first). */
+  /** Settles once the channel was first subscribed to (or the subscription or its connection closed first); never rejects. */
   readonly held: Promise<void>;
   /** Stops subscribing again; the connection's owner closes the connection. */
   close(): void;
@@ -25,26 +25,45 @@ export interface ChannelSubscriptionOptions {
   logger?: Logger;
   /** Said once when an attempt fails: what the channel carries ("key events"). */
   what: string;
+  /**
+   * Told each time the subscription holds again after a reconnection: what was published while it was away is lost, and from
+   * now on nothing more is.
+   */
+  onResubscribed?: () => void;
 }
 
 export function followChannel(subscriber: RedisClient, channel: string, options: ChannelSubscriptionOptions): ChannelSubscription {
   let closed = false;
+  let heldOnce = false;
+  let markHeld!: () => void;
+  const held = new Promise<void>((resolve) => {
+    markHeld = resolve;
+  });
   // A reconnection is a `ready` after one seen before: the first is the connection coming up, which sends the first SUBSCRIBE
   // (queued until then) by itself.
   let readyBefore = subscriber.status === 'ready';
+  // Each reconnection starts the attempts afresh; an older run of attempts (still waiting to try again) stops, so failures
+  // that last (an ACL refusing the channel) keep one run going, not one per reconnection.
+  let run = 0;
 
-  const subscribe = async (): Promise<void> => {
-    for (let attempt = 0; !closed; attempt++) {
+  const subscribe = async (mine: number): Promise<void> => {
+    for (let attempt = 0; !closed && mine === run; attempt++) {
       try {
         await subscriber.subscribe(channel);
+        // A newer run (a reconnection meanwhile) sent its own SUBSCRIBE on the new connection, and reports it.
+        if (mine !== run) return;
+        if (heldOnce) options.onResubscribed?.();
+        heldOnce = true;
+        markHeld();
         return;
       } catch (error) {
         // Closed, or the connection was (it never reconnects then): nothing left to subscribe on.
-        if (closed || subscriber.status === 'end') return;
+        if (closed || subscriber.status === 'end') break;
         if (attempt === 0) options.logger?.error({ err: error, channel }, `could not subscribe to ${options.what}; trying again`);
         await new Promise((resolve) => setTimeout(resolve, Math.min(options.retryMs * 2 ** attempt, LONGEST_RETRY_MS)).unref());
       }
     }
+    if (closed || subscriber.status === 'end') markHeld();
   };
 
   const onReady = () => {
@@ -52,15 +71,17 @@ export function followChannel(subscriber: RedisClient, channel: string, options:
       readyBefore = true;
       return;
     }
-    if (!subscriber.isCluster) void subscribe();
+    if (!subscriber.isCluster) void subscribe(++run);
   };
   subscriber.on('ready', onReady);
+  void subscribe(run);
 
   return {
-    held: subscribe(),
+    held,
     close() {
       closed = true;
       subscriber.off('ready', onReady);
+      markHeld();
     },
   };
 }

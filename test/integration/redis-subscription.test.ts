@@ -117,3 +117,36 @@ describe('a followed channel', () => {
     }
   });
 });
+
+describe('a channel Redis refuses (an ACL without it)', () => {
+  it('is tried by one run of attempts, however many reconnections came meanwhile', async () => {
+    await redis.client.call('ACL', 'SETUSER', 'no-channels', 'on', '>no-channels-pass', '~*', 'resetchannels', '+@all');
+    const client = newSubscriber(redis.url.replace('redis://', 'redis://no-channels:no-channels-pass@'));
+    let attempts = 0;
+    const subscribe = client.subscribe.bind(client);
+    // A count of the SUBSCRIBEs the follower sends, each still sent to the real server.
+    client.subscribe = ((...args: Parameters<typeof subscribe>) => {
+      attempts++;
+      return subscribe(...args);
+    }) as typeof client.subscribe;
+    await once(client, 'ready');
+    const subscription = followChannel(client, CHANNEL, { retryMs: 100, what: 'test events' });
+    try {
+      for (let cut = 0; cut < 5; cut++) {
+        const back = once(client, 'ready');
+        client.disconnect(true);
+        await back;
+      }
+      const after = attempts;
+      const windowMs = scaled(1000);
+      await new Promise((resolve) => setTimeout(resolve, windowMs));
+      // One run waits 100, 200, 400, 800 ms... between attempts: k attempts take 100 × (2^k - 1) ms. Six runs, one per
+      // connection, made 11 in a second.
+      const oneRun = Math.floor(Math.log2(windowMs / 100 + 1));
+      expect(attempts - after).toBeGreaterThan(0);
+      expect(attempts - after).toBeLessThanOrEqual(oneRun);
+    } finally {
+      subscription.close();
+    }
+  });
+});
