@@ -71,7 +71,12 @@ export function followChannel(subscriber: RedisClient, channel: string, options:
       readyBefore = true;
       return;
     }
-    if (!subscriber.isCluster) void subscribe(++run);
+    // A cluster's subscriber re-subscribes by itself: its connection's `ready` is taken for the re-subscription, as before.
+    if (subscriber.isCluster) {
+      if (heldOnce) options.onResubscribed?.();
+      return;
+    }
+    void subscribe(++run);
   };
   subscriber.on('ready', onReady);
   void subscribe(run);
