@@ -107,6 +107,7 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
   // Operations announced while a read was on its way: the announcement is at least as new as what the read returns.
   let announcedDuringRead: Set<string> | undefined;
   let subscribed = false;
+  let closed = false;
 
   function apply(operation: string, override: BrownoutOverride | undefined, why: string): void {
     const before = JSON.stringify(board.override(operation));
@@ -157,6 +158,8 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
     onResubscribed: () => void resync(),
   });
   void subscription.held.then(() => {
+    // `held` also settles when the follower closes first: its connections are being closed, nothing is to be read.
+    if (closed) return;
     subscribed = true;
     return resync();
   });
@@ -165,6 +168,7 @@ export function followBrownouts(options: BrownoutFollowerOptions): BrownoutFollo
   return {
     resync,
     close: () => {
+      closed = true;
       subscription.close();
       clearInterval(timer);
       redis.off('ready', resyncOnReady);
